@@ -1,0 +1,34 @@
+module github.com/heddle-io/heddle
+
+go 1.26
+require (
+	github.com/aws/aws-lambda-go v1.55.1
+	github.com/aws/aws-sdk-go-v2 v1.47.7
+	github.com/aws/aws-sdk-go-v2/config v1.33.14
+	github.com/aws/aws-sdk-go-v2/credentials v1.20.14
+	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.6
+	github.com/aws/aws-sdk-go-v2/internal/configsources v1.5.10
+	github.com/aws/aws-sdk-go-v2/internal/endpoints/v2 v2.8.10
+	github.com/aws/aws-sdk-go-v2/internal/v4a v1.5.9
+	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.1
+	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.24
+	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.10
+	github.com/aws/aws-sdk-go-v2/service/internal/presigned-url v1.14.9
+	github.com/aws/aws-sdk-go-v2/service/signin v1.12.2
+	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.10
+	github.com/aws/aws-sdk-go-v2/service/sso v1.39.2
+	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.2
+	github.com/aws/aws-sdk-go-v2/service/sts v1.51.7
+	github.com/aws/smithy-go v1.28.8
+	github.com/awslabs/aws-lambda-go-api-proxy v0.16.2
+	github.com/getkin/kin-openapi v0.152.0
+	github.com/inconshreveable/mousetrap v1.1.0
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.10
+	github.com/stretchr/testify v1.12.1
+	go.etcd.io/bbolt v1.5.0
+	go.yaml.in/yaml/v2 v2.4.2
+	golang.org/x/crypto v0.58.0
+	golang.org/x/sys v0.49.0
+	sigs.k8s.io/yaml v1.6.0
+)

@@ -1,0 +1,192 @@
+package domain
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ClusterStatus is where a cluster stands as a whole.
+type ClusterStatus string
+
+const (
+	ClusterPending      ClusterStatus = "PENDING"      // a create job is running
+	ClusterActive       ClusterStatus = "ACTIVE"       // the last job succeeded
+	ClusterInconsistent ClusterStatus = "INCONSISTENT" // an operation on a live cluster failed
+	ClusterFailed       ClusterStatus = "FAILED"       // create failed and rollback could not finish
+	ClusterDeleting     ClusterStatus = "DELETING"     // a delete job is running
+	ClusterTerminated   ClusterStatus = "TERMINATED"   // every node is gone
+)
+
+// Terminal reports whether nothing more will happen to a cluster.
+func (s ClusterStatus) Terminal() bool { return s == ClusterTerminated }
+
+// NodeLayout is what one node runs: its hardware type, image type and sorted
+// service names. The solver speaks in node layouts.
+type NodeLayout struct {
+	HardwareType string   `json:"hardwareType"`
+	ImageType    string   `json:"imageType"`
+	Services     []string `json:"services"`
+}
+
+// Node is one machine of a cluster.
+type Node struct {
+	ID        string `json:"id"`
+	ClusterID string `json:"clusterId"`
+	// Num orders nodes within the cluster (from 1000, as Coopr numbered them);
+	// macros index services by it and shrink picks the highest first.
+	Num int `json:"num"`
+	NodeLayout
+	Hostname   string            `json:"hostname,omitempty"`
+	Addresses  map[string]string `json:"addresses,omitempty"` // access_v4, bind_v4
+	Flavor     string            `json:"flavor,omitempty"`
+	Image      string            `json:"image,omitempty"`
+	SSHUser    string            `json:"sshUser,omitempty"`
+	Status     NodeStatus        `json:"status"`
+	HostKey    string            `json:"hostKey,omitempty"`    // pinned on first contact, authorized_keys form
+	ProviderID string            `json:"providerId,omitempty"` // the provider's own id (an EC2 instance id)
+	Properties map[string]string `json:"properties,omitempty"` // results a provider or automator hands to later tasks
+	CreatedAt  time.Time         `json:"createdAt"`
+}
+
+// NodeStatus is a node's own lifecycle.
+type NodeStatus string
+
+const (
+	NodePlanned  NodeStatus = "PLANNED"
+	NodeCreating NodeStatus = "CREATING"
+	NodeActive   NodeStatus = "ACTIVE"
+	NodeDeleting NodeStatus = "DELETING"
+	NodeDeleted  NodeStatus = "DELETED"
+	NodeFailed   NodeStatus = "FAILED"
+)
+
+// Cluster is a set of nodes managed as one.
+type Cluster struct {
+	ID          string      `json:"id"`
+	TenantID    string      `json:"tenantId"`
+	Owner       string      `json:"owner"` // user name
+	Name        string      `json:"name"`
+	Description string      `json:"description,omitempty"`
+	Template    TemplateRef `json:"template"`
+	// Resolved is the template as resolved when the cluster was created or last
+	// synced: later catalog changes do not alter a running cluster.
+	Resolved      *ClusterTemplate `json:"resolvedTemplate,omitempty"`
+	Provider      string           `json:"provider"`
+	Services      []string         `json:"services"`
+	Config        json.RawMessage  `json:"config,omitempty"`
+	DNSSuffix     string           `json:"dnsSuffix,omitempty"`
+	Status        ClusterStatus    `json:"status"`
+	StatusMessage string           `json:"statusMessage,omitempty"`
+	NodeCount     int              `json:"nodeCount"`
+	// ActiveJobID is the cluster lock: at most one non-terminal job per
+	// cluster, taken and released with conditional writes.
+	ActiveJobID string    `json:"activeJobId,omitempty"`
+	LatestJobID string    `json:"latestJobId,omitempty"`
+	CreatedAt   time.Time `json:"createdAt"`
+	ExpiresAt   time.Time `json:"expiresAt,omitzero"` // zero: never
+	Version     int64     `json:"version"`
+}
+
+// Operation is what a job does to a cluster.
+type Operation string
+
+const (
+	OpCreate          Operation = "create"
+	OpDelete          Operation = "delete"
+	OpExpand          Operation = "expand"
+	OpShrink          Operation = "shrink"
+	OpReconfigure     Operation = "reconfigure"
+	OpAddServices     Operation = "add-services"
+	OpRemoveServices  Operation = "remove-services"
+	OpStartServices   Operation = "start"
+	OpStopServices    Operation = "stop"
+	OpRestartServices Operation = "restart"
+	OpRollingRestart  Operation = "rolling-restart"
+	OpSyncTemplate    Operation = "sync-template"
+	OpRollback        Operation = "rollback"
+)
+
+// JobStatus is a job's lifecycle.
+type JobStatus string
+
+const (
+	JobPending     JobStatus = "PENDING" // written, tasks not yet all dispatched
+	JobRunning     JobStatus = "RUNNING"
+	JobPaused      JobStatus = "PAUSED"
+	JobSucceeded   JobStatus = "SUCCEEDED"
+	JobFailed      JobStatus = "FAILED"
+	JobAborted     JobStatus = "ABORTED"
+	JobRollingBack JobStatus = "ROLLING_BACK"
+)
+
+// Terminal reports whether a job will do nothing more by itself.
+func (s JobStatus) Terminal() bool {
+	return s == JobSucceeded || s == JobFailed || s == JobAborted
+}
+
+// Job is one operation on one cluster and the tasks that carry it out.
+type Job struct {
+	ID            string    `json:"id"`
+	TenantID      string    `json:"tenantId"`
+	ClusterID     string    `json:"clusterId"`
+	Operation     Operation `json:"operation"`
+	Status        JobStatus `json:"status"`
+	StatusMessage string    `json:"statusMessage,omitempty"`
+	TaskTotal     int       `json:"taskTotal"`
+	TaskDone      int       `json:"taskDone"`
+	RequestedBy   string    `json:"requestedBy"`
+	CreatedAt     time.Time `json:"createdAt"`
+	StartedAt     time.Time `json:"startedAt,omitzero"`
+	EndedAt       time.Time `json:"endedAt,omitzero"`
+	Version       int64     `json:"version"`
+}
+
+// TaskStatus is a task's lifecycle. Every move between them is a conditional
+// write on the task's current status and attempt.
+type TaskStatus string
+
+const (
+	TaskBlocked   TaskStatus = "BLOCKED" // waiting for dependencies
+	TaskReady     TaskStatus = "READY"   // dependencies done, in a queue
+	TaskRunning   TaskStatus = "RUNNING" // claimed by a worker for an attempt
+	TaskSucceeded TaskStatus = "SUCCEEDED"
+	TaskFailed    TaskStatus = "FAILED"
+	TaskCanceled  TaskStatus = "CANCELED"
+)
+
+// Terminal reports whether the task will never run again in this job.
+func (s TaskStatus) Terminal() bool {
+	return s == TaskSucceeded || s == TaskFailed || s == TaskCanceled
+}
+
+// Task is one action on one node (and, for service actions, one service).
+type Task struct {
+	ID          string        `json:"id"`
+	TenantID    string        `json:"tenantId"`
+	JobID       string        `json:"jobId"`
+	ClusterID   string        `json:"clusterId"`
+	NodeID      string        `json:"nodeId"`
+	Service     string        `json:"service,omitempty"`
+	Action      Action        `json:"action"`
+	Status      TaskStatus    `json:"status"`
+	Attempt     int           `json:"attempt"`
+	MaxAttempts int           `json:"maxAttempts"`
+	Timeout     Duration      `json:"timeout"`
+	DependsOn   []string      `json:"dependsOn,omitempty"`
+	Deadline    time.Time     `json:"deadline,omitzero"`
+	Attempts    []TaskAttempt `json:"attempts,omitempty"`
+	Version     int64         `json:"version"`
+}
+
+// TaskAttempt records one try of a task.
+type TaskAttempt struct {
+	Attempt   int        `json:"attempt"`
+	Worker    string     `json:"worker,omitempty"`
+	StartedAt time.Time  `json:"startedAt"`
+	EndedAt   time.Time  `json:"endedAt,omitzero"`
+	Status    TaskStatus `json:"status"`
+	ExitCode  int        `json:"exitCode"`
+	Error     string     `json:"error,omitempty"`
+	Stdout    string     `json:"stdout,omitempty"` // bounded tail, secrets redacted
+	Stderr    string     `json:"stderr,omitempty"`
+}
