@@ -1,6 +1,7 @@
 module github.com/heddle-io/heddle
 
-go 1.26
+go 1.26.0
+
 require (
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.47.7
@@ -31,4 +32,9 @@ require (
 	golang.org/x/crypto v0.58.0
 	golang.org/x/sys v0.49.0
 	sigs.k8s.io/yaml v1.6.0
+)
+
+require (
+	github.com/google/uuid v1.6.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
