@@ -1,0 +1,228 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/store"
+)
+
+// maxWriteAttempts bounds the optimistic retry loop of one write.
+const maxWriteAttempts = 8
+
+const (
+	statusLive    = "live"
+	statusDeleted = "deleted"
+	counterLatest = "latest"
+)
+
+// ClusterSource lists a tenant's clusters that are not TERMINATED, so a delete
+// can refuse to remove what a live cluster uses. The cluster service provides
+// it; a nil ClusterSource means no clusters exist.
+type ClusterSource func(ctx context.Context, tenant string) ([]domain.Cluster, error)
+
+// Catalog reads and writes tenants' catalogs.
+type Catalog struct {
+	store    store.Store
+	clusters ClusterSource
+}
+
+// New returns a Catalog over s (an unscoped store: the catalog scopes every
+// call by the tenant it is given).
+func New(s store.Store, clusters ClusterSource) *Catalog {
+	return &Catalog{store: s, clusters: clusters}
+}
+
+func headKey(k domain.Kind, name string) store.Key {
+	return store.Key{PK: "CAT#" + string(k), SK: name}
+}
+
+func versionKey(k domain.Kind, name string, v int) store.Key {
+	return store.Key{PK: "CAT#" + string(k) + "#" + name, SK: fmt.Sprintf("%010d", v)}
+}
+
+var revisionKey = store.Key{PK: "CAT", SK: "REV"}
+
+// ETag is the HTTP entity tag of an entity's version.
+func ETag(version int) string { return `"` + strconv.Itoa(version) + `"` }
+
+func (c *Catalog) scoped(tenant string) store.Store { return store.Scoped(c.store, tenant) }
+
+// Get returns the latest live version of an entity (version 0) or the named
+// version.
+func (c *Catalog) Get(ctx context.Context, tenant string, k domain.Kind, name string, version int) (domain.Entity, error) {
+	s := c.scoped(tenant)
+	head, err := s.Get(ctx, headKey(k, name))
+	if err != nil {
+		return nil, notFoundAs(err, k, name)
+	}
+	if head.Status != statusLive {
+		return nil, fmt.Errorf("%w: %s %q", ErrNotFound, singular(k), name)
+	}
+	if version == 0 || int64(version) == head.Counter(counterLatest) {
+		return decodeEntity(k, head.Data)
+	}
+	item, err := s.Get(ctx, versionKey(k, name, version))
+	if err != nil {
+		return nil, notFoundAs(err, k, fmt.Sprintf("%s version %d", name, version))
+	}
+	return decodeEntity(k, item.Data)
+}
+
+func notFoundAs(err error, k domain.Kind, name string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w: %s %q", ErrNotFound, singular(k), name)
+	}
+	return err
+}
+
+func decodeEntity(k domain.Kind, data []byte) (domain.Entity, error) {
+	e := domain.NewEntity(k)
+	if err := json.Unmarshal(data, e); err != nil {
+		return nil, fmt.Errorf("catalog: stored %s is unreadable: %w", k, err)
+	}
+	return e, nil
+}
+
+// List returns one page of the latest live entities of a kind, by name.
+func (c *Catalog) List(ctx context.Context, tenant string, k domain.Kind, limit int, cursor string) ([]domain.Entity, string, error) {
+	page, err := c.scoped(tenant).Query(ctx, "CAT#"+string(k), store.Query{Limit: limit, Cursor: cursor})
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]domain.Entity, 0, len(page.Items))
+	for _, it := range page.Items {
+		if it.Status != statusLive {
+			continue
+		}
+		e, err := decodeEntity(k, it.Data)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, e)
+	}
+	return out, page.Next, nil
+}
+
+// Versions returns one page of an entity's versions, newest first.
+func (c *Catalog) Versions(ctx context.Context, tenant string, k domain.Kind, name string, limit int, cursor string) ([]domain.Entity, string, error) {
+	if _, err := c.Get(ctx, tenant, k, name, 0); err != nil {
+		return nil, "", err
+	}
+	page, err := c.scoped(tenant).Query(ctx, versionKey(k, name, 0).PK, store.Query{Limit: limit, Cursor: cursor, Descending: true})
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]domain.Entity, 0, len(page.Items))
+	for _, it := range page.Items {
+		e, err := decodeEntity(k, it.Data)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, e)
+	}
+	return out, page.Next, nil
+}
+
+// Put validates e and writes it as the entity's next version. ifMatch, when
+// not empty, must be the ETag of the latest version (or "*" for any existing
+// one). It returns the entity as stored and whether it was new.
+func (c *Catalog) Put(ctx context.Context, tenant string, e domain.Entity, ifMatch string) (domain.Entity, bool, error) {
+	if ps := e.Validate(); len(ps) > 0 {
+		return nil, false, ps
+	}
+	var created bool
+	err := c.write(ctx, tenant, func(tx *writeTx) error {
+		var err error
+		created, err = tx.put(e, ifMatch)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return e, created, nil
+}
+
+// Delete removes an entity (all versions become unreadable) unless a live
+// entity or cluster refers to it.
+func (c *Catalog) Delete(ctx context.Context, tenant string, k domain.Kind, name, ifMatch string) error {
+	return c.write(ctx, tenant, func(tx *writeTx) error {
+		head, err := tx.head(k, name)
+		if err != nil {
+			return err
+		}
+		if head == nil || head.Status != statusLive {
+			return fmt.Errorf("%w: %s %q", ErrNotFound, singular(k), name)
+		}
+		if ifMatch != "" && ifMatch != "*" && ifMatch != ETag(int(head.Counter(counterLatest))) {
+			return ErrPrecondition
+		}
+		referrers, err := tx.referrers(k, name)
+		if err != nil {
+			return err
+		}
+		if len(referrers) > 0 {
+			return &ReferencedError{Kind: k, Name: name, Referrers: referrers}
+		}
+		deleted := statusDeleted
+		tx.ops = append(tx.ops, store.Update(head.Key, store.Condition{Version: head.Version}, store.Changes{Status: &deleted}))
+		return nil
+	})
+}
+
+// Resolve returns the named cluster template (latest when version is 0)
+// merged with what it extends and includes.
+func (c *Catalog) Resolve(ctx context.Context, tenant, name string, version int) (*domain.ClusterTemplate, error) {
+	e, err := c.Get(ctx, tenant, domain.KindClusterTemplate, name, version)
+	if err != nil {
+		return nil, err
+	}
+	return Resolve(e.(*domain.ClusterTemplate), c.lookup(ctx, tenant, nil))
+}
+
+// Revision returns the tenant's catalog revision: it changes with every
+// catalog write, so a writer that resolved against revision r can condition
+// its own transaction on it (see RevisionCheck).
+func (c *Catalog) Revision(ctx context.Context, tenant string) (int64, error) {
+	it, err := c.scoped(tenant).Get(ctx, revisionKey)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, nil
+	}
+	return it.Version, err
+}
+
+// RevisionCheck is a transaction op (on the tenant's scoped store) that holds
+// only while the catalog is still at revision rev.
+func RevisionCheck(rev int64) store.Op {
+	if rev == 0 {
+		return store.Check(revisionKey, store.Condition{MustNotExist: true})
+	}
+	return store.Check(revisionKey, store.Condition{Version: rev})
+}
+
+// lookup finds templates for Resolve: first among pending (entities of an
+// import not yet written), then in the store.
+func (c *Catalog) lookup(ctx context.Context, tenant string, pending map[Ref]domain.Entity) LookupFunc {
+	return func(k domain.Kind, ref domain.TemplateRef) (Layer, error) {
+		var e domain.Entity
+		if p, ok := pending[Ref{Kind: k, Name: ref.Name}]; ok && (ref.Version == 0 || ref.Version == p.EntityMeta().Version) {
+			e = p
+		} else {
+			var err error
+			if e, err = c.Get(ctx, tenant, k, ref.Name, ref.Version); err != nil {
+				return Layer{}, err
+			}
+		}
+		switch t := e.(type) {
+		case *domain.ClusterTemplate:
+			return Layer{Kind: k, Name: t.Name, Version: t.Version, Sections: t.TemplateSections}, nil
+		case *domain.PartialTemplate:
+			return Layer{Kind: k, Name: t.Name, Version: t.Version, Immutable: t.Immutable, Sections: t.TemplateSections}, nil
+		}
+		return Layer{}, fmt.Errorf("%w: %s is not a template", ErrNotFound, ref.Name)
+	}
+}

@@ -1,0 +1,25 @@
+// Package catalog keeps each tenant's versioned catalog: providers, hardware
+// types, image types, services, partial and cluster templates.
+//
+// A PUT writes version max+1 and keeps every earlier version readable; a GET
+// returns the latest or a named version; a DELETE is refused, naming the
+// referrers, while a template or a live cluster still refers to the entity.
+//
+// # Storage
+//
+// Under the tenant's scope (store.Scoped), each entity has a head item
+// (PK "CAT#<kind>", SK name) holding the latest version's body and status
+// (live or deleted), and one item per version (PK "CAT#<kind>#<name>",
+// SK the zero-padded version). Every write transaction also conditionally
+// bumps one catalog revision item (PK "CAT", SK "REV"): catalog writes of a
+// tenant are therefore serialised, so a delete whose referrer scan saw no
+// referrer cannot commit after a template that refers to it was written, and
+// cluster creation can check the revision it resolved against.
+//
+// # Templates
+//
+// Resolve merges a cluster template with what it extends and includes, in
+// Coopr's order (the parent's includes, the parent, its own includes, itself),
+// and refuses overrides of keys an immutable partial template fixed. Cluster
+// creation calls it; Coopr never resolved templates there.
+package catalog

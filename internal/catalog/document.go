@@ -1,0 +1,189 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/heddle-io/heddle/internal/domain"
+)
+
+// DocumentAPIVersion marks an exported catalog document.
+const DocumentAPIVersion = "heddle/v1"
+
+// Document is a whole tenant catalog, as exported and imported. The same shape
+// is what `heddle apply -f` reads.
+type Document struct {
+	APIVersion       string                    `json:"apiVersion"`
+	Providers        []*domain.Provider        `json:"providers,omitempty"`
+	HardwareTypes    []*domain.HardwareType    `json:"hardwareTypes,omitempty"`
+	ImageTypes       []*domain.ImageType       `json:"imageTypes,omitempty"`
+	Services         []*domain.Service         `json:"services,omitempty"`
+	PartialTemplates []*domain.PartialTemplate `json:"partialTemplates,omitempty"`
+	ClusterTemplates []*domain.ClusterTemplate `json:"clusterTemplates,omitempty"`
+}
+
+// entities returns the document's entities in write order, each with the JSON
+// path prefix of its place in the document.
+func (d *Document) entities() ([]domain.Entity, []string) {
+	var es []domain.Entity
+	var paths []string
+	add := func(field string, n int, get func(int) domain.Entity) {
+		for i := range n {
+			es = append(es, get(i))
+			paths = append(paths, fmt.Sprintf("%s[%d]", field, i))
+		}
+	}
+	add("providers", len(d.Providers), func(i int) domain.Entity { return d.Providers[i] })
+	add("hardwareTypes", len(d.HardwareTypes), func(i int) domain.Entity { return d.HardwareTypes[i] })
+	add("imageTypes", len(d.ImageTypes), func(i int) domain.Entity { return d.ImageTypes[i] })
+	add("services", len(d.Services), func(i int) domain.Entity { return d.Services[i] })
+	add("partialTemplates", len(d.PartialTemplates), func(i int) domain.Entity { return d.PartialTemplates[i] })
+	add("clusterTemplates", len(d.ClusterTemplates), func(i int) domain.Entity { return d.ClusterTemplates[i] })
+	return es, paths
+}
+
+// DecodeDocument reads a catalog document in JSON or YAML (YAML is converted
+// to JSON first, so both get the same strict checks and field paths).
+func DecodeDocument(data []byte) (*Document, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, domain.Problems{{Code: domain.CodeMalformed, Message: "the document is neither valid JSON nor valid YAML: " + err.Error()}}
+	}
+	var d Document
+	if err := domain.DecodeStrict(js, &d); err != nil {
+		return nil, err
+	}
+	if d.APIVersion != DocumentAPIVersion {
+		return nil, domain.Problems{{Field: "apiVersion", Code: domain.CodeInvalid,
+			Message: fmt.Sprintf("is %q; this server reads %q documents", d.APIVersion, DocumentAPIVersion)}}
+	}
+	for i, e := range mustEntities(&d) {
+		if e == nil {
+			return nil, domain.Problems{{Field: fmt.Sprintf("entity %d", i), Code: domain.CodeInvalid, Message: "is null"}}
+		}
+	}
+	return &d, nil
+}
+
+func mustEntities(d *Document) []domain.Entity { es, _ := d.entities(); return es }
+
+// ImportResult says what an import wrote.
+type ImportResult struct {
+	Created []Ref `json:"created"`
+	Updated []Ref `json:"updated"`
+}
+
+// Import writes every entity of d as its next version, all in one transaction:
+// either all of them are written or none is. Every problem in the document is
+// reported at once, with its path in the document.
+func (c *Catalog) Import(ctx context.Context, tenant string, d *Document) (*ImportResult, error) {
+	es, paths := d.entities()
+	var ps domain.Problems
+	seen := map[Ref]string{}
+	for i, e := range es {
+		for _, p := range e.Validate() {
+			p.Field = joinField(paths[i], p.Field)
+			ps = append(ps, p)
+		}
+		ref := Ref{Kind: e.EntityKind(), Name: e.EntityMeta().Name}
+		if prev, dup := seen[ref]; dup {
+			ps = append(ps, domain.Problem{Field: paths[i] + ".name", Code: domain.CodeDuplicate,
+				Message: fmt.Sprintf("%s %q is already defined at %s", singular(ref.Kind), ref.Name, prev)})
+		}
+		seen[ref] = paths[i]
+	}
+	if len(ps) > 0 {
+		return nil, ps
+	}
+	var res ImportResult
+	err := c.write(ctx, tenant, func(tx *writeTx) error {
+		res = ImportResult{Created: []Ref{}, Updated: []Ref{}}
+		// Stage everything first so templates may refer to entities that come
+		// later in the document.
+		for _, e := range es {
+			tx.pending[Ref{Kind: e.EntityKind(), Name: e.EntityMeta().Name}] = e
+		}
+		var ps domain.Problems
+		for i, e := range es {
+			created, err := tx.put(e, "")
+			if problems, ok := err.(domain.Problems); ok {
+				for _, p := range problems {
+					p.Field = joinField(paths[i], p.Field)
+					ps = append(ps, p)
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			ref := Ref{Kind: e.EntityKind(), Name: e.EntityMeta().Name}
+			if created {
+				res.Created = append(res.Created, ref)
+			} else {
+				res.Updated = append(res.Updated, ref)
+			}
+		}
+		return ps.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func joinField(prefix, field string) string {
+	if field == "" {
+		return prefix
+	}
+	return prefix + "." + field
+}
+
+// Export returns the tenant's whole catalog (latest live versions) as a
+// document that Import accepts. Versions are left out: an import writes new
+// ones.
+func (c *Catalog) Export(ctx context.Context, tenant string) (*Document, error) {
+	d := &Document{APIVersion: DocumentAPIVersion}
+	for _, k := range domain.Kinds {
+		cursor := ""
+		for {
+			es, next, err := c.List(ctx, tenant, k, 1000, cursor)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range es {
+				e.EntityMeta().Version = 0
+				switch v := e.(type) {
+				case *domain.Provider:
+					d.Providers = append(d.Providers, v)
+				case *domain.HardwareType:
+					d.HardwareTypes = append(d.HardwareTypes, v)
+				case *domain.ImageType:
+					d.ImageTypes = append(d.ImageTypes, v)
+				case *domain.Service:
+					d.Services = append(d.Services, v)
+				case *domain.PartialTemplate:
+					d.PartialTemplates = append(d.PartialTemplates, v)
+				case *domain.ClusterTemplate:
+					d.ClusterTemplates = append(d.ClusterTemplates, v)
+				}
+			}
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+	}
+	return d, nil
+}
+
+// MarshalDocument renders d as JSON, or YAML when asYAML is set.
+func MarshalDocument(d *Document, asYAML bool) ([]byte, error) {
+	js, err := json.MarshalIndent(d, "", "  ")
+	if err != nil || !asYAML {
+		return js, err
+	}
+	return yaml.JSONToYAML(js)
+}

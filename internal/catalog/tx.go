@@ -1,0 +1,216 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/store"
+)
+
+// writeTx gathers one catalog change: what it read (to condition on) and the
+// ops it will commit together with the revision bump.
+type writeTx struct {
+	ctx     context.Context
+	c       *Catalog
+	tenant  string
+	s       store.Store
+	heads   map[Ref]*store.Item
+	pending map[Ref]domain.Entity // entities this transaction writes, for lookups
+	ops     []store.Op
+}
+
+// write runs fn against a fresh view of the tenant's catalog and commits its
+// ops in one transaction with a conditional revision bump, retrying from the
+// start when another writer got in first.
+func (c *Catalog) write(ctx context.Context, tenant string, fn func(*writeTx) error) error {
+	s := c.scoped(tenant)
+	for range maxWriteAttempts {
+		rev, err := s.Get(ctx, revisionKey)
+		revCond := store.Condition{Version: rev.Version}
+		if errors.Is(err, store.ErrNotFound) {
+			revCond = store.Condition{MustNotExist: true}
+		} else if err != nil {
+			return err
+		}
+		tx := &writeTx{ctx: ctx, c: c, tenant: tenant, s: s, heads: map[Ref]*store.Item{}, pending: map[Ref]domain.Entity{}}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if len(tx.ops) == 0 {
+			return nil
+		}
+		ops := append([]store.Op{store.Update(revisionKey, revCond, store.Changes{Add: map[string]int64{"writes": 1}})}, tx.ops...)
+		if len(ops) > store.MaxTransactItems {
+			return fmt.Errorf("%w: %d entities need %d writes; one import holds at most %d entities, so split the document",
+				ErrTooLarge, len(tx.pending), len(ops), (store.MaxTransactItems-1)/2)
+		}
+		err = s.Transact(ctx, ops)
+		if errors.Is(err, store.ErrConditionFailed) {
+			continue
+		}
+		return err
+	}
+	return ErrBusy
+}
+
+// head returns the entity's head item, or nil when it never existed.
+func (tx *writeTx) head(k domain.Kind, name string) (*store.Item, error) {
+	ref := Ref{Kind: k, Name: name}
+	if it, ok := tx.heads[ref]; ok {
+		return it, nil
+	}
+	it, err := tx.s.Get(tx.ctx, headKey(k, name))
+	if errors.Is(err, store.ErrNotFound) {
+		tx.heads[ref] = nil
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	tx.heads[ref] = &it
+	return &it, nil
+}
+
+// live reports whether ref names an entity that exists, in the store or among
+// this transaction's own writes.
+func (tx *writeTx) live(ref Ref) (bool, error) {
+	kinds := []domain.Kind{ref.Kind}
+	if ref.Kind == extendsKind {
+		kinds = []domain.Kind{domain.KindClusterTemplate, domain.KindPartialTemplate}
+	}
+	for _, k := range kinds {
+		if _, ok := tx.pending[Ref{Kind: k, Name: ref.Name}]; ok {
+			return true, nil
+		}
+		h, err := tx.head(k, ref.Name)
+		if err != nil {
+			return false, err
+		}
+		if h != nil && h.Status == statusLive {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// put stages e as the next version of its entity.
+func (tx *writeTx) put(e domain.Entity, ifMatch string) (created bool, err error) {
+	k, meta := e.EntityKind(), e.EntityMeta()
+	head, err := tx.head(k, meta.Name)
+	if err != nil {
+		return false, err
+	}
+	isLive := head != nil && head.Status == statusLive
+	if ifMatch != "" {
+		// If-Match asks to change an existing entity: with none there is
+		// nothing to match (404, as for any other call naming it).
+		if !isLive {
+			return false, fmt.Errorf("%w: %s %q", ErrNotFound, singular(k), meta.Name)
+		}
+		if ifMatch != "*" && ifMatch != ETag(int(head.Counter(counterLatest))) {
+			return false, ErrPrecondition
+		}
+	}
+	var ps domain.Problems
+	for _, r := range references(e) {
+		ok, err := tx.live(r.Ref)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			kind := singular(r.Kind)
+			if r.Kind == extendsKind {
+				kind = "template"
+			}
+			ps = append(ps, domain.Problem{Field: r.Field, Code: domain.CodeUnknownRef,
+				Message: fmt.Sprintf("names %s %q, which does not exist; create it first or fix the name", kind, r.Name)})
+		}
+	}
+	if len(ps) > 0 {
+		return false, ps
+	}
+	latest := 0
+	cond := store.Condition{MustNotExist: true}
+	if head != nil {
+		latest = int(head.Counter(counterLatest))
+		cond = store.Condition{Version: head.Version}
+	}
+	if isLive {
+		// Writing what is already the latest version changes nothing, so that
+		// applying the same document twice is a no-op.
+		meta.Version = latest
+		if same, err := json.Marshal(e); err == nil && string(same) == string(head.Data) {
+			tx.pending[Ref{Kind: k, Name: meta.Name}] = e
+			return false, nil
+		}
+	}
+	meta.Version = latest + 1
+	tx.pending[Ref{Kind: k, Name: meta.Name}] = e
+	if t, ok := e.(*domain.ClusterTemplate); ok {
+		if _, err := Resolve(t, tx.c.lookup(tx.ctx, tx.tenant, tx.pending)); err != nil {
+			return false, err
+		}
+	}
+	data, err := json.Marshal(e)
+	if err != nil {
+		return false, err
+	}
+	live := statusLive
+	hk := headKey(k, meta.Name)
+	tx.ops = append(tx.ops,
+		store.Put(store.Item{Key: hk, Status: live, Counters: map[string]int64{counterLatest: int64(meta.Version)}, Data: data}, cond),
+		store.Put(store.Item{Key: versionKey(k, meta.Name, meta.Version), Data: data}, store.Condition{MustNotExist: true}),
+	)
+	return !isLive, nil
+}
+
+// referrers lists the live templates and clusters that refer to the entity.
+func (tx *writeTx) referrers(k domain.Kind, name string) ([]Ref, error) {
+	var out []Ref
+	for _, tk := range []domain.Kind{domain.KindClusterTemplate, domain.KindPartialTemplate} {
+		cursor := ""
+		for {
+			page, err := tx.s.Query(tx.ctx, "CAT#"+string(tk), store.Query{Cursor: cursor, Limit: store.MaxPageSize})
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range page.Items {
+				if it.Status != statusLive || (tk == k && it.SK == name) {
+					continue
+				}
+				e, err := decodeEntity(tk, it.Data)
+				if err != nil {
+					return nil, err
+				}
+				for _, r := range references(e) {
+					if r.matches(k, name) {
+						out = append(out, Ref{Kind: tk, Name: it.SK})
+						break
+					}
+				}
+			}
+			if page.Next == "" {
+				break
+			}
+			cursor = page.Next
+		}
+	}
+	if tx.c.clusters != nil {
+		clusters, err := tx.c.clusters(tx.ctx, tx.tenant)
+		if err != nil {
+			return nil, fmt.Errorf("listing clusters to check references: %w", err)
+		}
+		for _, cl := range clusters {
+			for _, r := range clusterRefs(cl) {
+				if r.Kind == k && r.Name == name {
+					out = append(out, Ref{Kind: KindCluster, Name: cl.ID})
+					break
+				}
+			}
+		}
+	}
+	return out, nil
+}
