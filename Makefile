@@ -1,0 +1,46 @@
+# heddle's build. `make help` lists the targets.
+SHELL := /bin/bash
+GO ?= go
+PKGS := ./...
+LAMBDAS := api worker janitor
+FUZZTIME ?= 30s
+
+.PHONY: help build run test test-unit lint bench fuzz lambda clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## Build the heddle CLI into bin/
+	$(GO) build -o bin/heddle ./cmd/heddle
+
+run: ## Run heddle locally on the embedded store (the quick start's first command)
+	$(GO) run ./cmd/heddle server
+
+test: ## The whole test suite, with DynamoDB Local and OpenSSH servers started for it
+	./scripts/test-all.sh
+
+test-unit: ## Only the tests that need no emulator or sshd (fast)
+	$(GO) test -race -count=1 $(PKGS)
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+bench: ## Benchmarks of every package (store backends use DynamoDB Local when it runs)
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+fuzz: ## Run every fuzz target for FUZZTIME each (outside CI)
+	./scripts/fuzz-all.sh $(FUZZTIME)
+
+lambda: ## Build the Lambda bootstrap binaries and zips (linux/arm64) into dist/
+	@mkdir -p dist
+	@for fn in $(LAMBDAS); do \
+		if [ ! -f functions/$$fn/main.go ]; then echo "skip $$fn (not written yet)"; continue; fi; \
+		mkdir -p dist/$$fn && \
+		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w" -o dist/$$fn/bootstrap ./functions/$$fn && \
+		(cd dist/$$fn && rm -f ../$$fn.zip && zip -q -X ../$$fn.zip bootstrap) && \
+		printf "%-8s bootstrap %6s KiB  zip %6s KiB\n" $$fn $$(( $$(stat -c %s dist/$$fn/bootstrap) / 1024 )) $$(( $$(stat -c %s dist/$$fn.zip) / 1024 )); \
+	done
+
+clean: ## Remove build output
+	rm -rf bin dist

@@ -1,0 +1,393 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/catalog"
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/store/boltstore"
+)
+
+type testBundle struct {
+	srv      *httptest.Server
+	api      *Server
+	rootKey  string
+	acmeKey  string // admin of tenant acme
+	otherKey string // admin of tenant globex
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	acc := access.New(db)
+	root, err := acc.Bootstrap(context.Background(), "")
+	require.NoError(t, err)
+	s := New(Config{Catalog: catalog.New(db, nil), Access: acc, Backend: "bolt", Version: "test"})
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	b := &testBundle{srv: srv, api: s, rootKey: root}
+	b.acmeKey = b.createTenant(t, "acme")
+	b.otherKey = b.createTenant(t, "globex")
+	return b
+}
+
+func (b *testBundle) createTenant(t *testing.T, id string) string {
+	t.Helper()
+	status, body := b.do(t, b.rootKey, http.MethodPost, "/v1/tenants", map[string]any{"id": id, "workers": 2, "maxClusters": 5, "maxNodes": 50, "admin": id + "-admin"})
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	return body["adminKey"].(map[string]any)["secret"].(string)
+}
+
+// do sends a request; body is JSON-encoded unless it is a string or []byte,
+// which are sent as they are.
+func (b *testBundle) do(t *testing.T, key, method, path string, body any, headers ...string) (int, map[string]any) {
+	t.Helper()
+	resp := b.raw(t, key, method, path, body, headers...)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var out map[string]any
+	if len(raw) > 0 && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		require.NoError(t, json.Unmarshal(raw, &out), "%s", raw)
+	}
+	return resp.StatusCode, out
+}
+
+func (b *testBundle) raw(t *testing.T, key, method, path string, body any, headers ...string) *http.Response {
+	t.Helper()
+	var r io.Reader
+	switch v := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(v)
+	case []byte:
+		r = bytes.NewReader(v)
+	default:
+		js, err := json.Marshal(v)
+		require.NoError(t, err)
+		r = bytes.NewReader(js)
+	}
+	req, err := http.NewRequest(method, b.srv.URL+path, r)
+	require.NoError(t, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	return resp
+}
+
+func (b *testBundle) importExample(t *testing.T, key string) {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/examples/catalog.yaml")
+	require.NoError(t, err)
+	status, body := b.do(t, key, http.MethodPost, "/v1/catalog", doc, "Content-Type", "application/yaml")
+	require.Equal(t, http.StatusOK, status, "%v", body)
+}
+
+// errorOf checks the envelope and returns its code.
+func errorOf(t *testing.T, body map[string]any) (string, map[string]any) {
+	t.Helper()
+	e, ok := body["error"].(map[string]any)
+	require.True(t, ok, "an error response carries the envelope: %v", body)
+	require.NotEmpty(t, e["message"])
+	require.NotEmpty(t, e["requestId"])
+	return e["code"].(string), e
+}
+
+func TestStatusAndAuthentication(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	status, body := b.do(t, "", http.MethodGet, "/v1/status", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "ok", body["status"])
+	require.Equal(t, "bolt", body["backend"])
+
+	for _, key := range []string{"", "nonsense", access.NewKeySecret()} {
+		resp := b.raw(t, key, http.MethodGet, "/v1/me", nil)
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, key)
+		require.Equal(t, `Bearer realm="heddle"`, resp.Header.Get("WWW-Authenticate"))
+		resp.Body.Close()
+	}
+	status, body = b.do(t, b.acmeKey, http.MethodGet, "/v1/me", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, map[string]any{"tenant": "acme", "user": "acme-admin", "role": "admin", "keyId": body["keyId"]}, body)
+}
+
+func TestCatalogOverHTTP(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.importExample(t, b.acmeKey)
+
+	resp := b.raw(t, b.acmeKey, http.MethodGet, "/v1/services/kv", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, `"1"`, resp.Header.Get("ETag"))
+	resp.Body.Close()
+
+	status, body := b.do(t, b.acmeKey, http.MethodGet, "/v1/clustertemplates/web/resolved", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "local", body["defaults"].(map[string]any)["provider"])
+
+	// A new version, then a stale write against version 1.
+	status, body = b.do(t, b.acmeKey, http.MethodPut, "/v1/services/kv", map[string]any{"description": "v2"}, "If-Match", `"1"`)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.EqualValues(t, 2, body["version"])
+	status, body = b.do(t, b.acmeKey, http.MethodPut, "/v1/services/kv", map[string]any{"description": "v3", "version": 1})
+	require.Equal(t, http.StatusPreconditionFailed, status)
+	code, _ := errorOf(t, body)
+	require.Equal(t, CodePreconditionFailed, code)
+
+	status, body = b.do(t, b.acmeKey, http.MethodGet, "/v1/services/kv/versions", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Len(t, body["items"], 2)
+	status, body = b.do(t, b.acmeKey, http.MethodGet, "/v1/services/kv/versions/1", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "A tiny key-value store over HTTP.", body["description"])
+
+	status, body = b.do(t, b.acmeKey, http.MethodDelete, "/v1/services/kv", nil)
+	require.Equal(t, http.StatusConflict, status)
+	code, e := errorOf(t, body)
+	require.Equal(t, CodeReferenced, code)
+	require.Equal(t, []any{map[string]any{"kind": "clustertemplates", "name": "web"}}, e["referrers"])
+
+	status, _ = b.do(t, b.acmeKey, http.MethodPut, "/v1/providers/ec2", "name: ec2\nproviderType: ec2\n", "Content-Type", "application/yaml")
+	require.Equal(t, http.StatusCreated, status)
+	status, _ = b.do(t, b.acmeKey, http.MethodDelete, "/v1/providers/ec2", nil)
+	require.Equal(t, http.StatusNoContent, status)
+
+	resp = b.raw(t, b.acmeKey, http.MethodGet, "/v1/catalog?format=yaml", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "application/yaml", resp.Header.Get("Content-Type"))
+	exported, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	status, body = b.do(t, b.otherKey, http.MethodPost, "/v1/catalog", exported, "Content-Type", "application/yaml")
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.Len(t, body["created"], 8)
+}
+
+// TestBadInputChangesNothing sends every kind of bad input and checks that the
+// answer is a structured 4xx and that the tenant's catalog did not change.
+func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.importExample(t, b.acmeKey)
+	before := exportOf(t, b, b.acmeKey)
+
+	big := `{"name":"kv","description":"` + strings.Repeat("x", MaxBodyBytes) + `"}`
+	tests := []struct {
+		name    string
+		method  string
+		path    string
+		body    any
+		headers []string
+		status  int
+		code    string
+		field   string
+	}{
+		{"malformed json", http.MethodPut, "/v1/services/kv", `{"name":`, nil, 400, CodeInvalidBody, ""},
+		{"two documents", http.MethodPut, "/v1/services/kv", `{} {}`, nil, 400, CodeInvalidBody, ""},
+		{"unknown field", http.MethodPut, "/v1/services/kv", `{"colour":"red"}`, nil, 400, CodeInvalidBody, "colour"},
+		{"wrong type", http.MethodPut, "/v1/services/kv", `{"dependencies":{"provides":"kv2"}}`, nil, 400, CodeInvalidBody, "dependencies.provides"},
+		{"out of range", http.MethodPut, "/v1/services/kv", `{"actions":{"start":{"type":"shell","retries":50}}}`, nil, 422, CodeValidationFailed, "actions.start.retries"},
+		{"name disagrees with URL", http.MethodPut, "/v1/services/kv", `{"name":"web"}`, nil, 422, CodeValidationFailed, "name"},
+		{"invalid name in URL", http.MethodPut, "/v1/services/no%20spaces", `{}`, nil, 400, CodeInvalidParameter, "name"},
+		{"oversize body", http.MethodPut, "/v1/services/kv", big, nil, 413, CodeBodyTooLarge, ""},
+		{"unsupported media type", http.MethodPut, "/v1/services/kv", `x`, []string{"Content-Type", "text/plain"}, 415, CodeUnsupportedMedia, ""},
+		{"bad yaml", http.MethodPost, "/v1/catalog", "a: [", []string{"Content-Type", "application/yaml"}, 400, CodeInvalidBody, ""},
+		{"import with wrong apiVersion", http.MethodPost, "/v1/catalog", `{"apiVersion":"v0"}`, nil, 422, CodeValidationFailed, "apiVersion"},
+		{"import referencing nothing", http.MethodPost, "/v1/catalog", `{"apiVersion":"heddle/v1","clusterTemplates":[{"name":"web","compatibility":{"services":["ghost"]},"defaults":{"services":["ghost"],"provider":"local"}}]}`, nil, 422, CodeValidationFailed, "clusterTemplates[0].compatibility.services[0]"},
+		{"bad limit", http.MethodGet, "/v1/services?limit=0", nil, nil, 400, CodeInvalidParameter, "limit"},
+		{"bad cursor", http.MethodGet, "/v1/services?cursor=%21%21", nil, nil, 400, CodeInvalidParameter, "cursor"},
+		{"bad version", http.MethodGet, "/v1/services/kv/versions/zero", nil, nil, 400, CodeInvalidParameter, "version"},
+		{"bad export format", http.MethodGet, "/v1/catalog?format=xml", nil, nil, 400, CodeInvalidParameter, "format"},
+		{"unknown collection", http.MethodGet, "/v1/widgets", nil, nil, 404, CodeNotFound, ""},
+		{"no such route", http.MethodGet, "/v2/services", nil, nil, 404, CodeNotFound, ""},
+		{"method not allowed", http.MethodPatch, "/v1/services/kv", `{}`, nil, 405, CodeMethodNotAllowed, ""},
+		{"wrong role", http.MethodPost, "/v1/tenants", `{"id":"x"}`, nil, 403, CodeForbidden, ""},
+		{"admin changing own tenant", http.MethodPut, "/v1/tenants/acme", `{"maxClusters":-1}`, nil, 403, CodeForbidden, ""},
+		{"admin naming another tenant", http.MethodPut, "/v1/tenants/globex", `{"maxClusters":-1}`, nil, 404, CodeNotFound, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := b.acmeKey
+			status, body := b.do(t, key, tt.method, tt.path, tt.body, tt.headers...)
+			require.Equal(t, tt.status, status, "%v", body)
+			code, e := errorOf(t, body)
+			require.Equal(t, tt.code, code)
+			if tt.field != "" {
+				details, _ := e["details"].([]any)
+				require.NotEmpty(t, details)
+				require.Equal(t, tt.field, details[0].(map[string]any)["field"])
+			}
+		})
+	}
+	require.Equal(t, before, exportOf(t, b, b.acmeKey), "no bad request changed the catalog")
+
+	// Bad tenant input from the superadmin.
+	status, body := b.do(t, b.rootKey, http.MethodPut, "/v1/tenants/acme", `{"maxClusters":-1,"workers":5000}`)
+	require.Equal(t, http.StatusUnprocessableEntity, status)
+	_, e := errorOf(t, body)
+	require.Len(t, e["details"], 2)
+}
+
+func exportOf(t *testing.T, b *testBundle, key string) string {
+	t.Helper()
+	resp := b.raw(t, key, http.MethodGet, "/v1/catalog", nil)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(raw)
+}
+
+func TestRoles(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	status, body := b.do(t, b.acmeKey, http.MethodPost, "/v1/users", map[string]any{"name": "bob", "role": "user"})
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	status, body = b.do(t, b.acmeKey, http.MethodPost, "/v1/users/bob/keys", nil)
+	require.Equal(t, http.StatusCreated, status)
+	bobKey := body["secret"].(string)
+	require.Equal(t, "no-store", b.raw(t, b.acmeKey, http.MethodPost, "/v1/users/bob/keys", nil).Header.Get("Cache-Control"))
+
+	forbidden := []struct{ method, path string }{
+		{http.MethodPut, "/v1/services/kv"},
+		{http.MethodGet, "/v1/users"},
+		{http.MethodPost, "/v1/users"},
+		{http.MethodGet, "/v1/catalog"},
+		{http.MethodGet, "/v1/tenants"},
+		{http.MethodPut, "/v1/tenants/acme"},
+	}
+	for _, f := range forbidden {
+		status, body := b.do(t, bobKey, f.method, f.path, "{}")
+		require.Equal(t, http.StatusForbidden, status, "%s %s: %v", f.method, f.path, body)
+	}
+	// A user sees their own record and keys, and nobody else's.
+	status, _ = b.do(t, bobKey, http.MethodGet, "/v1/users/bob", nil)
+	require.Equal(t, http.StatusOK, status)
+	status, body = b.do(t, bobKey, http.MethodGet, "/v1/users/bob/keys", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Len(t, body["items"], 2)
+	for _, k := range body["items"].([]any) {
+		require.NotContains(t, k, "secret", "listed keys never carry secrets")
+		require.NotContains(t, k, "hash")
+	}
+	status, _ = b.do(t, bobKey, http.MethodGet, "/v1/users/acme-admin", nil)
+	require.Equal(t, http.StatusNotFound, status)
+	// An admin cannot make a superadmin; the superadmin manages tenants.
+	status, _ = b.do(t, b.acmeKey, http.MethodPost, "/v1/users", map[string]any{"name": "eve", "role": "superadmin"})
+	require.Equal(t, http.StatusUnprocessableEntity, status)
+	status, body = b.do(t, b.rootKey, http.MethodGet, "/v1/tenants", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Len(t, body["items"], 3)
+
+	// Revoking a key stops it at once.
+	status, body = b.do(t, bobKey, http.MethodGet, "/v1/me", nil)
+	require.Equal(t, http.StatusOK, status)
+	status, _ = b.do(t, bobKey, http.MethodDelete, "/v1/users/bob/keys/"+body["keyId"].(string), nil)
+	require.Equal(t, http.StatusNoContent, status)
+	status, _ = b.do(t, bobKey, http.MethodGet, "/v1/me", nil)
+	require.Equal(t, http.StatusUnauthorized, status)
+}
+
+// TestAnotherTenantsIDsAnswer404 walks every route that names something with
+// globex's admin key and acme's ids: each must answer 404, and acme's data
+// must be unchanged afterwards.
+func TestAnotherTenantsIDsAnswer404(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.importExample(t, b.acmeKey)
+	status, _ := b.do(t, b.acmeKey, http.MethodPost, "/v1/users", map[string]any{"name": "alice", "role": "user"})
+	require.Equal(t, http.StatusCreated, status)
+	status, body := b.do(t, b.acmeKey, http.MethodPost, "/v1/users/alice/keys", nil)
+	require.Equal(t, http.StatusCreated, status)
+	aliceKeyID := body["id"].(string)
+	before := exportOf(t, b, b.acmeKey)
+
+	acmeIDs := strings.NewReplacer("{kind}", "services", "{name}", "kv", "{version}", "1", "{tenant}", "acme", "{user}", "alice", "{key}", aliceKeyID)
+	walked := 0
+	for _, rt := range b.api.routes() {
+		if !strings.Contains(strings.ReplaceAll(rt.Path, "{kind}", ""), "{") {
+			continue // a collection of the caller's own tenant names no id
+		}
+		path := acmeIDs.Replace(rt.Path)
+		if strings.HasPrefix(rt.Path, "/v1/clustertemplates/{name}") {
+			path = strings.Replace(rt.Path, "{name}", "web", 1)
+		}
+		var body any
+		var headers []string
+		if rt.Method == http.MethodPut {
+			// A PUT naming an entity globex lacks would create globex's own;
+			// with If-Match it must find acme's, and may not.
+			body, headers = map[string]any{}, []string{"If-Match", `"1"`}
+		}
+		status, resp := b.do(t, b.otherKey, rt.Method, path, body, headers...)
+		require.Equal(t, http.StatusNotFound, status, "%s %s answered %v", rt.Method, path, resp)
+		code, _ := errorOf(t, resp)
+		require.Equal(t, CodeNotFound, code)
+		walked++
+	}
+	require.GreaterOrEqual(t, walked, 12)
+	require.Equal(t, before, exportOf(t, b, b.acmeKey))
+	status, _ = b.do(t, b.acmeKey, http.MethodGet, "/v1/users/alice", nil)
+	require.Equal(t, http.StatusOK, status)
+}
+
+func TestTenantLifecycle(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.importExample(t, b.acmeKey)
+	status, body := b.do(t, b.rootKey, http.MethodPut, "/v1/tenants/acme", map[string]any{"workers": 4, "maxClusters": 1, "maxNodes": 3})
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.EqualValues(t, 4, body["workers"])
+	require.Equal(t, map[string]any{"clusters": float64(0), "nodes": float64(0)}, body["usage"])
+
+	status, _ = b.do(t, b.rootKey, http.MethodPost, "/v1/tenants", map[string]any{"id": "acme"})
+	require.Equal(t, http.StatusConflict, status)
+
+	status, _ = b.do(t, b.rootKey, http.MethodDelete, "/v1/tenants/acme", nil)
+	require.Equal(t, http.StatusNoContent, status)
+	status, _ = b.do(t, b.acmeKey, http.MethodGet, "/v1/me", nil)
+	require.Equal(t, http.StatusUnauthorized, status, "a deleted tenant's keys stop working")
+	status, _ = b.do(t, b.rootKey, http.MethodDelete, "/v1/tenants/system", nil)
+	require.Equal(t, http.StatusConflict, status)
+
+	// A tenant of the same name starts empty.
+	key := b.createTenant(t, "acme")
+	status, body = b.do(t, key, http.MethodGet, "/v1/services", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Empty(t, body["items"])
+}
+
+func TestYAMLEntityAndRequestID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	resp := b.raw(t, b.acmeKey, http.MethodPut, "/v1/services/kv", "name: kv\nlabel: KV\n", "Content-Type", "application/yaml", "X-Request-Id", "trace-123")
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.Equal(t, "trace-123", resp.Header.Get("X-Request-Id"))
+	require.Equal(t, "/v1/services/kv", resp.Header.Get("Location"))
+	var svc domain.Service
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&svc))
+	require.Equal(t, "KV", svc.Label)
+}

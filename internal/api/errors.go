@@ -1,0 +1,148 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/catalog"
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/store"
+)
+
+// Error codes of the envelope. They are stable: clients may switch on them.
+const (
+	CodeInvalidBody        = "invalid_body"
+	CodeValidationFailed   = "validation_failed"
+	CodeInvalidParameter   = "invalid_parameter"
+	CodeUnauthorized       = "unauthorized"
+	CodeForbidden          = "forbidden"
+	CodeNotFound           = "not_found"
+	CodeMethodNotAllowed   = "method_not_allowed"
+	CodeConflict           = "conflict"
+	CodeAlreadyExists      = "already_exists"
+	CodeReferenced         = "referenced"
+	CodePreconditionFailed = "precondition_failed"
+	CodeBodyTooLarge       = "body_too_large"
+	CodeUnsupportedMedia   = "unsupported_media_type"
+	CodeInternal           = "internal"
+)
+
+// ErrorBody is the envelope every error response carries.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail says what went wrong.
+type ErrorDetail struct {
+	Status    int              `json:"status"`
+	Code      string           `json:"code"`
+	Message   string           `json:"message"`
+	Details   []domain.Problem `json:"details,omitempty"`
+	Referrers []catalog.Ref    `json:"referrers,omitempty"`
+	RequestID string           `json:"requestId,omitempty"`
+}
+
+// apiError is an error that already knows its response.
+type apiError struct {
+	status  int
+	code    string
+	message string
+	details []domain.Problem
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func newError(status int, code, message string) *apiError {
+	return &apiError{status: status, code: code, message: message}
+}
+
+func errNotFound(message string) *apiError {
+	return newError(http.StatusNotFound, CodeNotFound, message)
+}
+
+var errForbidden = newError(http.StatusForbidden, CodeForbidden, "your role does not allow this; ask an admin of your tenant")
+
+// badParam reports an unusable query or path parameter.
+func badParam(field, message string) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: CodeInvalidParameter, message: field + ": " + message,
+		details: []domain.Problem{{Field: field, Code: domain.CodeInvalid, Message: message}}}
+}
+
+// badBody marks problems found while decoding a body (its shape), as opposed to
+// validating its meaning.
+type badBody struct{ problems domain.Problems }
+
+func (b badBody) Error() string { return b.problems.Error() }
+
+// describe maps an error to its response.
+func describe(err error) ErrorDetail {
+	var (
+		ae  *apiError
+		bb  badBody
+		ps  domain.Problems
+		ref *catalog.ReferencedError
+		mbe *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &ae):
+		return ErrorDetail{Status: ae.status, Code: ae.code, Message: ae.message, Details: ae.details}
+	case errors.As(err, &mbe):
+		return ErrorDetail{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
+			Message: "the request body is larger than 1 MiB; split the document or send less"}
+	case errors.As(err, &bb):
+		return ErrorDetail{Status: http.StatusBadRequest, Code: CodeInvalidBody,
+			Message: "the request body could not be read: " + bb.problems.Error(), Details: bb.problems}
+	case errors.As(err, &ps):
+		return ErrorDetail{Status: http.StatusUnprocessableEntity, Code: CodeValidationFailed,
+			Message: "the request is not valid: " + ps.Error(), Details: ps}
+	case errors.As(err, &ref):
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeReferenced, Message: ref.Error(), Referrers: ref.Referrers}
+	case errors.Is(err, access.ErrUnauthorized):
+		return ErrorDetail{Status: http.StatusUnauthorized, Code: CodeUnauthorized,
+			Message: "send a valid API key as `Authorization: Bearer hdl_...`"}
+	case errors.Is(err, catalog.ErrNotFound), errors.Is(err, access.ErrNotFound):
+		return ErrorDetail{Status: http.StatusNotFound, Code: CodeNotFound, Message: trimPrefix(err) + " does not exist"}
+	case errors.Is(err, catalog.ErrPrecondition):
+		return ErrorDetail{Status: http.StatusPreconditionFailed, Code: CodePreconditionFailed,
+			Message: "the entity changed since you read it (If-Match or version does not match the latest); read it again and reapply your change"}
+	case errors.Is(err, catalog.ErrTooLarge):
+		return ErrorDetail{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge, Message: err.Error()}
+	case errors.Is(err, access.ErrExists):
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeAlreadyExists, Message: trimPrefix(err) + " already exists"}
+	case errors.Is(err, catalog.ErrBusy), errors.Is(err, access.ErrConflict):
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeConflict, Message: err.Error()}
+	case errors.Is(err, store.ErrBadCursor):
+		return ErrorDetail{Status: http.StatusBadRequest, Code: CodeInvalidParameter,
+			Message: "cursor: is not a cursor this listing returned; start again without it",
+			Details: []domain.Problem{{Field: "cursor", Code: domain.CodeInvalid, Message: "is not a cursor this listing returned"}}}
+	}
+	return ErrorDetail{Status: http.StatusInternalServerError, Code: CodeInternal,
+		Message: "heddle failed to handle this request; it has been logged with the request id"}
+}
+
+// trimPrefix drops the "package: sentinel: " lead of a wrapped error so the
+// sentence names just the thing ("service \"zk\"").
+func trimPrefix(err error) string {
+	msg := err.Error()
+	for _, sentinel := range []error{catalog.ErrNotFound, access.ErrNotFound, access.ErrExists} {
+		if p := sentinel.Error() + ": "; len(msg) > len(p) && msg[:len(p)] == p {
+			return msg[len(p):]
+		}
+	}
+	return msg
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	d := describe(err)
+	d.RequestID = requestID(r.Context())
+	if d.Status >= 500 {
+		s.log.ErrorContext(r.Context(), "request failed", slog.String("requestId", d.RequestID),
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("error", err))
+	}
+	if d.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)
+	}
+	writeJSON(w, d.Status, ErrorBody{Error: d})
+}

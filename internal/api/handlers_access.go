@@ -1,0 +1,281 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/domain"
+)
+
+// Status is what /v1/status answers.
+type Status struct {
+	Status  string    `json:"status"`
+	Version string    `json:"version"`
+	Backend string    `json:"backend"`
+	Started time.Time `json:"started"`
+}
+
+func (s *Server) getStatus(w http.ResponseWriter, r *http.Request, _ access.Principal) error {
+	writeJSON(w, http.StatusOK, Status{Status: "ok", Version: s.version, Backend: s.backend, Started: s.started.UTC()})
+	return nil
+}
+
+func (s *Server) getOpenAPI(w http.ResponseWriter, r *http.Request, _ access.Principal) error {
+	doc, err := OpenAPIJSON()
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(doc)
+	return nil
+}
+
+func (s *Server) getMe(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	writeJSON(w, http.StatusOK, p)
+	return nil
+}
+
+// pathTenant reads {tenant} and hides tenants the caller may not see: anyone
+// but a superadmin sees only their own, and gets 404 for any other, so ids of
+// other tenants cannot be probed.
+func pathTenant(r *http.Request, p access.Principal) (string, error) {
+	id := r.PathValue("tenant")
+	if !domain.ValidName(id) || (p.Role != domain.RoleSuperadmin && id != p.Tenant) {
+		return "", errNotFound(fmt.Sprintf("tenant %q does not exist", id))
+	}
+	return id, nil
+}
+
+func (s *Server) listTenants(w http.ResponseWriter, r *http.Request, _ access.Principal) error {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	items, next, err := s.access.ListTenants(r.Context(), limit, cursor)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, Page[access.TenantView]{Items: items, NextCursor: next})
+	return nil
+}
+
+// CreateTenantRequest is the body of POST /v1/tenants.
+type CreateTenantRequest struct {
+	domain.Tenant
+	// Admin names the tenant's first admin; their key is in the response.
+	Admin string `json:"admin,omitempty"`
+}
+
+// CreateTenantResponse is the answer to POST /v1/tenants.
+type CreateTenantResponse struct {
+	Tenant   access.TenantView `json:"tenant"`
+	AdminKey *domain.APIKey    `json:"adminKey,omitempty"`
+}
+
+func (s *Server) createTenant(w http.ResponseWriter, r *http.Request, _ access.Principal) error {
+	var req CreateTenantRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.Version != 0 || !req.CreatedAt.IsZero() {
+		return domain.Problems{{Field: "version", Code: domain.CodeInvalid, Message: "version and createdAt are set by the server; leave them out"}}
+	}
+	view, key, err := s.access.CreateTenant(r.Context(), req.Tenant, req.Admin)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/tenants/"+view.ID)
+	w.Header().Set("ETag", versionETag(view.Version))
+	writeJSON(w, http.StatusCreated, CreateTenantResponse{Tenant: view, AdminKey: key})
+	return nil
+}
+
+func versionETag(v int64) string { return `"` + strconv.FormatInt(v, 10) + `"` }
+
+func (s *Server) getTenant(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	id, err := pathTenant(r, p)
+	if err != nil {
+		return err
+	}
+	view, err := s.access.GetTenant(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", versionETag(view.Version))
+	writeJSON(w, http.StatusOK, view)
+	return nil
+}
+
+func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	id, err := pathTenant(r, p)
+	if err != nil {
+		return err
+	}
+	if p.Role != domain.RoleSuperadmin {
+		return errForbidden
+	}
+	var t domain.Tenant
+	if err := decode(r, &t); err != nil {
+		return err
+	}
+	if t.ID == "" {
+		t.ID = id
+	}
+	if t.ID != id {
+		return domain.Problems{{Field: "id", Code: domain.CodeConflict, Message: fmt.Sprintf("is %q but the URL names %q; they must agree", t.ID, id)}}
+	}
+	ifVersion := t.Version
+	if m := r.Header.Get("If-Match"); m != "" {
+		if ifVersion, err = strconv.ParseInt(strings.Trim(m, `"`), 10, 64); err != nil {
+			return badParam("If-Match", fmt.Sprintf("%q is not an ETag this API returned", m))
+		}
+	}
+	view, err := s.access.UpdateTenant(r.Context(), t, ifVersion)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", versionETag(view.Version))
+	writeJSON(w, http.StatusOK, view)
+	return nil
+}
+
+func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	id, err := pathTenant(r, p)
+	if err != nil {
+		return err
+	}
+	if p.Role != domain.RoleSuperadmin {
+		return errForbidden
+	}
+	if err := s.access.DeleteTenant(r.Context(), id, s.catalog.DropTenant); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	items, next, err := s.access.ListUsers(r.Context(), p.Tenant, limit, cursor)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, Page[domain.User]{Items: items, NextCursor: next})
+	return nil
+}
+
+func (s *Server) createUser(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	var u domain.User
+	if err := decode(r, &u); err != nil {
+		return err
+	}
+	if u.TenantID != "" && u.TenantID != p.Tenant {
+		return domain.Problems{{Field: "tenantId", Code: domain.CodeInvalid, Message: "users are created in your own tenant; leave tenantId out"}}
+	}
+	if !p.Role.AtLeast(u.Role) {
+		return domain.Problems{{Field: "role", Code: domain.CodeInvalid, Message: fmt.Sprintf("you are %s and cannot create a %s", p.Role, u.Role)}}
+	}
+	created, err := s.access.CreateUser(r.Context(), p.Tenant, u)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/users/"+created.Name)
+	writeJSON(w, http.StatusCreated, created)
+	return nil
+}
+
+// pathUser reads {user}: admins may name any user of their tenant, a plain
+// user only themselves (others answer 404, not 403, so names cannot be
+// probed).
+func pathUser(r *http.Request, p access.Principal) (string, error) {
+	name := r.PathValue("user")
+	if !domain.ValidName(name) || (!p.Role.AtLeast(domain.RoleAdmin) && name != p.User) {
+		return "", errNotFound(fmt.Sprintf("user %q does not exist", name))
+	}
+	return name, nil
+}
+
+func (s *Server) getUser(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	name, err := pathUser(r, p)
+	if err != nil {
+		return err
+	}
+	u, err := s.access.GetUser(r.Context(), p.Tenant, name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, u)
+	return nil
+}
+
+func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	name, err := pathUser(r, p)
+	if err != nil {
+		return err
+	}
+	if name == p.User {
+		return newError(http.StatusConflict, CodeConflict, "you cannot delete yourself; ask another admin")
+	}
+	if err := s.access.DeleteUser(r.Context(), p.Tenant, name); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	name, err := pathUser(r, p)
+	if err != nil {
+		return err
+	}
+	if _, err := s.access.GetUser(r.Context(), p.Tenant, name); err != nil {
+		return err
+	}
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	items, next, err := s.access.ListKeys(r.Context(), p.Tenant, name, limit, cursor)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, Page[domain.APIKey]{Items: items, NextCursor: next})
+	return nil
+}
+
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	name, err := pathUser(r, p)
+	if err != nil {
+		return err
+	}
+	key, err := s.access.CreateKey(r.Context(), p.Tenant, name)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, key)
+	return nil
+}
+
+func (s *Server) deleteKey(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	name, err := pathUser(r, p)
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("key")
+	if !domain.ValidName(id) {
+		return errNotFound(fmt.Sprintf("key %q does not exist", id))
+	}
+	if err := s.access.DeleteKey(r.Context(), p.Tenant, name, id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,225 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/catalog"
+	"github.com/heddle-io/heddle/internal/domain"
+)
+
+func pathKind(r *http.Request) (domain.Kind, error) {
+	k := domain.Kind(r.PathValue("kind"))
+	if domain.NewEntity(k) == nil {
+		names := make([]string, len(domain.Kinds))
+		for i, kk := range domain.Kinds {
+			names[i] = string(kk)
+		}
+		return "", errNotFound(fmt.Sprintf("/v1/%s is not a collection; the catalog has %s", k, strings.Join(names, ", ")))
+	}
+	return k, nil
+}
+
+func pathEntity(r *http.Request) (domain.Kind, string, error) {
+	k, err := pathKind(r)
+	if err != nil {
+		return "", "", err
+	}
+	name, err := pathName(r, "name")
+	return k, name, err
+}
+
+func (s *Server) listEntities(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	k, err := pathKind(r)
+	if err != nil {
+		return err
+	}
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	items, next, err := s.catalog.List(r.Context(), p.Tenant, k, limit, cursor)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, Page[domain.Entity]{Items: items, NextCursor: next})
+	return nil
+}
+
+func (s *Server) getEntity(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	k, name, err := pathEntity(r)
+	if err != nil {
+		return err
+	}
+	e, err := s.catalog.Get(r.Context(), p.Tenant, k, name, 0)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", catalog.ETag(e.EntityMeta().Version))
+	writeJSON(w, http.StatusOK, e)
+	return nil
+}
+
+func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	k, name, err := pathEntity(r)
+	if err != nil {
+		return err
+	}
+	v, err := strconv.Atoi(r.PathValue("version"))
+	if err != nil || v < 1 {
+		return badParam("version", fmt.Sprintf("%q is not a version; versions are whole numbers from 1", r.PathValue("version")))
+	}
+	e, err := s.catalog.Get(r.Context(), p.Tenant, k, name, v)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", catalog.ETag(e.EntityMeta().Version))
+	writeJSON(w, http.StatusOK, e)
+	return nil
+}
+
+func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	k, name, err := pathEntity(r)
+	if err != nil {
+		return err
+	}
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	items, next, err := s.catalog.Versions(r.Context(), p.Tenant, k, name, limit, cursor)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, Page[domain.Entity]{Items: items, NextCursor: next})
+	return nil
+}
+
+// putEntity writes the entity's next version. A body naming a version acts as
+// If-Match on it, so GET, edit, PUT is safe against concurrent edits.
+func (s *Server) putEntity(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	k, name, err := pathEntity(r)
+	if err != nil {
+		return err
+	}
+	e := domain.NewEntity(k)
+	if err := decode(r, e); err != nil {
+		return err
+	}
+	meta := e.EntityMeta()
+	if meta.Name == "" {
+		meta.Name = name
+	}
+	if meta.Name != name {
+		return domain.Problems{{Field: "name", Code: domain.CodeConflict,
+			Message: fmt.Sprintf("is %q but the URL names %q; they must agree", meta.Name, name)}}
+	}
+	ifMatch := r.Header.Get("If-Match")
+	if ifMatch == "" && meta.Version != 0 {
+		ifMatch = catalog.ETag(meta.Version)
+	}
+	stored, created, err := s.catalog.Put(r.Context(), p.Tenant, e, ifMatch)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", catalog.ETag(stored.EntityMeta().Version))
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", r.URL.Path)
+	}
+	writeJSON(w, status, stored)
+	return nil
+}
+
+func (s *Server) deleteEntity(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	k, name, err := pathEntity(r)
+	if err != nil {
+		return err
+	}
+	if err := s.catalog.Delete(r.Context(), p.Tenant, k, name, r.Header.Get("If-Match")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) resolveTemplate(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	name, err := pathName(r, "name")
+	if err != nil {
+		return err
+	}
+	version := 0
+	if v := r.URL.Query().Get("version"); v != "" {
+		if version, err = strconv.Atoi(v); err != nil || version < 1 {
+			return badParam("version", fmt.Sprintf("%q is not a version; versions are whole numbers from 1", v))
+		}
+	}
+	t, err := s.catalog.Resolve(r.Context(), p.Tenant, name, version)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+func (s *Server) exportCatalog(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	asYAML := false
+	switch f := r.URL.Query().Get("format"); f {
+	case "", "json":
+	case "yaml":
+		asYAML = true
+	default:
+		return badParam("format", fmt.Sprintf("%q is not a format; use json or yaml", f))
+	}
+	d, err := s.catalog.Export(r.Context(), p.Tenant)
+	if err != nil {
+		return err
+	}
+	body, err := catalog.MarshalDocument(d, asYAML)
+	if err != nil {
+		return err
+	}
+	if asYAML {
+		w.Header().Set("Content-Type", "application/yaml")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	_, _ = w.Write(body)
+	return nil
+}
+
+func (s *Server) importCatalog(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	d, err := catalog.DecodeDocument(body)
+	if err != nil {
+		if ps, ok := err.(domain.Problems); ok && isShapeProblem(ps) {
+			return badBody{ps}
+		}
+		return err
+	}
+	res, err := s.catalog.Import(r.Context(), p.Tenant, d)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// isShapeProblem tells decoding problems (400) from semantic ones (422).
+func isShapeProblem(ps domain.Problems) bool {
+	for _, p := range ps {
+		switch p.Code {
+		case domain.CodeMalformed, domain.CodeUnknownField, domain.CodeWrongType:
+		default:
+			return false
+		}
+	}
+	return true
+}
