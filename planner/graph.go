@@ -1,0 +1,260 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/heddle-io/heddle/internal/domain"
+)
+
+// graph is the plan under construction: tasks numbered in creation order and,
+// for each, the numbers of the tasks it depends on.
+type graph struct {
+	tasks    []gtask
+	limits   Limits
+	barriers map[string]int32
+}
+
+type gtask struct {
+	id          string
+	node        int32 // index into the planning's nodes; -1 for joins
+	nodeID      string
+	service     string
+	action      domain.Action
+	timeout     domain.Duration
+	maxAttempts int
+	deps        []int32
+}
+
+func (t *gtask) isJoin() bool { return t.node < 0 }
+
+func newGraph(limits Limits, sizeHint int) *graph {
+	return &graph{
+		tasks:    make([]gtask, 0, sizeHint),
+		limits:   limits.withDefaults(),
+		barriers: map[string]int32{},
+	}
+}
+
+func (g *graph) add(t gtask) int32 {
+	g.tasks = append(g.tasks, t)
+	return int32(len(g.tasks) - 1)
+}
+
+func (g *graph) addJoin(name string, deps []int32) int32 {
+	return g.add(gtask{id: "join:" + name, node: -1, action: ActionJoin, maxAttempts: 1, deps: deps})
+}
+
+// dependOn makes task t wait for every task in on.
+func (g *graph) dependOn(t int32, on ...int32) {
+	g.tasks[t].deps = append(g.tasks[t].deps, on...)
+}
+
+// groupEdge makes every task of dst wait for every task of src. Small groups
+// are linked directly; large ones through one join that stands for "all of
+// src done", named by key and shared by every group edge with the same source
+// (key must name src exactly). It turns |src|*|dst| edges into |src|+|dst|.
+func (g *graph) groupEdge(key string, src, dst []int32) {
+	if len(src) == 0 || len(dst) == 0 {
+		return
+	}
+	if len(src) == 1 || len(dst) == 1 || len(src)*len(dst) <= g.limits.MaxDirectEdges {
+		for _, t := range dst {
+			for _, s := range src {
+				// An earlier task on the same node is already ahead in the
+				// node's chain.
+				if g.tasks[s].node != g.tasks[t].node || s > t {
+					g.dependOn(t, s)
+				}
+			}
+		}
+		return
+	}
+	j, ok := g.barriers[key]
+	if !ok {
+		j = g.addJoin(key, slices.Clone(src))
+		g.barriers[key] = j
+	}
+	for _, t := range dst {
+		g.dependOn(t, j)
+	}
+}
+
+// boundFanIn gives every task at most MaxDependsOn dependencies by gathering
+// the excess into joins, level by level (a tree, never a chain).
+func (g *graph) boundFanIn() {
+	max := g.limits.MaxDependsOn
+	for i := 0; i < len(g.tasks); i++ {
+		if len(g.tasks[i].deps) <= max {
+			continue
+		}
+		base := joinBase(g.tasks[i].id)
+		n := 0
+		for len(g.tasks[i].deps) > max {
+			deps := g.tasks[i].deps
+			var gathered []int32
+			for start := 0; start < len(deps); start += max {
+				chunk := deps[start:min(start+max, len(deps))]
+				if len(chunk) == 1 {
+					gathered = append(gathered, chunk[0])
+					continue
+				}
+				n++
+				gathered = append(gathered, g.addJoin(base+":in"+strconv.Itoa(n), slices.Clone(chunk)))
+			}
+			g.tasks[i].deps = gathered
+		}
+	}
+}
+
+// boundFanOut gives every task at most MaxDependents dependents by putting
+// joins between a task and its dependents, level by level. A dependent keeps
+// the same number of dependencies (one is replaced by a join), so fan-in
+// bounds hold.
+func (g *graph) boundFanOut() {
+	max := g.limits.MaxDependents
+	dependents := make([][]int32, len(g.tasks))
+	for i := range g.tasks {
+		for _, d := range g.tasks[i].deps {
+			dependents[d] = append(dependents[d], int32(i))
+		}
+	}
+	for i := 0; i < len(dependents); i++ {
+		if len(dependents[i]) <= max {
+			continue
+		}
+		base := joinBase(g.tasks[i].id)
+		n := 0
+		for len(dependents[i]) > max {
+			outs := dependents[i]
+			var joins []int32
+			for start := 0; start < len(outs); start += max {
+				chunk := outs[start:min(start+max, len(outs))]
+				if len(chunk) == 1 {
+					joins = append(joins, chunk[0])
+					continue
+				}
+				n++
+				j := g.addJoin(base+":out"+strconv.Itoa(n), []int32{int32(i)})
+				for _, u := range chunk {
+					deps := g.tasks[u].deps
+					deps[slices.Index(deps, int32(i))] = j
+				}
+				dependents = append(dependents, slices.Clone(chunk))
+				joins = append(joins, j)
+			}
+			dependents[i] = joins
+		}
+	}
+}
+
+// joinBase is the name joins derived from task id start with.
+func joinBase(id string) string {
+	if len(id) > len("join:") && id[:len("join:")] == "join:" {
+		return id[len("join:"):]
+	}
+	return id
+}
+
+// dedupe sorts every task's dependencies and drops repeats.
+func (g *graph) dedupe() {
+	for i := range g.tasks {
+		deps := g.tasks[i].deps
+		if len(deps) > 1 {
+			slices.Sort(deps)
+			g.tasks[i].deps = slices.Compact(deps)
+		}
+	}
+}
+
+// finish bounds the graph, orders it topologically (Kahn's algorithm, ready
+// tasks in creation order, so the order reads like waves of work) and turns it
+// into Tasks with their dependencies as IDs in that same order.
+func (g *graph) finish() ([]Task, error) {
+	g.dedupe()
+	g.boundFanIn()
+	g.boundFanOut()
+
+	n := len(g.tasks)
+	pending := make([]int32, n)
+	dependentCount := make([]int32, n+1)
+	for i := range g.tasks {
+		pending[i] = int32(len(g.tasks[i].deps))
+		for _, d := range g.tasks[i].deps {
+			dependentCount[d+1]++
+		}
+	}
+	// dependents in one flat array (CSR), so ordering allocates O(1) slices.
+	for i := 1; i <= n; i++ {
+		dependentCount[i] += dependentCount[i-1]
+	}
+	flat := make([]int32, dependentCount[n])
+	fill := slices.Clone(dependentCount[:n])
+	for i := range g.tasks {
+		for _, d := range g.tasks[i].deps {
+			flat[fill[d]] = int32(i)
+			fill[d]++
+		}
+	}
+	order := make([]int32, 0, n)
+	for i := range g.tasks {
+		if pending[i] == 0 {
+			order = append(order, int32(i))
+		}
+	}
+	for head := 0; head < len(order); head++ {
+		t := order[head]
+		for _, u := range flat[dependentCount[t]:dependentCount[t+1]] {
+			pending[u]--
+			if pending[u] == 0 {
+				order = append(order, u)
+			}
+		}
+	}
+	if len(order) != n {
+		// Chains follow one global order, so this is a planner bug, not bad input.
+		return nil, fmt.Errorf("planner: internal error: the task graph has a cycle (%d of %d tasks ordered)", len(order), n)
+	}
+	position := make([]int32, n)
+	for pos, t := range order {
+		position[t] = int32(pos)
+	}
+	edgeCount := 0
+	for i := range g.tasks {
+		edgeCount += len(g.tasks[i].deps)
+	}
+	ids := make([]string, edgeCount) // one backing array for every DependsOn
+	out := make([]Task, n)
+	seen := make(map[string]struct{}, n)
+	for pos, t := range order {
+		gt := &g.tasks[t]
+		if _, dup := seen[gt.id]; dup {
+			return nil, fmt.Errorf("planner: internal error: two tasks have the ID %q", gt.id)
+		}
+		seen[gt.id] = struct{}{}
+		task := Task{
+			ID:          gt.id,
+			Kind:        KindWork,
+			NodeID:      gt.nodeID,
+			Service:     gt.service,
+			Action:      gt.action,
+			Timeout:     gt.timeout,
+			MaxAttempts: gt.maxAttempts,
+		}
+		if gt.isJoin() {
+			task.Kind = KindJoin
+		}
+		if len(gt.deps) > 0 {
+			slices.SortFunc(gt.deps, func(a, b int32) int { return int(position[a] - position[b]) })
+			dst := ids[:len(gt.deps):len(gt.deps)]
+			ids = ids[len(gt.deps):]
+			for k, d := range gt.deps {
+				dst[k] = g.tasks[d].id
+			}
+			task.DependsOn = dst
+		}
+		out[pos] = task
+	}
+	return out, nil
+}
