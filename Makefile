@@ -44,3 +44,8 @@ lambda: ## Build the Lambda bootstrap binaries and zips (linux/arm64) into dist/
 
 clean: ## Remove build output
 	rm -rf bin dist
+
+# `sam build` runs these (BuildMethod: makefile): each copies one function's
+# bootstrap into the artifacts directory SAM gives.
+build-ApiFunction:
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w" -o $(ARTIFACTS_DIR)/bootstrap ./functions/api
