@@ -155,12 +155,10 @@ func prepare(req *Request, op domain.Operation, oldNodes, newNodes []domain.Node
 				return nil, invalid("%s[%d]: node %s is listed twice", name, i, n.ID)
 			}
 			seen[n.ID] = true
-			svcSeen := map[string]bool{}
-			for _, s := range n.Services {
-				if svcSeen[s] {
+			for k, s := range n.Services {
+				if slices.Contains(n.Services[:k], s) { // service lists are short
 					return nil, invalid("%s[%d]: node %s lists service %q twice", name, i, n.ID, s)
 				}
-				svcSeen[s] = true
 				present[s] = true
 			}
 			pr := byID[n.ID]

@@ -56,6 +56,39 @@
 // service order that cross-node edges follow, every edge goes forward in one
 // global order (phase, service rank): plans are acyclic by construction.
 //
+// # Operations
+//
+// Build derives each operation's work from the old and new layouts:
+//
+//	create           new nodes: create, confirm, bootstrap, then install,
+//	                 configure, initialize, start every service
+//	delete           stop and remove every service, then delete the node;
+//	                 Force: delete only
+//	expand           new nodes as in create; existing nodes reconfigure what
+//	                 refers to a service that gained nodes
+//	shrink           leaving nodes: stop, remove, delete (Force: delete only);
+//	                 remaining nodes reconfigure what referred to them
+//	add-services     bootstrap, then set up the added services where added;
+//	                 reconfigure what refers to them
+//	remove-services  stop and remove where removed; reconfigure what referred
+//	                 to them
+//	reconfigure      bootstrap, configure the selection everywhere
+//	sync-template    bootstrap every node, add and remove services as the
+//	                 new layout says, configure every kept service
+//	start            start the selection and what it needs at runtime
+//	stop             stop the selection and what needs it at runtime
+//	restart          stop, then start, the selection and what needs it
+//	rolling-restart  stop and start the selection only, BatchSize nodes at
+//	                 a time (nodes in Num order); no cross-node service edges,
+//	                 each batch waits for the whole previous one
+//
+// With Restart, every reconfiguration also stops and starts the reconfigured
+// services and what depends on them at runtime. "Reconfigure" never
+// initializes again, and the check action is never planned. Create and expand
+// come with a rollback plan (Plan.Rollback): delete the created nodes at once
+// (Force: a half-built node is not worth stopping) after reconfiguring, against
+// the old layout, whatever the forward plan reconfigured.
+//
 // # Configuration references
 //
 // A task's scripts and the cluster config may contain macros such as

@@ -1,9 +1,11 @@
 package planner
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -25,7 +27,7 @@ func (b *byteSource) next() int {
 	return int(v)
 }
 
-func (b *byteSource) intn(n int) int { return b.next() % n }
+func (b *byteSource) intn(n int) int        { return b.next() % n }
 func (b *byteSource) chance(outOf int) bool { return b.intn(outOf) == 0 }
 
 // randomRequest builds a request from fuzz input: a random catalog of up to 7
@@ -189,5 +191,62 @@ func FuzzPlan(f *testing.F) {
 		require.NoError(t, err)
 		_, err = plan.CriticalPath(estimates)
 		require.NoError(t, err)
+	})
+}
+
+// FuzzStagesOfArbitraryPlans feeds plans as the API might read them back from
+// JSON: the stage view and critical path must reject malformed ones with a
+// *PlanError and, for the rest, put every work task in exactly one stage,
+// after everything it waits for, with at most one task per node per stage.
+func FuzzStagesOfArbitraryPlans(f *testing.F) {
+	f.Add([]byte(`{"tasks":[{"id":"a","kind":"work","nodeId":"n","action":"install"},{"id":"j","kind":"join","action":"join","dependsOn":["a"]},{"id":"b","kind":"work","nodeId":"n","action":"start","dependsOn":["j"]}]}`))
+	f.Add([]byte(`{"tasks":[{"id":"a","dependsOn":["b"]},{"id":"b"}]}`))
+	f.Add([]byte(`{"tasks":[{"id":"a"},{"id":"a"}]}`))
+	f.Add([]byte(`{"tasks":[{"id":"x","nodeId":"n"},{"id":"y","nodeId":"n"},{"id":"z","nodeId":"m","dependsOn":["x","y"]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var plan Plan
+		if json.Unmarshal(data, &plan) != nil {
+			return
+		}
+		stages, err := plan.Stages()
+		_, cpErr := plan.CriticalPath(func(*Task) time.Duration { return time.Second })
+		if err != nil {
+			var pe *PlanError
+			require.ErrorAs(t, err, &pe)
+			require.ErrorAs(t, cpErr, &pe)
+			return
+		}
+		require.NoError(t, cpErr)
+		stageOf := map[string]int{}
+		for i, st := range stages {
+			nodes := map[string]bool{}
+			for _, id := range st {
+				_, again := stageOf[id]
+				require.False(t, again, "%s is in two stages", id)
+				stageOf[id] = i
+			}
+			for _, id := range st {
+				for _, task := range plan.Tasks {
+					if task.ID == id && task.NodeID != "" {
+						require.False(t, nodes[task.NodeID], "two tasks of node %s in stage %d", task.NodeID, i)
+						nodes[task.NodeID] = true
+					}
+				}
+			}
+		}
+		byID := map[string]*Task{}
+		for i := range plan.Tasks {
+			byID[plan.Tasks[i].ID] = &plan.Tasks[i]
+		}
+		for _, task := range plan.Tasks {
+			if task.IsJoin() {
+				continue
+			}
+			s, ok := stageOf[task.ID]
+			require.True(t, ok, "%s is in no stage", task.ID)
+			for _, d := range workPredecessors(task.ID, byID) {
+				require.Less(t, stageOf[d], s, "%s is staged no later than %s, which it waits for", task.ID, d)
+			}
+		}
 	})
 }

@@ -114,10 +114,19 @@ func (g *graph) boundFanIn() {
 // bounds hold.
 func (g *graph) boundFanOut() {
 	max := g.limits.MaxDependents
+	count := make([]int32, len(g.tasks))
+	for i := range g.tasks {
+		for _, d := range g.tasks[i].deps {
+			count[d]++
+		}
+	}
+	// Only tasks over the bound need their dependents listed.
 	dependents := make([][]int32, len(g.tasks))
 	for i := range g.tasks {
 		for _, d := range g.tasks[i].deps {
-			dependents[d] = append(dependents[d], int32(i))
+			if count[d] > int32(max) {
+				dependents[d] = append(dependents[d], int32(i))
+			}
 		}
 	}
 	for i := 0; i < len(dependents); i++ {
@@ -226,13 +235,17 @@ func (g *graph) finish() ([]Task, error) {
 	}
 	ids := make([]string, edgeCount) // one backing array for every DependsOn
 	out := make([]Task, n)
-	seen := make(map[string]struct{}, n)
+	// Work task IDs are unique by construction (unique node IDs, one task per
+	// node, service and action); joins are named by key, so check those.
+	joinIDs := make(map[string]struct{})
 	for pos, t := range order {
 		gt := &g.tasks[t]
-		if _, dup := seen[gt.id]; dup {
-			return nil, fmt.Errorf("planner: internal error: two tasks have the ID %q", gt.id)
+		if gt.isJoin() {
+			if _, dup := joinIDs[gt.id]; dup {
+				return nil, fmt.Errorf("planner: internal error: two joins have the ID %q", gt.id)
+			}
+			joinIDs[gt.id] = struct{}{}
 		}
-		seen[gt.id] = struct{}{}
 		task := Task{
 			ID:          gt.id,
 			Kind:        KindWork,

@@ -93,6 +93,9 @@ type indexed struct {
 func (p *Plan) index() (indexed, error) {
 	pos := make(map[string]int32, len(p.Tasks))
 	for i, t := range p.Tasks {
+		if _, dup := pos[t.ID]; dup {
+			return indexed{}, &PlanError{Task: t.ID, Reason: "is listed twice"}
+		}
 		pos[t.ID] = int32(i)
 	}
 	ix := indexed{deps: make([][]int32, len(p.Tasks)), dependents: make([][]int32, len(p.Tasks))}
