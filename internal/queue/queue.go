@@ -1,0 +1,75 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Message is one piece of work to offer to a tenant's workers.
+type Message struct {
+	// TaskID names the task; workers read everything else from the store.
+	TaskID string `json:"taskId"`
+	// Attempt is the attempt the message was sent for.
+	Attempt int `json:"attempt"`
+	// Group orders delivery: messages of one group are delivered one at a
+	// time, in order ("<cluster>#<node>"). A group is blocked while one of its
+	// messages is in flight.
+	Group string `json:"-"`
+	// Dedup identifies this send: a second send with the same Dedup within
+	// the deduplication window (5 minutes) is dropped. The engine uses
+	// "<task>#<attempt>#<send>", bumping <send> when the janitor re-sends.
+	Dedup string `json:"-"`
+}
+
+// Delivery is a received message.
+type Delivery struct {
+	Message
+	// Receipt identifies this delivery for Ack and Extend.
+	Receipt string
+	// Received counts deliveries of this message, this one included.
+	Received int
+}
+
+// Queue is a set of per-tenant FIFO queues. Every method is safe for
+// concurrent use.
+type Queue interface {
+	// Send offers messages to the tenant's workers, in order. At most
+	// MaxBatch messages per call.
+	Send(ctx context.Context, tenant string, msgs ...Message) error
+	// Receive returns up to max (at most MaxBatch) deliveries, waiting up to
+	// wait for the first one; each stays invisible to other receivers for
+	// visibility unless acknowledged or extended.
+	Receive(ctx context.Context, tenant string, max int, wait, visibility time.Duration) ([]Delivery, error)
+	// Ack removes a delivered message for good.
+	Ack(ctx context.Context, tenant, receipt string) error
+	// Extend sets how much longer a delivered message stays invisible,
+	// counted from now: a heartbeat while a task runs, or a delay before a
+	// detached task is polled again. Zero makes it visible at once.
+	Extend(ctx context.Context, tenant, receipt string, visibility time.Duration) error
+}
+
+// Provisioner creates and removes tenants' queues. In AWS a tenant's queue
+// (and its dead-letter queue) exists only after onboarding.
+type Provisioner interface {
+	CreateTenantQueue(ctx context.Context, tenant string) error
+	DeleteTenantQueue(ctx context.Context, tenant string) error
+}
+
+// Limits shared by every backend (SQS's own).
+const (
+	MaxBatch       = 10
+	MaxVisibility  = 12 * time.Hour
+	MaxWait        = 20 * time.Second
+	DedupWindow    = 5 * time.Minute
+	MaxGroupLength = 128
+)
+
+// Errors backends return.
+var (
+	// ErrNoQueue: the tenant has no queue (not onboarded, or deleted).
+	ErrNoQueue = errors.New("queue: the tenant has no queue")
+	// ErrReceiptInvalid: the receipt is unknown, or its message was acked or
+	// has been delivered again since (its visibility ran out).
+	ErrReceiptInvalid = errors.New("queue: receipt is no longer valid")
+)
