@@ -115,6 +115,7 @@ func Build(req Request) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		plan.Rollback.prefixIDs(RollbackPrefix)
 	}
 	return plan, nil
 }

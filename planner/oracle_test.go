@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -388,6 +389,14 @@ func checkPlan(t testing.TB, req Request, plan *Plan) {
 		back := req
 		back.Old, back.New, back.Operation = req.New, req.Old, domain.OpRollback
 		checkGraph(t, back, plan.Rollback, newOracle(back), domain.OpRollback, true)
+		forward := map[string]bool{}
+		for _, task := range plan.Tasks {
+			forward[task.ID] = true
+		}
+		for _, task := range plan.Rollback.Tasks {
+			require.True(t, strings.HasPrefix(task.ID, RollbackPrefix), task.ID)
+			require.False(t, forward[task.ID], "%s is in both the plan and its rollback", task.ID)
+		}
 	default:
 		require.Nil(t, plan.Rollback)
 	}
@@ -480,8 +489,13 @@ func checkGraph(t testing.TB, req Request, plan *Plan, o *oracle, op domain.Oper
 
 	// A node is deleted last: every other task on it comes first.
 	for _, id := range o.deleted {
-		del := id + "/" + string(domain.ActionDelete)
-		require.Contains(t, byID, del)
+		del := ""
+		for _, task := range work {
+			if task.NodeID == id && task.Action == domain.ActionDelete {
+				del = task.ID
+			}
+		}
+		require.NotEmpty(t, del, "node %s is never deleted", id)
 		for _, task := range work {
 			if task.NodeID == id && task.ID != del {
 				require.True(t, reach.before(task.ID, del), "%s must come before %s", task.ID, del)

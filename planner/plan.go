@@ -26,7 +26,8 @@ const (
 // IDs are derived from what the task does, so the same request always gives
 // the same IDs: "<node>/<action>" for node-level actions,
 // "<node>/<service>/<action>" for service actions, and "join:..." for joins
-// (node IDs and service names cannot contain ':').
+// (node IDs and service names cannot contain ':'); a rollback plan's IDs
+// start with RollbackPrefix.
 type Task struct {
 	ID      string        `json:"id"`
 	Kind    TaskKind      `json:"kind"`
@@ -40,6 +41,22 @@ type Task struct {
 	// DependsOn lists the tasks that must succeed before this one may start,
 	// in plan order.
 	DependsOn []string `json:"dependsOn,omitempty"`
+}
+
+// RollbackPrefix starts every task ID of a rollback plan, so that a job can
+// keep its forward and rollback tasks side by side (':' appears in no node ID
+// or service name, and forward IDs never start with it).
+const RollbackPrefix = "rollback:"
+
+// prefixIDs puts prefix in front of every task ID and dependency.
+func (p *Plan) prefixIDs(prefix string) {
+	for i := range p.Tasks {
+		t := &p.Tasks[i]
+		t.ID = prefix + t.ID
+		for k := range t.DependsOn {
+			t.DependsOn[k] = prefix + t.DependsOn[k]
+		}
+	}
 }
 
 // IsJoin reports whether t is a join.
