@@ -54,7 +54,9 @@
 //
 // Because each node's chain follows the phase order and, within a phase, the
 // service order that cross-node edges follow, every edge goes forward in one
-// global order (phase, service rank): plans are acyclic by construction.
+// global order (phase, service rank): plans are acyclic by construction. (A
+// rolling restart has no cross-node service edges; its batch edges follow node
+// order.)
 //
 // # Operations
 //

@@ -3,7 +3,6 @@ package planner
 import (
 	"errors"
 	"fmt"
-	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -368,14 +367,6 @@ func newReachability(t testing.TB, plan *Plan) *reachability {
 func (r *reachability) before(a, b string) bool {
 	i, j := r.pos[a], r.pos[b]
 	return r.anc[j*r.words+i/64]&(1<<(i%64)) != 0
-}
-
-func (r *reachability) count(i int) int {
-	n := 0
-	for _, w := range r.anc[i*r.words : (i+1)*r.words] {
-		n += bits.OnesCount64(w)
-	}
-	return n
 }
 
 // checkPlan checks every property a plan must have for req.
