@@ -1,0 +1,309 @@
+package sshexec
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Detached is a long command to start on a node and follow by polling.
+//
+// A worker that waits on an open session for a 20-minute install pays for
+// every second of it (Lambda bills the wait and stops at 15 minutes), so
+// actions longer than a threshold are started detached instead: the script
+// runs under setsid and nohup, outliving the session, and writes its output
+// and exit status into Dir; the engine comes back later and Polls.
+type Detached struct {
+	// Dir is the command's own directory on the node, absolute, one per task
+	// attempt (for example /var/tmp/heddle/tasks/<task>-<attempt>): a retried
+	// start with the same Dir starts nothing new. Under /var/tmp it survives
+	// a reboot, which Poll then detects; under a tmpfs it vanishes, which
+	// Poll reports too.
+	Dir    string
+	Script string
+	Env    map[string]string
+}
+
+// Files in a detached command's directory.
+const (
+	detachedScript = "script"  // exports + script, 0600 (not on a command line)
+	detachedBoot   = "boot_id" // the node's boot id at start
+	detachedPID    = "pid"     // the wrapper's pid, written by the wrapper
+	detachedStatus = "status"  // exit code, written last, atomically
+)
+
+// StartDetached starts d and returns once its wrapper process runs, and
+// whether this call started it (false: a previous call with the same Dir
+// already had). The script and its exports travel through stdin into a 0600
+// file, so they do not show in the node's process list.
+func (c *Client) StartDetached(ctx context.Context, d Detached) (started bool, err error) {
+	if err := checkRemotePath(d.Dir); err != nil {
+		return false, err
+	}
+	env, err := exports(d.Env)
+	if err != nil {
+		return false, err
+	}
+	line, err := wrap(startScript(d.Dir), c.sudo)
+	if err != nil {
+		return false, err
+	}
+	var stdout bytes.Buffer
+	stderr := newTailBuffer(TailLimit, nil)
+	_, err = c.exec(ctx, line, strings.NewReader(env+d.Script), &stdout, stderr)
+	var exit *ExitError
+	if errors.As(err, &exit) {
+		return false, fmt.Errorf("sshexec: start detached command in %s on node %s: %w: %s", d.Dir, c.target.Node, err, strings.TrimSpace(stderr.tail(nil).Text))
+	}
+	if err != nil {
+		return false, err
+	}
+	switch out := strings.TrimSpace(stdout.String()); out {
+	case "started":
+		return true, nil
+	case "already":
+		return false, nil
+	default:
+		return false, fmt.Errorf("sshexec: start detached command in %s on node %s: unexpected answer %q", d.Dir, c.target.Node, out)
+	}
+}
+
+// startScript creates dir (failing if it exists but holds no started
+// command), saves the script from stdin, records the boot id and launches
+// the wrapper, which records its pid, runs the script and writes the status
+// to a temporary file renamed into place. The wrapper leads its own session
+// and process group; it traps (rather than ignores, which the script would
+// inherit) SIGTERM, so that StopDetached's signal to the group ends the
+// script and the wrapper still records the status. It waits (up to 10 s) for the pid
+// file, so a Poll right after a start never mistakes a starting command for
+// a lost one.
+func startScript(dir string) string {
+	q := quote(dir)
+	return `umask 077
+d=` + q + `
+mkdir -p -- "${d%/*}" || exit 1
+if ! mkdir -- "$d" 2>/dev/null; then
+	if [ -f "$d/` + detachedPID + `" ]; then echo already; exit 0; fi
+	echo "heddle: $d exists but holds no started command" >&2; exit 1
+fi
+cat > "$d/` + detachedScript + `" || exit 1
+cat /proc/sys/kernel/random/boot_id > "$d/` + detachedBoot + `" 2>/dev/null || echo unknown > "$d/` + detachedBoot + `"
+s=; command -v setsid >/dev/null 2>&1 && s=setsid
+$s nohup /bin/sh -c 'trap : TERM INT HUP
+echo $$ > "$1/pid.tmp" && mv -f "$1/pid.tmp" "$1/` + detachedPID + `"
+/bin/sh "$1/` + detachedScript + `" > "$1/stdout" 2> "$1/stderr" < /dev/null
+echo $? > "$1/status.tmp" && mv -f "$1/status.tmp" "$1/` + detachedStatus + `"' heddle-detached "$d" > /dev/null 2>&1 < /dev/null &
+i=0
+while [ ! -f "$d/` + detachedPID + `" ]; do
+	i=$((i + 1))
+	if [ $i -gt 1000 ]; then echo "heddle: the detached command did not start" >&2; exit 1; fi
+	sleep 0.01 2>/dev/null || sleep 1
+done
+echo started
+`
+}
+
+// State is where a detached command stands.
+type State int
+
+const (
+	Running State = iota + 1
+	Exited
+	Lost
+)
+
+func (s State) String() string {
+	switch s {
+	case Running:
+		return "running"
+	case Exited:
+		return "exited"
+	case Lost:
+		return "lost"
+	}
+	return "State(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Status is what a Poll found.
+type Status struct {
+	State State
+	// ExitCode, Stdout and Stderr are set when State is Exited.
+	ExitCode int
+	Stdout   Tail
+	Stderr   Tail
+	// Reason says why a command is Lost.
+	Reason string
+	err    error
+}
+
+// Err is nil for a command that exited 0 and otherwise says what went wrong:
+// an *ExitError, a *LostError, or, for a running command, nil.
+func (s Status) Err() error { return s.err }
+
+// Poll looks once at a detached command: Running, Exited with its code and
+// output tails (secrets redacted), or Lost when its directory is gone, the
+// node rebooted since the start (the boot id changed), or its process ended
+// without writing a status. An error is returned only when the node could
+// not be asked.
+func (c *Client) Poll(ctx context.Context, dir string, secrets []string) (Status, error) {
+	if err := checkRemotePath(dir); err != nil {
+		return Status{}, err
+	}
+	keep := newTailBuffer(TailLimit, secrets)
+	fetch := keep.limit + keep.context
+	line, err := wrap(pollScript(dir, fetch), c.sudo)
+	if err != nil {
+		return Status{}, err
+	}
+	var stdout bytes.Buffer
+	stderr := newTailBuffer(TailLimit, nil)
+	if _, err := c.exec(ctx, line, nil, &stdout, stderr); err != nil {
+		var exit *ExitError
+		if errors.As(err, &exit) {
+			return Status{}, fmt.Errorf("sshexec: poll %s on node %s: %w: %s", dir, c.target.Node, err, strings.TrimSpace(stderr.tail(nil).Text))
+		}
+		return Status{}, err
+	}
+	st, err := parsePoll(&stdout, fetch, secrets)
+	if err != nil {
+		return Status{}, fmt.Errorf("sshexec: poll %s on node %s: %w", dir, c.target.Node, err)
+	}
+	switch st.State {
+	case Lost:
+		st.err = &LostError{Node: c.target.Node, Address: c.target.Address, Dir: dir, Reason: st.Reason}
+	case Exited:
+		if st.ExitCode != 0 {
+			st.err = &ExitError{Node: c.target.Node, Address: c.target.Address, Code: st.ExitCode}
+		}
+	}
+	return st, nil
+}
+
+// Reasons a detached command is lost.
+const (
+	LostMissing  = "its directory is missing"
+	LostRebooted = "the node rebooted since it started"
+	LostVanished = "its process ended without recording an exit status"
+)
+
+// pollScript prints "state=..." and, for an exited command, its code, the
+// sizes of its output files, a "--" line and the last fetch bytes of stdout
+// then of stderr.
+func pollScript(dir string, fetch int) string {
+	f := strconv.Itoa(fetch)
+	return `d=` + quote(dir) + `
+if [ ! -d "$d" ]; then echo state=lost; echo reason=missing; exit 0; fi
+b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown)
+if [ "$b" != "$(cat "$d/` + detachedBoot + `" 2>/dev/null)" ]; then echo state=lost; echo reason=rebooted; exit 0; fi
+report() {
+	echo state=exited
+	echo "code=$(cat "$d/` + detachedStatus + `")"
+	echo "stdout=$(wc -c < "$d/stdout")"
+	echo "stderr=$(wc -c < "$d/stderr")"
+	echo --
+	tail -c ` + f + ` "$d/stdout"
+	tail -c ` + f + ` "$d/stderr"
+	exit 0
+}
+[ -f "$d/` + detachedStatus + `" ] && report
+p=$(cat "$d/` + detachedPID + `" 2>/dev/null)
+if [ -n "$p" ]; then
+	if [ -r /proc/$p/cmdline ]; then
+		tr '\0' '\n' < /proc/$p/cmdline | grep -qxF -- "$d" && { echo state=running; exit 0; }
+	elif [ ! -d /proc/self ] && kill -0 "$p" 2>/dev/null; then
+		echo state=running; exit 0
+	fi
+fi
+# The command may have finished between the two looks.
+[ -f "$d/` + detachedStatus + `" ] && report
+echo state=lost; echo reason=vanished
+`
+}
+
+// parsePoll reads pollScript's output.
+func parsePoll(r io.Reader, fetch int, secrets []string) (Status, error) {
+	br := bufio.NewReader(r)
+	fields := map[string]string{}
+	for {
+		line, err := br.ReadString('\n')
+		line = strings.TrimSuffix(line, "\n")
+		if line == "--" {
+			break
+		}
+		if k, v, ok := strings.Cut(line, "="); ok {
+			fields[k] = strings.TrimSpace(v)
+		}
+		if err != nil {
+			break
+		}
+	}
+	switch fields["state"] {
+	case "running":
+		return Status{State: Running}, nil
+	case "lost":
+		reason := map[string]string{"missing": LostMissing, "rebooted": LostRebooted, "vanished": LostVanished}[fields["reason"]]
+		if reason == "" {
+			return Status{}, fmt.Errorf("unexpected lost reason %q", fields["reason"])
+		}
+		return Status{State: Lost, Reason: reason}, nil
+	case "exited":
+	default:
+		return Status{}, fmt.Errorf("unexpected answer: state %q", fields["state"])
+	}
+	st := Status{State: Exited}
+	var err error
+	if st.ExitCode, err = strconv.Atoi(fields["code"]); err != nil {
+		return Status{}, fmt.Errorf("unreadable exit status %q", fields["code"])
+	}
+	for _, s := range []struct {
+		name string
+		tail *Tail
+	}{{"stdout", &st.Stdout}, {"stderr", &st.Stderr}} {
+		size, err := strconv.ParseInt(fields[s.name], 10, 64)
+		if err != nil || size < 0 {
+			return Status{}, fmt.Errorf("unreadable %s size %q", s.name, fields[s.name])
+		}
+		buf := make([]byte, min(size, int64(fetch)))
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return Status{}, fmt.Errorf("short %s tail: %w", s.name, err)
+		}
+		*s.tail = redactTail(buf, size, TailLimit, secrets)
+	}
+	return st, nil
+}
+
+// StopDetached sends SIGTERM to a detached command's process group (the
+// wrapper leads its own session). It is not an error if the command already
+// ended.
+func (c *Client) StopDetached(ctx context.Context, dir string) error {
+	if err := checkRemotePath(dir); err != nil {
+		return err
+	}
+	line, err := wrap(`p=$(cat `+quote(dir+"/"+detachedPID)+` 2>/dev/null) || exit 0
+kill -s TERM -- "-$p" 2>/dev/null || kill -s TERM "$p" 2>/dev/null || true
+`, c.sudo)
+	if err != nil {
+		return err
+	}
+	_, err = c.exec(ctx, line, nil, io.Discard, io.Discard)
+	return err
+}
+
+// RemoveDetached deletes a detached command's directory once its result is
+// recorded.
+func (c *Client) RemoveDetached(ctx context.Context, dir string) error {
+	if err := checkRemotePath(dir); err != nil {
+		return err
+	}
+	line, err := wrap("rm -rf -- "+quote(dir), c.sudo)
+	if err != nil {
+		return err
+	}
+	_, err = c.exec(ctx, line, nil, io.Discard, io.Discard)
+	return err
+}
