@@ -4,16 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
+	"github.com/heddle-io/heddle/internal/store/dynamostore"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/responses from the handler's answers")
@@ -38,7 +42,30 @@ func TestGoldenEvents(t *testing.T) {
 	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	h, err := newHandler(context.Background(), db, "bolt", testKey)
+	checkGolden(t, db, "bolt")
+}
+
+// TestGoldenEventsOnDynamoDB runs the same events against DynamoDB Local: the
+// store the Lambda really uses. The responses must be the same, byte for
+// byte after scrubbing (which hides the backend /v1/status names).
+func TestGoldenEventsOnDynamoDB(t *testing.T) {
+	t.Parallel()
+	endpoint := os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")
+	if endpoint == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("HEDDLE_DYNAMODB_ENDPOINT is not set: CI must run this against DynamoDB Local (scripts/dynamodb-local.sh)")
+		}
+		t.Skip("HEDDLE_DYNAMODB_ENDPOINT is not set; start DynamoDB Local with scripts/dynamodb-local.sh")
+	}
+	client := dynamostore.NewEmulatorClient(endpoint)
+	table := fmt.Sprintf("heddle-api-golden-%d", time.Now().UnixNano())
+	require.NoError(t, dynamostore.CreateTable(context.Background(), client, table))
+	checkGolden(t, dynamostore.New(client, table), "dynamodb")
+}
+
+func checkGolden(t *testing.T, db store.Store, backend string) {
+	t.Helper()
+	h, err := newHandler(context.Background(), db, backend, testKey)
 	require.NoError(t, err)
 
 	events, err := filepath.Glob("testdata/events/*.json")
@@ -92,7 +119,7 @@ func run(t *testing.T, h lambdaHandler, path string) goldenResponse {
 func scrub(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
-		for _, k := range []string{"requestId", "started", "createdAt", "keyId"} {
+		for _, k := range []string{"requestId", "started", "createdAt", "keyId", "backend"} {
 			if _, ok := x[k]; ok {
 				x[k] = "<scrubbed>"
 			}
