@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -62,7 +63,7 @@ func TestDurableAcrossReopen(t *testing.T) {
 func TestSecondOpenTimesOut(t *testing.T) {
 	t.Parallel()
 	_, path := setup(t)
-	_, err := boltstore.Open(path, boltstore.Options{LockTimeout: 50_000_000})
+	_, err := boltstore.Open(path, boltstore.Options{LockTimeout: 50 * time.Millisecond})
 	require.Error(t, err, "the file is locked by the first store")
 }
 
