@@ -11,11 +11,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start() { # script: start it and import what its `env` prints
+start() { # script: start it (unless already running) and import what its `env` prints
   local script=$1; shift
   [ -x "$script" ] || return 0
-  "$script" start "$@"
-  started+=("$script")
+  if ! "$script" status >/dev/null 2>&1; then
+    "$script" start "$@"
+    started+=("$script") # stop at exit only what this run started
+  fi
   eval "$("$script" env)"
 }
 
