@@ -106,6 +106,12 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 		}
 		return nil, &TransportError{Node: t.Node, Address: t.Address, Op: "handshake", Err: err}
 	}
+	if !stopped {
+		// The context ended just as the handshake finished and the socket
+		// was closed under it.
+		_ = conn.Close()
+		return nil, &TimeoutError{Node: t.Node, Address: t.Address, Op: "connect", After: time.Since(start), Err: context.Cause(ctx)}
+	}
 	_ = tcp.SetDeadline(time.Time{})
 	c := &Client{
 		target: t,
@@ -152,9 +158,9 @@ type Command struct {
 	// Stdin feeds the script, unless SaveStdinTo is set.
 	Stdin io.Reader
 	// SaveStdinTo, an absolute path, makes the run first save Stdin there
-	// (mode 0600, parent directories 0700, written to a temporary file and
-	// renamed) and then run Script with stdin from /dev/null: the task's
-	// context upload rides on the same session as the script.
+	// (a new file is mode 0600, new parent directories 0700) and then run
+	// Script with stdin from /dev/null: the task's context upload rides on
+	// the same session as the script.
 	SaveStdinTo string
 	// Secrets are replaced by Redacted in the output tails.
 	Secrets []string

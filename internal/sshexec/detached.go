@@ -79,7 +79,8 @@ func (c *Client) StartDetached(ctx context.Context, d Detached) (started bool, e
 // to a temporary file renamed into place. The wrapper leads its own session
 // and process group; it traps (rather than ignores, which the script would
 // inherit) SIGTERM, so that StopDetached's signal to the group ends the
-// script and the wrapper still records the status. It waits (up to 10 s) for the pid
+// script and the wrapper still records the status (143 when the signal came
+// before the script started). It waits (up to 10 s) for the pid
 // file, so a Poll right after a start never mistakes a starting command for
 // a lost one.
 func startScript(dir string) string {
@@ -94,10 +95,10 @@ fi
 cat > "$d/` + detachedScript + `" || exit 1
 cat /proc/sys/kernel/random/boot_id > "$d/` + detachedBoot + `" 2>/dev/null || echo unknown > "$d/` + detachedBoot + `"
 s=; command -v setsid >/dev/null 2>&1 && s=setsid
-$s nohup /bin/sh -c 'trap : TERM INT HUP
+$s nohup /bin/sh -c 'trap "stop=1" TERM INT HUP
 echo $$ > "$1/pid.tmp" && mv -f "$1/pid.tmp" "$1/` + detachedPID + `"
-/bin/sh "$1/` + detachedScript + `" > "$1/stdout" 2> "$1/stderr" < /dev/null
-echo $? > "$1/status.tmp" && mv -f "$1/status.tmp" "$1/` + detachedStatus + `"' heddle-detached "$d" > /dev/null 2>&1 < /dev/null &
+if [ -z "$stop" ]; then /bin/sh "$1/` + detachedScript + `" > "$1/stdout" 2> "$1/stderr" < /dev/null; s=$?; else : > "$1/stdout"; : > "$1/stderr"; s=143; fi
+echo $s > "$1/status.tmp" && mv -f "$1/status.tmp" "$1/` + detachedStatus + `"' heddle-detached "$d" > /dev/null 2>&1 < /dev/null &
 i=0
 while [ ! -f "$d/` + detachedPID + `" ]; do
 	i=$((i + 1))
@@ -277,15 +278,29 @@ func parsePoll(r io.Reader, fetch int, secrets []string) (Status, error) {
 	return st, nil
 }
 
-// StopDetached sends SIGTERM to a detached command's process group (the
-// wrapper leads its own session). It is not an error if the command already
-// ended.
+// StopDetached ends a detached command: SIGTERM to its process group (the
+// wrapper leads its own session), repeated once if no status appears within
+// 2 s (a signal that lands while the wrapper is still starting the script
+// stops nothing), then SIGKILL after 5 s in all, in which case the command
+// will poll as Lost. It returns when the command has ended; it is not an
+// error if it already had.
 func (c *Client) StopDetached(ctx context.Context, dir string) error {
 	if err := checkRemotePath(dir); err != nil {
 		return err
 	}
-	line, err := wrap(`p=$(cat `+quote(dir+"/"+detachedPID)+` 2>/dev/null) || exit 0
-kill -s TERM -- "-$p" 2>/dev/null || kill -s TERM "$p" 2>/dev/null || true
+	line, err := wrap(`d=`+quote(dir)+`
+p=$(cat "$d/`+detachedPID+`" 2>/dev/null) || exit 0
+alive() { if [ -d /proc/self ]; then [ -d "/proc/$p" ]; else kill -0 "$p" 2>/dev/null; fi; }
+i=0
+while [ ! -f "$d/`+detachedStatus+`" ] && alive; do
+	case $i in
+	0|20) kill -s TERM -- "-$p" 2>/dev/null || kill -s TERM "$p" 2>/dev/null ;;
+	50) kill -s KILL -- "-$p" 2>/dev/null || kill -s KILL "$p" 2>/dev/null ;;
+	60) exit 0 ;;
+	esac
+	i=$((i + 1))
+	sleep 0.1 2>/dev/null || sleep 1
+done
 `, c.sudo)
 	if err != nil {
 		return err

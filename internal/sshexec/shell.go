@@ -9,7 +9,8 @@ import (
 	"strings"
 )
 
-// quote makes s one word for a POSIX shell: single quotes, each ' as '\”.
+// quote makes s one word for a POSIX shell: s in single quotes, each single
+// quote inside closed, escaped with a backslash and reopened.
 func quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
@@ -59,12 +60,13 @@ const maxScript = 120 << 10
 // session's process group as the login user; under sudo only sudo itself can
 // receive it, and sudo relays it to its direct child alone, so a script's
 // children (root-owned) would outlive a timeout. This shell, sudo's child,
-// runs the script in the background (stdin passed explicitly: an
-// asynchronous list would get /dev/null) and waits, which a trap may
-// interrupt; the trap then signals the whole process group as root.
+// runs the script in a background subshell (stdin passed explicitly: an
+// asynchronous list would get /dev/null; eval rather than a new sh saves an
+// exec per command) and waits, which a trap may interrupt; the trap then
+// signals the whole process group as root.
 const sudoRelay = `exec 3<&0
 trap 'trap - TERM INT HUP; kill -s TERM 0' TERM INT HUP
-/bin/sh -c "$1" heddle <&3 3<&- &
+(trap - TERM INT HUP; eval "$1") <&3 3<&- &
 wait $!`
 
 // wrap turns a shell script into the command string sent to sshd: run by
@@ -106,13 +108,16 @@ const exitSaveStdin = 125
 // remote shell's process.
 func tempName(p string) string { return quote(p) + `".tmp.$$"` }
 
-// saveStdinScript saves stdin to p (0600, parents created 0700) through a
-// temporary file and a rename, so a reader never sees a half-written file,
-// then detaches stdin from the script that follows.
+// saveStdinScript saves stdin to p (0600, parents created 0700), then
+// detaches stdin from the script that follows. The file is written in
+// place: only the script that follows reads it, after cat is done, and a run
+// cut short leaves a file the next attempt rewrites before using. No rename
+// and no mkdir when the directory exists: every exec counts when a
+// thousand nodes run one action each.
 func saveStdinScript(p string) string {
-	t := tempName(p)
-	return "(umask 077 && mkdir -p -- " + quote(path.Dir(p)) + " && cat > " + t + " && mv -f -- " + t + " " + quote(p) + ") ||" +
-		" { rm -f -- " + t + "; echo " + quote("heddle: could not save stdin to "+p) + " >&2; exit " + strconv.Itoa(exitSaveStdin) + "; }\n" +
+	d := quote(path.Dir(p))
+	return "(umask 077; { [ -d " + d + " ] || mkdir -p -- " + d + "; } && cat > " + quote(p) + ") ||" +
+		" { echo " + quote("heddle: could not save stdin to "+p) + " >&2; exit " + strconv.Itoa(exitSaveStdin) + "; }\n" +
 		"exec </dev/null\n"
 }
 
