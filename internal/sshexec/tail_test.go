@@ -198,3 +198,19 @@ func FuzzParsePoll(f *testing.F) {
 		require.NotContains(t, st.Stdout.Text, "abc")
 	})
 }
+
+// BenchmarkTailBuffer writes 1 MiB of output in 4 KiB chunks, as a chatty
+// install script would, and redacts two secrets from the tail.
+func BenchmarkTailBuffer(b *testing.B) {
+	chunk := bytes.Repeat([]byte("installing package foo-1.2.3 with token abcdef0123456789\n"), 4096/57)
+	secrets := []string{"abcdef0123456789", "another-secret"}
+	b.SetBytes(int64(len(chunk) * 256))
+	b.ReportAllocs()
+	for b.Loop() {
+		t := newTailBuffer(TailLimit, secrets)
+		for range 256 {
+			_, _ = t.Write(chunk)
+		}
+		_ = t.tail(secrets)
+	}
+}
