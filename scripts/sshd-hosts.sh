@@ -194,11 +194,13 @@ cmd_env() {
 }
 
 cmd_status() {
-	[[ -f "$run_dir/count" ]] || { echo "stopped"; return 0; }
+	# Exits non-zero unless every server runs, so callers can start what is missing.
+	[[ -f "$run_dir/count" ]] || { echo "stopped"; return 1; }
 	local n i up=0
 	n="$(cat "$run_dir/count")"
 	for ((i = 1; i <= n; i++)); do running_pid "$i" >/dev/null && up=$((up + 1)); done
 	echo "$up of $n servers running"
+	((up == n))
 }
 
 case "${1:-}" in

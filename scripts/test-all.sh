@@ -18,11 +18,14 @@ start() { # script: start it (unless already running) and import what its `env` 
     "$script" start "$@"
     started+=("$script") # stop at exit only what this run started
   fi
-  eval "$("$script" env)"
+  local vars
+  vars="$("$script" env)" # a separate step, so set -e stops on a failed env
+  eval "$vars"
 }
 
 start scripts/dynamodb-local.sh
-if [ -x scripts/sshd-hosts.sh ]; then start scripts/sshd-hosts.sh "${HEDDLE_SSH_HOST_COUNT:-4}"; fi
+start scripts/fauxqs.sh
+start scripts/sshd-hosts.sh "${HEDDLE_SSH_HOST_COUNT:-4}"
 
 go test -race -count=1 -timeout 20m ./... 2>&1 | tee /tmp/heddle-test.log
 rc=${PIPESTATUS[0]}

@@ -110,12 +110,15 @@ const (
 type JobStatus string
 
 const (
-	JobPending     JobStatus = "PENDING" // written, tasks not yet all dispatched
-	JobRunning     JobStatus = "RUNNING"
-	JobPaused      JobStatus = "PAUSED"
-	JobSucceeded   JobStatus = "SUCCEEDED"
-	JobFailed      JobStatus = "FAILED"
-	JobAborted     JobStatus = "ABORTED"
+	JobPending   JobStatus = "PENDING" // written, tasks not yet all dispatched
+	JobRunning   JobStatus = "RUNNING"
+	JobPaused    JobStatus = "PAUSED"
+	JobSucceeded JobStatus = "SUCCEEDED"
+	JobFailed    JobStatus = "FAILED"
+	JobAborted   JobStatus = "ABORTED"
+	// JobFailing: a task failed for good (or the job was aborted); the job
+	// waits for its running tasks to end before rolling back or failing.
+	JobFailing     JobStatus = "FAILING"
 	JobRollingBack JobStatus = "ROLLING_BACK"
 )
 
@@ -161,21 +164,38 @@ func (s TaskStatus) Terminal() bool {
 
 // Task is one action on one node (and, for service actions, one service).
 type Task struct {
-	ID          string        `json:"id"`
-	TenantID    string        `json:"tenantId"`
-	JobID       string        `json:"jobId"`
-	ClusterID   string        `json:"clusterId"`
-	NodeID      string        `json:"nodeId"`
-	Service     string        `json:"service,omitempty"`
-	Action      Action        `json:"action"`
-	Status      TaskStatus    `json:"status"`
-	Attempt     int           `json:"attempt"`
-	MaxAttempts int           `json:"maxAttempts"`
-	Timeout     Duration      `json:"timeout"`
-	DependsOn   []string      `json:"dependsOn,omitempty"`
-	Deadline    time.Time     `json:"deadline,omitzero"`
-	Attempts    []TaskAttempt `json:"attempts,omitempty"`
-	Version     int64         `json:"version"`
+	ID        string     `json:"id"`
+	TenantID  string     `json:"tenantId"`
+	JobID     string     `json:"jobId"`
+	ClusterID string     `json:"clusterId"`
+	NodeID    string     `json:"nodeId,omitempty"`
+	Service   string     `json:"service,omitempty"`
+	Action    Action     `json:"action"`
+	Status    TaskStatus `json:"status"`
+	// Join marks a zero-work task that only gathers dependencies: it succeeds
+	// as soon as it is ready, with no attempt.
+	Join bool `json:"join,omitempty"`
+	// Rollback marks a task of the job's rollback plan: it stays blocked
+	// unless the forward plan fails.
+	Rollback    bool     `json:"rollback,omitempty"`
+	Attempt     int      `json:"attempt"`
+	MaxAttempts int      `json:"maxAttempts"`
+	Timeout     Duration `json:"timeout"`
+	DependsOn   []string `json:"dependsOn,omitempty"`
+	// Dependents are the tasks whose Remaining this task counts down when it
+	// succeeds; Remaining is how many of DependsOn have not succeeded yet.
+	Dependents []string `json:"dependents,omitempty"`
+	Remaining  int      `json:"remaining"`
+	// ReadyAt is when a READY task may be claimed (later than now during a
+	// retry's backoff); Sends counts janitor re-sends of its message.
+	ReadyAt  time.Time     `json:"readyAt,omitzero"`
+	Sends    int           `json:"sends,omitempty"`
+	Deadline time.Time     `json:"deadline,omitzero"`
+	Attempts []TaskAttempt `json:"attempts,omitempty"`
+	// Params are extra inputs for the executor (the simulation plugin reads
+	// its duration and failures here).
+	Params  map[string]string `json:"params,omitempty"`
+	Version int64             `json:"version"`
 }
 
 // TaskAttempt records one try of a task.

@@ -112,17 +112,19 @@ func TestHostKeyChangedOnTheSameAddress(t *testing.T) {
 	require.NoError(t, c.Close())
 
 	// The node is replaced by one with another key on the same address.
-	first.Close()
-	second := sshtest.Start(t, first.Addr, nil, signer.PublicKey())
+	firstKey := first.HostKey
+	secondKey := sshtest.NewHostKey(t)
+	first.DropConnections()
+	first.ReplaceHostKey(secondKey)
 	target.HostKey = pinned
 	_, err = Dial(context.Background(), target)
 	var hk *HostKeyError
 	require.ErrorAs(t, err, &hk)
-	require.Equal(t, Fingerprint(first.HostKey.PublicKey()), hk.Pinned)
-	require.Equal(t, Fingerprint(second.HostKey.PublicKey()), hk.Presented)
+	require.Equal(t, Fingerprint(firstKey.PublicKey()), hk.Pinned)
+	require.Equal(t, Fingerprint(secondKey.PublicKey()), hk.Presented)
 
 	// With the right key pinned, nothing is newly pinned.
-	target.HostKey = FormatPublicKey(second.HostKey.PublicKey())
+	target.HostKey = FormatPublicKey(secondKey.PublicKey())
 	c, err = Dial(context.Background(), target)
 	require.NoError(t, err)
 	_, ok = c.NewlyPinned()

@@ -31,11 +31,12 @@ type Server struct {
 	// connection was reused.
 	Logins atomic.Int64
 
-	listener net.Listener
-	config   *ssh.ServerConfig
-	mu       sync.Mutex
-	conns    map[net.Conn]bool
-	wg       sync.WaitGroup
+	listener   net.Listener
+	authorized []byte
+	config     *ssh.ServerConfig
+	mu         sync.Mutex
+	conns      map[net.Conn]bool
+	wg         sync.WaitGroup
 }
 
 // NewHostKey generates an ed25519 host key.
@@ -64,21 +65,30 @@ func Start(t testing.TB, addr string, hostKey ssh.Signer, authorized ssh.PublicK
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := authorized.Marshal()
-	s := &Server{Addr: l.Addr().String(), HostKey: hostKey, listener: l, conns: map[net.Conn]bool{}}
-	s.config = &ssh.ServerConfig{
+	s := &Server{Addr: l.Addr().String(), listener: l, conns: map[net.Conn]bool{}, authorized: authorized.Marshal()}
+	s.ReplaceHostKey(hostKey)
+	s.wg.Add(1)
+	go s.serve()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// ReplaceHostKey makes later connections see hostKey, as when a node is
+// rebuilt behind the same address. Tests use it rather than a second server
+// on the same port, which another test may have taken in between.
+func (s *Server) ReplaceHostKey(hostKey ssh.Signer) {
+	config := &ssh.ServerConfig{
 		PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
-			if bytes.Equal(key.Marshal(), want) {
+			if bytes.Equal(key.Marshal(), s.authorized) {
 				return nil, nil
 			}
 			return nil, errors.New("key not authorized")
 		},
 	}
-	s.config.AddHostKey(hostKey)
-	s.wg.Add(1)
-	go s.serve()
-	t.Cleanup(s.Close)
-	return s
+	config.AddHostKey(hostKey)
+	s.mu.Lock()
+	s.HostKey, s.config = hostKey, config
+	s.mu.Unlock()
 }
 
 // Close stops listening and drops every connection.
@@ -120,7 +130,10 @@ func (s *Server) serve() {
 
 func (s *Server) handle(c net.Conn) {
 	defer c.Close()
-	_, chans, reqs, err := ssh.NewServerConn(c, s.config)
+	s.mu.Lock()
+	config := s.config
+	s.mu.Unlock()
+	_, chans, reqs, err := ssh.NewServerConn(c, config)
 	if err != nil {
 		return
 	}
