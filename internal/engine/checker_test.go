@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/store"
+)
+
+// checkInvariants verifies, after a run, what the engine promises whatever
+// happened during it: every job ended; no cluster is locked by a job that
+// ended; the tenant's quota counters equal what its clusters hold; no task
+// ran before all of its dependencies had succeeded; no attempt ran twice;
+// every task of a succeeded job succeeded.
+func checkInvariants(t *testing.T, b *testBundle) {
+	t.Helper()
+	ctx := b.ctx
+	clusters, err := b.db.Query(ctx, store.TenantPK(tenant, "CLUSTERS"), store.Query{Limit: store.MaxPageSize})
+	require.NoError(t, err)
+	usedClusters, usedNodes := 0, 0
+	succeededAt := map[string]int64{} // job/task -> end seq of its successful run
+	for _, r := range b.rec.runs {
+		if r.ok {
+			succeededAt[r.job+"/"+r.task] = r.end
+		}
+	}
+	attempts := map[string]int{}
+	for _, r := range b.rec.runs {
+		key := fmt.Sprintf("%s/%s#%d", r.job, r.task, r.attempt)
+		attempts[key]++
+		require.Equal(t, 1, attempts[key], "attempt %s ran more than once", key)
+	}
+	for _, cit := range clusters.Items {
+		var c domain.Cluster
+		require.NoError(t, decodeInto(cit, &c))
+		if c.Status != domain.ClusterTerminated {
+			usedClusters++
+			usedNodes += c.NodeCount
+		}
+		require.Empty(t, c.ActiveJobID, "cluster %s still locked", c.ID)
+		jobs, err := b.db.Query(ctx, store.TenantPK(tenant, "JOBS#"+c.ID), store.Query{Limit: store.MaxPageSize})
+		require.NoError(t, err)
+		for _, jit := range jobs.Items {
+			require.True(t, domain.JobStatus(jit.Status).Terminal(), "job %s is %s", jit.SK, jit.Status)
+			require.Nil(t, jit.Index, "an ended job leaves the janitor's index")
+			tasks := map[string]domain.Task{}
+			require.NoError(t, b.eng.eachTask(ctx, tenant, jit.SK, func(_ store.Item, task domain.Task) (bool, error) {
+				tasks[task.ID] = task
+				return true, nil
+			}))
+			for _, task := range tasks {
+				if jit.Status == string(domain.JobSucceeded) && !task.Rollback {
+					require.Equal(t, domain.TaskSucceeded, task.Status, "task %s of a succeeded job", task.ID)
+				}
+				require.NotEqual(t, domain.TaskRunning, task.Status, "task %s still running", task.ID)
+			}
+			for _, r := range b.rec.runs {
+				if r.job != jit.SK {
+					continue
+				}
+				for _, dep := range tasks[r.task].DependsOn {
+					if tasks[dep].Join {
+						continue // joins run no executor; their own deps are checked through them below
+					}
+					end, ok := succeededAt[r.job+"/"+dep]
+					require.True(t, ok, "%s ran but its dependency %s never succeeded", r.task, dep)
+					require.Less(t, end, r.start, "%s started before its dependency %s ended", r.task, dep)
+				}
+			}
+			for _, task := range tasks {
+				if task.Join && task.Status == domain.TaskSucceeded {
+					for _, dep := range task.DependsOn {
+						require.Equal(t, domain.TaskSucceeded, tasks[dep].Status, "join %s succeeded before %s", task.ID, dep)
+					}
+				}
+			}
+		}
+	}
+	ten, err := b.acc.GetTenant(ctx, tenant)
+	require.NoError(t, err)
+	require.Equal(t, domain.TenantUsage{Clusters: usedClusters, Nodes: usedNodes}, ten.Usage, "quota counters equal what exists")
+}

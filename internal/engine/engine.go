@@ -1,0 +1,187 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/queue"
+	"github.com/heddle-io/heddle/internal/store"
+)
+
+// Executor carries out one attempt of a work task: the provider for node
+// actions, the automator for service actions. The provisioning plugins
+// implement it; Simulation stands in for them in tests and benchmarks.
+type Executor interface {
+	Execute(ctx context.Context, in Attempt) Result
+}
+
+// Attempt is what an executor gets: the task (its Attempt field is this
+// attempt's number, from 1) and, for node tasks, the node as the store holds
+// it when the attempt starts (addresses and the pinned host key that earlier
+// tasks recorded).
+type Attempt struct {
+	Tenant string
+	Task   domain.Task
+	Node   *domain.Node
+}
+
+// Result is what an attempt did. Err nil means success.
+type Result struct {
+	Err      error
+	ExitCode int
+	Stdout   string // bounded tails, secrets already redacted by the executor
+	Stderr   string
+	// Node, when set, is what the attempt learned about its node; the engine
+	// records it on the node in the transaction that completes the task, so
+	// later tasks see it (a provider's create and confirm set it).
+	Node *NodeFacts
+}
+
+// NodeFacts are node properties an executor reports. Empty fields leave the
+// stored value alone; Properties are merged key by key.
+type NodeFacts struct {
+	Hostname   string
+	Addresses  map[string]string
+	SSHUser    string
+	HostKey    string
+	ProviderID string
+	Flavor     string
+	Image      string
+	Properties map[string]string
+}
+
+// apply merges f into n.
+func (f NodeFacts) apply(n *domain.Node) {
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&n.Hostname, f.Hostname)
+	set(&n.SSHUser, f.SSHUser)
+	set(&n.HostKey, f.HostKey)
+	set(&n.ProviderID, f.ProviderID)
+	set(&n.Flavor, f.Flavor)
+	set(&n.Image, f.Image)
+	for k, v := range f.Addresses {
+		if n.Addresses == nil {
+			n.Addresses = map[string]string{}
+		}
+		n.Addresses[k] = v
+	}
+	for k, v := range f.Properties {
+		if n.Properties == nil {
+			n.Properties = map[string]string{}
+		}
+		n.Properties[k] = v
+	}
+}
+
+// Config tunes the engine; zero fields take the defaults.
+type Config struct {
+	// Backoff is the wait before retry n is base * 2^(n-1), capped at MaxBackoff.
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	// ResendAfter is how long a task may stay READY before the janitor takes
+	// its message for lost and sends it again.
+	ResendAfter time.Duration
+	// SubmitTimeout is how long a job may stay PENDING before the janitor
+	// undoes the submission.
+	SubmitTimeout time.Duration
+	// Visibility is how long a received message stays hidden before the
+	// worker extends it (heartbeat) or it is delivered again.
+	Visibility time.Duration
+	// WorkerID names this process in attempt records.
+	WorkerID string
+	Logger   *slog.Logger
+	Clock    func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Backoff == 0 {
+		c.Backoff = 2 * time.Second
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = 5 * time.Minute
+	}
+	if c.ResendAfter == 0 {
+		c.ResendAfter = 2 * time.Minute
+	}
+	if c.SubmitTimeout == 0 {
+		c.SubmitTimeout = 2 * time.Minute
+	}
+	if c.Visibility == 0 {
+		c.Visibility = 60 * time.Second
+	}
+	if c.WorkerID == "" {
+		c.WorkerID = "worker"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	return c
+}
+
+// Engine runs jobs over a store and a queue.
+type Engine struct {
+	store store.Store
+	queue queue.Queue
+	exec  Executor
+	cfg   Config
+	log   *slog.Logger
+}
+
+// New returns an engine over the unscoped store s.
+func New(s store.Store, q queue.Queue, exec Executor, cfg Config) *Engine {
+	cfg = cfg.withDefaults()
+	return &Engine{store: s, queue: q, exec: exec, cfg: cfg, log: cfg.Logger}
+}
+
+func (e *Engine) now() time.Time { return e.cfg.Clock().UTC() }
+
+func (e *Engine) backoff(attempt int) time.Duration {
+	d := e.cfg.Backoff
+	for i := 1; i < attempt && d < e.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, e.cfg.MaxBackoff)
+}
+
+// send offers ready tasks to their tenant's workers, in batches.
+func (e *Engine) send(ctx context.Context, tenant string, tasks []domain.Task) error {
+	var batch []queue.Message
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := e.queue.Send(ctx, tenant, batch...)
+		batch = batch[:0]
+		return err
+	}
+	for _, t := range tasks {
+		ref := TaskRef{Tenant: tenant, Cluster: t.ClusterID, Job: t.JobID, Task: t.ID}
+		batch = append(batch, queue.Message{
+			TaskID:  ref.String(),
+			Attempt: t.Attempt,
+			Group:   group(t.ClusterID, t.NodeID, t.ID),
+			Dedup:   dedupID(ref, t.Attempt, t.Sends),
+		})
+		if len(batch) == queue.MaxBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+func dedupID(ref TaskRef, attempt, sends int) string {
+	return ref.Job + "#" + ref.Task + "#" + strconv.Itoa(attempt) + "#" + strconv.Itoa(sends)
+}

@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/store"
+)
+
+type ending int
+
+const (
+	endSucceeded ending = iota
+	endFailed
+	endRolledBack
+	endRollbackFailed
+)
+
+// checkJobEnd looks at the job after a task ended and moves it on if that
+// was the last thing it waited for. The janitor calls it too, so a finish
+// lost to a crash happens anyway.
+func (e *Engine) checkJobEnd(ctx context.Context, tenant, cluster, jobID string) error {
+	lj, err := e.loadJob(ctx, tenant, cluster, jobID)
+	if err != nil {
+		return err
+	}
+	switch lj.job.Status {
+	case domain.JobRunning:
+		if lj.item.Counter(counterSinks) <= 0 {
+			return e.finish(ctx, tenant, cluster, jobID, domain.JobRunning, endSucceeded, "")
+		}
+	case domain.JobRollingBack:
+		if lj.item.Counter(counterRollbackSinks) <= 0 {
+			return e.finish(ctx, tenant, cluster, jobID, domain.JobRollingBack, endRolledBack, "")
+		}
+	case domain.JobFailing:
+		return e.settleFailing(ctx, tenant, cluster, jobID)
+	}
+	return nil
+}
+
+// finish ends a job that is in status from: it writes the nodes the ending
+// names, then, in one transaction, the job's final status, the cluster's new
+// status with its lock released, and the quota the ending gives back. Of
+// several callers, only the first passes the condition on the job.
+func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from domain.JobStatus, how ending, msg string) error {
+	for range maxSettleAttempts {
+		lj, err := e.loadJob(ctx, tenant, cluster, jobID)
+		if err != nil {
+			return err
+		}
+		job := lj.job
+		if job.Status != from {
+			return nil
+		}
+		effect, final := job.OnSuccess, domain.JobSucceeded
+		switch how {
+		case endFailed:
+			effect, final = job.OnFailure, domain.JobFailed
+		case endRolledBack:
+			effect, final = job.OnRollback, domain.JobFailed
+			job.StatusMessage += "; rolled back"
+		case endRollbackFailed:
+			effect, final = job.OnFailure, domain.JobFailed
+			job.StatusMessage = "rollback failed: " + msg
+		}
+		if job.Aborted && final == domain.JobFailed {
+			final = domain.JobAborted
+		}
+		for _, id := range effect.Nodes {
+			status := string(effect.NodeStatus)
+			_, err := e.store.Write(ctx, store.Update(nodeKey(tenant, cluster, id), store.Condition{MustExist: true}, store.Changes{Status: &status}))
+			if err != nil && !errors.Is(err, store.ErrConditionFailed) {
+				return fmt.Errorf("marking node %s %s: %w", id, status, err)
+			}
+		}
+		cit, c, err := e.loadCluster(ctx, tenant, cluster)
+		if err != nil {
+			return err
+		}
+		now := e.now()
+		job.Status, job.EndedAt = final, now
+		if final == domain.JobSucceeded {
+			job.TaskDone = job.TaskTotal
+		}
+		finalStatus := string(final)
+		ops := []store.Op{store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
+			store.Changes{Status: &finalStatus, Data: mustJSON(job), ClearIndex: true})}
+		if c.ActiveJobID == jobID {
+			c.ActiveJobID = ""
+			c.Status = effect.ClusterStatus
+			c.StatusMessage = effect.Message
+			if final != domain.JobSucceeded {
+				c.StatusMessage = job.StatusMessage
+			}
+			c.NodeCount += effect.NodeCountDelta
+			if c.Status.Terminal() {
+				c.NodeCount = 0
+			}
+			next := clusterItem(tenant, c)
+			ch := store.Changes{Data: next.Data, Status: &next.Status, Index: next.Index, ClearIndex: next.Index == nil}
+			ops = append(ops, store.Update(cit.Key, store.Condition{Version: cit.Version}, ch))
+		} else {
+			e.log.ErrorContext(ctx, "a job ended without holding its cluster's lock", "job", jobID, "cluster", cluster, "lock", c.ActiveJobID)
+		}
+		if effect.ReleaseClusters != 0 || effect.ReleaseNodes != 0 {
+			ops = append(ops, store.Update(tenantKey(tenant), store.Condition{MustExist: true},
+				store.Changes{Add: map[string]int64{"freeClusters": int64(effect.ReleaseClusters), "freeNodes": int64(effect.ReleaseNodes)}}))
+		}
+		err = e.store.Transact(ctx, ops)
+		if errors.Is(err, store.ErrConditionFailed) {
+			continue // the job or the cluster changed: look again
+		}
+		if err != nil {
+			return fmt.Errorf("finishing job %s: %w", jobID, err)
+		}
+		e.log.InfoContext(ctx, "job ended", "tenant", tenant, "cluster", cluster, "job", jobID, "status", final)
+		return nil
+	}
+	return fmt.Errorf("finishing job %s: it kept changing; the janitor will finish it", jobID)
+}
+
+// AddProgress adds finished work tasks to a job's progress count. Workers
+// call it once per job per batch, not once per task: progress is a view, and
+// a write per task would cost more than the task's own bookkeeping.
+func (e *Engine) AddProgress(ctx context.Context, tenant, cluster, jobID string, done int) error {
+	_, err := e.store.Write(ctx, store.Update(jobKey(tenant, cluster, jobID), store.Condition{MustExist: true},
+		store.Changes{Add: map[string]int64{counterDone: int64(done)}}))
+	if errors.Is(err, store.ErrConditionFailed) {
+		return nil
+	}
+	return err
+}

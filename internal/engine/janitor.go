@@ -1,0 +1,223 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/store"
+)
+
+// JanitorReport counts what one janitor pass did.
+type JanitorReport struct {
+	TimedOut     int // running attempts failed past their deadline
+	Resent       int // ready tasks whose message was taken for lost
+	JobsMovedOn  int // unfinished jobs looked at and moved on where due
+	Undone       int // submissions that never finished, undone
+	IndexCleared int // ready tasks of jobs that will not run them
+}
+
+// RunJanitor makes one pass over every tenant: it fails running attempts past
+// their deadline (then retries or fails them as any failure), re-sends ready
+// tasks nobody claimed within ResendAfter, undoes submissions stuck PENDING
+// past SubmitTimeout, and moves on jobs whose last step was lost. Every
+// action is a conditional write on what it read, so two janitors at once,
+// or a janitor racing a worker, do no harm.
+func (e *Engine) RunJanitor(ctx context.Context) (JanitorReport, error) {
+	var r JanitorReport
+	var errs []error
+	now := e.now()
+	for shard := range indexShards {
+		if err := e.eachIndexed(ctx, runningPartition(shard), store.SortableTime(now), func(it store.Item) error {
+			return e.timeOut(ctx, it, &r)
+		}); err != nil {
+			errs = append(errs, err)
+		}
+		if err := e.eachIndexed(ctx, readyPartition(shard), store.SortableTime(now.Add(-e.cfg.ResendAfter)), func(it store.Item) error {
+			return e.resendLost(ctx, it, &r)
+		}); err != nil {
+			errs = append(errs, err)
+		}
+		if err := e.eachIndexed(ctx, jobPartition(shard), store.SortableTime(now), func(it store.Item) error {
+			return e.moveJobOn(ctx, it, &r)
+		}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return r, errors.Join(errs...)
+}
+
+func (e *Engine) eachIndexed(ctx context.Context, partition, before string, fn func(store.Item) error) error {
+	cursor := ""
+	var errs []error
+	for {
+		page, err := e.store.QueryIndex(ctx, partition, store.IndexQuery{SortBefore: before, Cursor: cursor, Limit: store.MaxPageSize})
+		if err != nil {
+			return err
+		}
+		for _, it := range page.Items {
+			if err := fn(it); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", it.Key, err))
+			}
+		}
+		if page.Next == "" {
+			return errors.Join(errs...)
+		}
+		cursor = page.Next
+	}
+}
+
+// refOf rebuilds a task's reference from its item: the index answers with
+// full (unscoped) keys.
+func refOf(it store.Item, t domain.Task) (TaskRef, bool) {
+	tenant, rest, ok := store.TenantOf(it.PK)
+	job, isTask := strings.CutPrefix(rest, "TASKS#")
+	if !ok || !isTask {
+		return TaskRef{}, false
+	}
+	return TaskRef{Tenant: tenant, Cluster: t.ClusterID, Job: job, Task: it.SK}, true
+}
+
+func (e *Engine) timeOut(ctx context.Context, indexed store.Item, r *JanitorReport) error {
+	// The index may lag; read the item itself before acting.
+	it, err := e.store.Get(ctx, indexed.Key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var t domain.Task
+	if err := decodeInto(it, &t); err != nil {
+		return err
+	}
+	if t.Status != domain.TaskRunning || !t.Deadline.Before(e.now()) {
+		return nil
+	}
+	ref, ok := refOf(it, t)
+	if !ok {
+		return nil
+	}
+	t.Version = it.Version
+	r.TimedOut++
+	return e.fail(ctx, ref, loadedTask{item: it, task: t}, Result{ExitCode: -1,
+		Err: fmt.Errorf("timed out: no result %s after the attempt started (worker lost or action too slow)", t.Timeout)})
+}
+
+func (e *Engine) resendLost(ctx context.Context, indexed store.Item, r *JanitorReport) error {
+	it, err := e.store.Get(ctx, indexed.Key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var t domain.Task
+	if err := decodeInto(it, &t); err != nil {
+		return err
+	}
+	ref, ok := refOf(it, t)
+	if !ok || t.Status != domain.TaskReady || t.ReadyAt.After(e.now().Add(-e.cfg.ResendAfter)) {
+		return nil
+	}
+	lj, err := e.loadJob(ctx, ref.Tenant, ref.Cluster, ref.Job)
+	if err != nil {
+		return err
+	}
+	switch accepts(lj.job.Status, t) {
+	case acceptLater:
+		return nil
+	case acceptNever:
+		// The job will not run it (paused jobs re-send on resume): drop it
+		// from the index so the janitor stops looking.
+		r.IndexCleared++
+		_, err := e.store.Write(ctx, store.Update(it.Key, store.Condition{Version: it.Version}, store.Changes{ClearIndex: true}))
+		if errors.Is(err, store.ErrConditionFailed) {
+			return nil
+		}
+		return err
+	}
+	t.Sends++
+	t.ReadyAt = e.now()
+	if _, err := e.store.Write(ctx, store.Update(it.Key, store.Condition{Version: it.Version}, taskChanges(it.Key, t))); err != nil {
+		if errors.Is(err, store.ErrConditionFailed) {
+			return nil // claimed meanwhile
+		}
+		return err
+	}
+	r.Resent++
+	return e.send(ctx, ref.Tenant, []domain.Task{t})
+}
+
+func (e *Engine) moveJobOn(ctx context.Context, indexed store.Item, r *JanitorReport) error {
+	tenant, rest, ok := store.TenantOf(indexed.PK)
+	cluster, isJob := strings.CutPrefix(rest, "JOBS#")
+	if !ok || !isJob {
+		return nil
+	}
+	lj, err := e.loadJob(ctx, tenant, cluster, indexed.SK)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch lj.job.Status {
+	case domain.JobPending:
+		if lj.job.CreatedAt.Add(e.cfg.SubmitTimeout).Before(e.now()) {
+			r.Undone++
+			return e.undoSubmission(ctx, tenant, cluster, lj)
+		}
+		return nil
+	case domain.JobRollingBack:
+		r.JobsMovedOn++
+		if err := e.releaseRollback(ctx, tenant, cluster, lj.job.ID, lj.job.RollbackRoots); err != nil {
+			return err
+		}
+	case domain.JobRunning, domain.JobFailing:
+		r.JobsMovedOn++
+	default:
+		return nil
+	}
+	return e.checkJobEnd(ctx, tenant, cluster, lj.job.ID)
+}
+
+// undoSubmission ends a job whose submission never finished: nothing of it
+// ran (its tasks are only sent once it is RUNNING), so it gives back the lock
+// and quota and leaves the cluster as it was (a cluster it was creating ends
+// TERMINATED). The first write is conditional on PENDING, so a submitter that
+// was only slow then fails its own start instead of racing this.
+func (e *Engine) undoSubmission(ctx context.Context, tenant, cluster string, lj loadedJob) error {
+	job := lj.job
+	job.Status, job.EndedAt = domain.JobFailed, e.now()
+	job.StatusMessage = "the submission did not finish (the server stopped while writing the job); nothing ran, try again"
+	failed := string(domain.JobFailed)
+	ops := []store.Op{store.Update(lj.item.Key, store.Condition{Version: lj.item.Version, StatusIn: []string{string(domain.JobPending)}},
+		store.Changes{Status: &failed, Data: mustJSON(job), ClearIndex: true})}
+	cit, c, err := e.loadCluster(ctx, tenant, cluster)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if err == nil && c.ActiveJobID == job.ID {
+		c.ActiveJobID = ""
+		c.Status, c.StatusMessage = job.PrevStatus, job.StatusMessage
+		c.NodeCount -= job.AddedNodeCount
+		if job.Created {
+			c.Status, c.NodeCount = domain.ClusterTerminated, 0
+		}
+		next := clusterItem(tenant, c)
+		ops = append(ops, store.Update(cit.Key, store.Condition{Version: cit.Version},
+			store.Changes{Data: next.Data, Status: &next.Status, Index: next.Index, ClearIndex: next.Index == nil}))
+	}
+	if job.TakenClusters != 0 || job.TakenNodes != 0 {
+		ops = append(ops, store.Update(tenantKey(tenant), store.Condition{MustExist: true},
+			store.Changes{Add: map[string]int64{"freeClusters": int64(job.TakenClusters), "freeNodes": int64(job.TakenNodes)}}))
+	}
+	err = e.store.Transact(ctx, ops)
+	if errors.Is(err, store.ErrConditionFailed) {
+		return nil // it started after all, or another janitor was first
+	}
+	return err
+}

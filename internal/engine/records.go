@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/store"
+)
+
+// Effect is what a job's end does to its cluster and the tenant's quota.
+type Effect struct {
+	ClusterStatus domain.ClusterStatus `json:"clusterStatus"`
+	Message       string               `json:"message,omitempty"`
+	// ReleaseClusters and ReleaseNodes give quota back.
+	ReleaseClusters int `json:"releaseClusters,omitempty"`
+	ReleaseNodes    int `json:"releaseNodes,omitempty"`
+	// NodeCountDelta changes the cluster's NodeCount, the figure quotas are
+	// checked against (a shrink's victims, an expand rolled back).
+	NodeCountDelta int `json:"nodeCountDelta,omitempty"`
+	// NodeStatus, when set, is written on Nodes (for example DELETED on the
+	// victims of a shrink, ACTIVE on the nodes of a create).
+	NodeStatus domain.NodeStatus `json:"nodeStatus,omitempty"`
+	Nodes      []string          `json:"nodes,omitempty"`
+}
+
+// jobRecord is the stored job: the API's view plus what the engine needs to
+// finish it.
+type jobRecord struct {
+	domain.Job
+	OnSuccess  Effect `json:"onSuccess"`
+	OnFailure  Effect `json:"onFailure"`
+	OnRollback Effect `json:"onRollback"`
+	// RollbackRoots are the rollback tasks with no dependencies: failing the
+	// job releases them.
+	RollbackRoots []string `json:"rollbackRoots,omitempty"`
+	// What undoing the submission must give back (see Janitor).
+	Created        bool                 `json:"created,omitempty"`
+	PrevStatus     domain.ClusterStatus `json:"prevStatus,omitempty"`
+	TakenClusters  int                  `json:"takenClusters,omitempty"`
+	TakenNodes     int                  `json:"takenNodes,omitempty"`
+	AddedNodeCount int                  `json:"addedNodeCount,omitempty"`
+	// Aborted marks a job a user aborted: it ends ABORTED, not FAILED.
+	Aborted bool `json:"aborted,omitempty"`
+}
+
+const (
+	counterSinks         = "sinks"
+	counterRollbackSinks = "rollbackSinks"
+	counterDone          = "done"
+)
+
+func decodeInto[T any](it store.Item, v *T) error {
+	if err := json.Unmarshal(it.Data, v); err != nil {
+		return fmt.Errorf("engine: unreadable item %s: %w", it.Key, err)
+	}
+	return nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("engine: cannot encode %T: %v", v, err)) // only our own types are encoded
+	}
+	return b
+}
+
+type loadedTask struct {
+	item store.Item
+	task domain.Task
+}
+
+func (e *Engine) loadTask(ctx context.Context, ref TaskRef) (loadedTask, error) {
+	it, err := e.store.Get(ctx, taskKey(ref.Tenant, ref.Job, ref.Task))
+	if err != nil {
+		return loadedTask{}, err
+	}
+	var t domain.Task
+	if err := decodeInto(it, &t); err != nil {
+		return loadedTask{}, err
+	}
+	t.Version = it.Version
+	return loadedTask{item: it, task: t}, nil
+}
+
+type loadedJob struct {
+	item store.Item
+	job  jobRecord
+}
+
+func (e *Engine) loadJob(ctx context.Context, tenant, cluster, job string) (loadedJob, error) {
+	it, err := e.store.Get(ctx, jobKey(tenant, cluster, job))
+	if err != nil {
+		return loadedJob{}, err
+	}
+	var j jobRecord
+	if err := decodeInto(it, &j); err != nil {
+		return loadedJob{}, err
+	}
+	j.Version = it.Version
+	j.Status = domain.JobStatus(it.Status)
+	// Workers add progress to a counter after the fact, so the counter, not
+	// the copy in the document, is the figure; a job that succeeded has done
+	// every work task even if the last batch's count is still on its way.
+	j.TaskDone = int(it.Counter(counterDone))
+	if j.Status == domain.JobSucceeded {
+		j.TaskDone = j.TaskTotal
+	}
+	return loadedJob{item: it, job: j}, nil
+}
+
+func (e *Engine) loadCluster(ctx context.Context, tenant, cluster string) (store.Item, domain.Cluster, error) {
+	it, err := e.store.Get(ctx, clusterKey(tenant, cluster))
+	if err != nil {
+		return store.Item{}, domain.Cluster{}, err
+	}
+	var c domain.Cluster
+	if err := decodeInto(it, &c); err != nil {
+		return store.Item{}, domain.Cluster{}, err
+	}
+	c.Version = it.Version
+	return it, c, nil
+}
+
+// taskItem renders a task as a store item with its status and index entry.
+func taskItem(key store.Key, t domain.Task) store.Item {
+	it := store.Item{Key: key, Status: string(t.Status), Data: mustJSON(t)}
+	it.Index = taskIndex(key, t)
+	return it
+}
+
+// taskIndex is where a task sits in the janitor's index: running tasks by
+// deadline, ready tasks by readiness; others nowhere.
+func taskIndex(key store.Key, t domain.Task) *store.IndexKey {
+	switch t.Status {
+	case domain.TaskRunning:
+		return &store.IndexKey{Partition: runningPartition(shardOf(key.PK + key.SK)), Sort: store.SortableTime(t.Deadline)}
+	case domain.TaskReady:
+		return &store.IndexKey{Partition: readyPartition(shardOf(key.PK + key.SK)), Sort: store.SortableTime(t.ReadyAt)}
+	}
+	return nil
+}
+
+// taskChanges turns a new task state into an update of its item.
+func taskChanges(key store.Key, t domain.Task) store.Changes {
+	status := string(t.Status)
+	ch := store.Changes{Data: mustJSON(t), Status: &status}
+	if idx := taskIndex(key, t); idx != nil {
+		ch.Index = idx
+	} else {
+		ch.ClearIndex = true
+	}
+	return ch
+}

@@ -1,0 +1,211 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/queue"
+	"github.com/heddle-io/heddle/internal/queue/memqueue"
+	"github.com/heddle-io/heddle/internal/store"
+	"github.com/heddle-io/heddle/internal/store/boltstore"
+	"github.com/heddle-io/heddle/planner"
+)
+
+// recorder wraps an executor and logs every execution with a global
+// sequence number at its start and its end: the checker proves ordering and
+// exactly-once from this log, not from clocks.
+type recorder struct {
+	inner Executor
+	seq   atomic.Int64
+	mu    sync.Mutex
+	runs  []execution
+	// hook, when set, runs at the start of every execution.
+	hook func(ctx context.Context, a Attempt)
+}
+
+type execution struct {
+	job, task  string
+	attempt    int
+	start, end int64
+	ok         bool
+}
+
+func (r *recorder) Execute(ctx context.Context, a Attempt) Result {
+	start := r.seq.Add(1)
+	if r.hook != nil {
+		r.hook(ctx, a)
+	}
+	res := r.inner.Execute(ctx, a)
+	end := r.seq.Add(1)
+	r.mu.Lock()
+	r.runs = append(r.runs, execution{job: a.Task.JobID, task: a.Task.ID, attempt: a.Task.Attempt, start: start, end: end, ok: res.Err == nil})
+	r.mu.Unlock()
+	return res
+}
+
+type testBundle struct {
+	ctx    context.Context
+	db     store.Store
+	counts *store.Counting
+	q      queue.Queue
+	eng    *Engine
+	rec    *recorder
+	acc    *access.Access
+}
+
+const tenant = "acme"
+
+func setup(t testing.TB, q queue.Queue, cfg Config) *testBundle {
+	t.Helper()
+	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	ctx := context.Background()
+	acc := access.New(db)
+	_, _, err = acc.CreateTenant(ctx, domain.Tenant{ID: tenant, Workers: 4, MaxClusters: 10, MaxNodes: 1000}, "")
+	require.NoError(t, err)
+	if q == nil {
+		mq := memqueue.New(memqueue.Options{})
+		require.NoError(t, mq.CreateTenantQueue(ctx, tenant))
+		q = mq
+	}
+	counts := store.NewCounting(db)
+	rec := &recorder{inner: Simulation{}}
+	if cfg.Backoff == 0 {
+		cfg.Backoff = 5 * time.Millisecond
+	}
+	if cfg.Visibility == 0 {
+		cfg.Visibility = 2 * time.Second
+	}
+	return &testBundle{ctx: ctx, db: db, counts: counts, q: q, eng: New(counts, q, rec, cfg), rec: rec, acc: acc}
+}
+
+// services is a small three-tier catalog: db, then app needing db at
+// runtime, then lb using app.
+func services() map[string]*domain.Service {
+	shell := func(actions ...domain.Action) map[domain.Action]domain.ServiceAction {
+		m := map[domain.Action]domain.ServiceAction{}
+		for _, a := range actions {
+			m[a] = domain.ServiceAction{Type: "shell", Timeout: domain.Duration(5 * time.Second)}
+		}
+		return m
+	}
+	all := []domain.Action{domain.ActionInstall, domain.ActionConfigure, domain.ActionStart, domain.ActionStop, domain.ActionRemove}
+	return map[string]*domain.Service{
+		"db":  {Meta: domain.Meta{Name: "db"}, Actions: shell(all...)},
+		"app": {Meta: domain.Meta{Name: "app"}, Dependencies: domain.ServiceDependencies{Runtime: domain.DependencySet{Requires: []string{"db"}}}, Actions: shell(all...)},
+		"lb":  {Meta: domain.Meta{Name: "lb"}, Dependencies: domain.ServiceDependencies{Runtime: domain.DependencySet{Uses: []string{"app"}}}, Actions: shell(all...)},
+	}
+}
+
+func layout(cluster string, n int) []domain.Node {
+	nodes := make([]domain.Node, n)
+	for i := range nodes {
+		svcs := []string{"app"}
+		switch i {
+		case 0:
+			svcs = []string{"lb"}
+		case 1:
+			svcs = []string{"db"}
+		}
+		nodes[i] = domain.Node{ID: fmt.Sprintf("%s-%d", cluster, 1000+i), Num: 1000 + i,
+			NodeLayout: domain.NodeLayout{HardwareType: "small", ImageType: "debian", Services: svcs}}
+	}
+	return nodes
+}
+
+// createSubmission plans a create of n nodes and returns what the cluster
+// service will submit for it.
+func createSubmission(t testing.TB, cluster string, n int, params func(planner.Task) map[string]string) Submission {
+	t.Helper()
+	nodes := layout(cluster, n)
+	plan, err := planner.Build(planner.Request{Operation: domain.OpCreate, New: nodes, Services: services()})
+	require.NoError(t, err)
+	ids := make([]string, n)
+	for i, nd := range nodes {
+		ids[i] = nd.ID
+	}
+	return Submission{
+		Tenant:        tenant,
+		Cluster:       domain.Cluster{ID: cluster, Name: cluster, Owner: "ann", Status: domain.ClusterPending, CreatedAt: time.Now()},
+		Create:        true,
+		ClusterStatus: domain.ClusterPending,
+		NewNodes:      nodes,
+		Operation:     domain.OpCreate,
+		RequestedBy:   "ann",
+		Plan:          plan,
+		TakeClusters:  1,
+		TakeNodes:     n,
+		OnSuccess:     Effect{ClusterStatus: domain.ClusterActive, NodeStatus: domain.NodeActive, Nodes: ids},
+		OnFailure:     Effect{ClusterStatus: domain.ClusterFailed},
+		OnRollback:    Effect{ClusterStatus: domain.ClusterTerminated, ReleaseClusters: 1, ReleaseNodes: n, NodeStatus: domain.NodeDeleted, Nodes: ids},
+		Params:        params,
+	}
+}
+
+// run starts n workers and a janitor ticking every period until stop.
+func (b *testBundle) run(t testing.TB, workers int, period time.Duration) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(b.ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); b.eng.RunWorkers(ctx, tenant, workers) }()
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				_, _ = b.eng.RunJanitor(ctx)
+			}
+		}
+	}()
+	return func() { cancel(); wg.Wait() }
+}
+
+// waitJob waits until the job ends and returns its final state.
+func (b *testBundle) waitJob(t testing.TB, cluster, jobID string, within time.Duration) jobRecord {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		lj, err := b.eng.loadJob(b.ctx, tenant, cluster, jobID)
+		require.NoError(t, err)
+		if lj.job.Status.Terminal() {
+			return lj.job
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still %s after %s (%s)", jobID, lj.job.Status, within, lj.job.StatusMessage)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// failures describes the job's failed and canceled tasks, for messages.
+func (b *testBundle) failures(t testing.TB, jobID string) string {
+	t.Helper()
+	var out string
+	err := b.eng.eachTask(b.ctx, tenant, jobID, func(_ store.Item, task domain.Task) (bool, error) {
+		if task.Status == domain.TaskFailed || task.Status == domain.TaskCanceled {
+			msg := ""
+			if n := len(task.Attempts); n > 0 {
+				msg = task.Attempts[n-1].Error
+			}
+			out += fmt.Sprintf("\n  %s %s attempt %d: %s", task.ID, task.Status, task.Attempt, msg)
+		}
+		return true, nil
+	})
+	require.NoError(t, err)
+	return out
+}

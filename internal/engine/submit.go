@@ -1,0 +1,240 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/store"
+	"github.com/heddle-io/heddle/planner"
+)
+
+// Errors Submit returns when the store refuses the job.
+var (
+	// ErrClusterBusy: another job holds the cluster, or the cluster changed
+	// since it was read (invariant 4).
+	ErrClusterBusy = errors.New("engine: the cluster has a job running or changed since it was read")
+	// ErrQuota: the tenant's free clusters or nodes do not cover the job
+	// (invariant 5).
+	ErrQuota = errors.New("engine: the tenant's quota does not allow this")
+	// ErrStale: a check the caller attached (such as the catalog revision the
+	// plan was made from) no longer holds.
+	ErrStale = errors.New("engine: the state the plan was made from has changed")
+	// ErrSubmitAborted: the janitor undid this submission (it took longer
+	// than SubmitTimeout).
+	ErrSubmitAborted = errors.New("engine: the submission was undone by the janitor")
+)
+
+// Submission is a planned job to run on a cluster.
+type Submission struct {
+	Tenant string
+	// Cluster is the cluster to store with the job. For a create it is new
+	// (Create set); otherwise it is the cluster as read, and its Version is
+	// the condition that no other job took it meanwhile.
+	Cluster domain.Cluster
+	Create  bool
+	// ClusterStatus is the cluster's status while the job runs (PENDING for a
+	// create, DELETING for a delete, unchanged when empty).
+	ClusterStatus domain.ClusterStatus
+	// NewNodes are written, PLANNED, with the job (create, expand).
+	NewNodes    []domain.Node
+	Operation   domain.Operation
+	RequestedBy string
+	Plan        *planner.Plan
+	// TakeClusters and TakeNodes are taken from the tenant's free quota in
+	// the job's first transaction.
+	TakeClusters, TakeNodes int
+	OnSuccess, OnFailure    Effect
+	// OnRollback applies when the rollback plan ran to its end.
+	OnRollback Effect
+	// Checks are extra conditions for the first transaction, on unscoped keys
+	// (for example that the catalog is still at the revision the plan read).
+	Checks []store.Op
+	// Params are copied to every work task (the simulation plugin's inputs).
+	Params func(planner.Task) map[string]string
+}
+
+// NewJobID returns a job id that sorts by creation time.
+func NewJobID(now time.Time) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("j%012x%s", now.UnixMilli(), hex.EncodeToString(b))
+}
+
+// Submit writes the job with its tasks and starts it; see the package doc for
+// the three steps. It returns the job as started.
+func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error) {
+	now := e.now()
+	job := jobRecord{
+		Job: domain.Job{ID: NewJobID(now), TenantID: sub.Tenant, ClusterID: sub.Cluster.ID, Operation: sub.Operation,
+			Status: domain.JobPending, RequestedBy: sub.RequestedBy, CreatedAt: now},
+		OnSuccess: sub.OnSuccess, OnFailure: sub.OnFailure, OnRollback: sub.OnRollback,
+		Created: sub.Create, PrevStatus: sub.Cluster.Status, TakenClusters: sub.TakeClusters, TakenNodes: sub.TakeNodes,
+		AddedNodeCount: len(sub.NewNodes),
+	}
+	tasks, sinks, rbSinks, roots := buildTasks(sub, job.ID, now)
+	job.TaskTotal = 0
+	for _, t := range tasks {
+		if !t.Join && !t.Rollback {
+			job.TaskTotal++
+		}
+	}
+	job.RollbackRoots = roots
+
+	// Step 1: lock, quota, checks, job.
+	cluster := sub.Cluster
+	cluster.TenantID = sub.Tenant
+	cluster.ActiveJobID, cluster.LatestJobID = job.ID, job.ID
+	if sub.ClusterStatus != "" {
+		cluster.Status = sub.ClusterStatus
+	}
+	cluster.NodeCount += len(sub.NewNodes)
+	clusterCond := store.Condition{Version: sub.Cluster.Version}
+	if sub.Create {
+		clusterCond = store.Condition{MustNotExist: true}
+	}
+	ops := []store.Op{
+		store.Put(clusterItem(sub.Tenant, cluster), clusterCond),
+		store.Put(store.Item{Key: jobKey(sub.Tenant, cluster.ID, job.ID), Status: string(domain.JobPending), Data: mustJSON(job),
+			Counters: map[string]int64{counterSinks: int64(sinks), counterRollbackSinks: int64(rbSinks)},
+			Index:    jobIndex(job.ID, now)}, store.Condition{MustNotExist: true}),
+	}
+	quotaAt := -1
+	if sub.TakeClusters > 0 || sub.TakeNodes > 0 {
+		quotaAt = len(ops)
+		ops = append(ops, store.Update(tenantKey(sub.Tenant),
+			store.Condition{StatusIn: []string{"active"}, CountersAtLeast: map[string]int64{"freeClusters": int64(sub.TakeClusters), "freeNodes": int64(sub.TakeNodes)}},
+			store.Changes{Add: map[string]int64{"freeClusters": -int64(sub.TakeClusters), "freeNodes": -int64(sub.TakeNodes)}}))
+	}
+	checksAt := len(ops)
+	ops = append(ops, sub.Checks...)
+	if err := e.store.Transact(ctx, ops); err != nil {
+		var terr *store.TransactionError
+		if errors.As(err, &terr) {
+			switch {
+			case terr.Reasons[0] != nil:
+				return domain.Job{}, ErrClusterBusy
+			case quotaAt >= 0 && terr.Reasons[quotaAt] != nil:
+				return domain.Job{}, ErrQuota
+			}
+			for i := checksAt; i < len(ops); i++ {
+				if terr.Reasons[i] != nil {
+					return domain.Job{}, ErrStale
+				}
+			}
+		}
+		return domain.Job{}, fmt.Errorf("submitting job for cluster %s: %w", cluster.ID, err)
+	}
+
+	// Step 2: nodes and tasks, in batches; nothing acts on a PENDING job.
+	var batch []store.Op
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := e.store.Transact(ctx, batch)
+		batch = batch[:0]
+		return err
+	}
+	for _, n := range sub.NewNodes {
+		n.ClusterID, n.Status, n.CreatedAt = cluster.ID, domain.NodePlanned, now
+		batch = append(batch, store.Put(store.Item{Key: nodeKey(sub.Tenant, cluster.ID, n.ID), Status: string(n.Status), Data: mustJSON(n)}, store.Condition{}))
+		if len(batch) == store.MaxTransactItems {
+			if err := flush(); err != nil {
+				return domain.Job{}, fmt.Errorf("writing nodes of job %s: %w", job.ID, err)
+			}
+		}
+	}
+	for _, t := range tasks {
+		batch = append(batch, store.Put(taskItem(taskKey(sub.Tenant, job.ID, t.ID), t), store.Condition{}))
+		if len(batch) == store.MaxTransactItems {
+			if err := flush(); err != nil {
+				return domain.Job{}, fmt.Errorf("writing tasks of job %s: %w", job.ID, err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return domain.Job{}, fmt.Errorf("writing tasks of job %s: %w", job.ID, err)
+	}
+
+	// Step 3: start it, then send what is ready.
+	job.Status, job.StartedAt = domain.JobRunning, e.now()
+	running := string(domain.JobRunning)
+	_, err := e.store.Write(ctx, store.Update(jobKey(sub.Tenant, cluster.ID, job.ID), store.Condition{StatusIn: []string{string(domain.JobPending)}},
+		store.Changes{Status: &running, Data: mustJSON(job), Index: jobIndex(job.ID, job.StartedAt)}))
+	if errors.Is(err, store.ErrConditionFailed) {
+		return domain.Job{}, ErrSubmitAborted
+	}
+	if err != nil {
+		return domain.Job{}, fmt.Errorf("starting job %s: %w", job.ID, err)
+	}
+	var ready []domain.Task
+	for _, t := range tasks {
+		if t.Status == domain.TaskReady {
+			ready = append(ready, t)
+		}
+	}
+	if err := e.send(ctx, sub.Tenant, ready); err != nil {
+		// The tasks are READY in the store: the janitor re-sends them.
+		e.log.WarnContext(ctx, "sending the first tasks failed; the janitor will resend", "job", job.ID, "error", err)
+	}
+	return job.Job, nil
+}
+
+func clusterItem(tenant string, c domain.Cluster) store.Item {
+	it := store.Item{Key: clusterKey(tenant, c.ID), Status: string(c.Status), Data: mustJSON(c)}
+	if !c.ExpiresAt.IsZero() && !c.Status.Terminal() {
+		it.Index = &store.IndexKey{Partition: fmt.Sprintf("LEASE#%d", shardOf(tenant+c.ID)), Sort: store.SortableTime(c.ExpiresAt)}
+	}
+	return it
+}
+
+func jobIndex(job string, at time.Time) *store.IndexKey {
+	return &store.IndexKey{Partition: jobPartition(shardOf(job)), Sort: store.SortableTime(at)}
+}
+
+// buildTasks turns a plan (and its rollback plan) into stored tasks: each
+// knows its dependents and how many dependencies remain; forward tasks with
+// none are READY, rollback roots wait behind one extra count that only a
+// failure releases.
+func buildTasks(sub Submission, jobID string, now time.Time) (tasks []domain.Task, sinks, rbSinks int, roots []string) {
+	add := func(p *planner.Plan, rollback bool) {
+		dependents := p.Dependents()
+		for _, pt := range p.Tasks {
+			t := domain.Task{
+				ID: pt.ID, TenantID: sub.Tenant, JobID: jobID, ClusterID: sub.Cluster.ID, NodeID: pt.NodeID,
+				Service: pt.Service, Action: pt.Action, Join: pt.IsJoin(), Rollback: rollback,
+				MaxAttempts: max(pt.MaxAttempts, 1), Timeout: pt.Timeout,
+				DependsOn: pt.DependsOn, Dependents: dependents[pt.ID], Remaining: len(pt.DependsOn),
+				Status: domain.TaskBlocked,
+			}
+			if sub.Params != nil && !t.Join {
+				t.Params = sub.Params(pt)
+			}
+			switch {
+			case rollback && len(pt.DependsOn) == 0:
+				t.Remaining = 1 // the gate a failure opens
+				roots = append(roots, t.ID)
+			case !rollback && len(pt.DependsOn) == 0:
+				t.Status, t.ReadyAt = domain.TaskReady, now
+			}
+			if len(t.Dependents) == 0 {
+				if rollback {
+					rbSinks++
+				} else {
+					sinks++
+				}
+			}
+			tasks = append(tasks, t)
+		}
+	}
+	add(sub.Plan, false)
+	if sub.Plan.Rollback != nil {
+		add(sub.Plan.Rollback, true)
+	}
+	return tasks, sinks, rbSinks, roots
+}
