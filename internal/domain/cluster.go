@@ -141,7 +141,9 @@ type Job struct {
 	CreatedAt     time.Time `json:"createdAt"`
 	StartedAt     time.Time `json:"startedAt,omitzero"`
 	EndedAt       time.Time `json:"endedAt,omitzero"`
-	Version       int64     `json:"version"`
+	// Retries counts how often the job was retried after it failed.
+	Retries int   `json:"retries,omitempty"`
+	Version int64 `json:"version"`
 }
 
 // TaskStatus is a task's lifecycle. Every move between them is a conditional
@@ -177,11 +179,14 @@ type Task struct {
 	Join bool `json:"join,omitempty"`
 	// Rollback marks a task of the job's rollback plan: it stays blocked
 	// unless the forward plan fails.
-	Rollback    bool     `json:"rollback,omitempty"`
-	Attempt     int      `json:"attempt"`
-	MaxAttempts int      `json:"maxAttempts"`
-	Timeout     Duration `json:"timeout"`
-	DependsOn   []string `json:"dependsOn,omitempty"`
+	Rollback    bool `json:"rollback,omitempty"`
+	Attempt     int  `json:"attempt"`
+	MaxAttempts int  `json:"maxAttempts"`
+	// AttemptsPerRun is what one run of the job allows (the action's retries
+	// plus one); retrying a failed job raises MaxAttempts by as much.
+	AttemptsPerRun int      `json:"attemptsPerRun,omitempty"`
+	Timeout        Duration `json:"timeout"`
+	DependsOn      []string `json:"dependsOn,omitempty"`
 	// Dependents are the tasks whose Remaining this task counts down when it
 	// succeeds; Remaining is how many of DependsOn have not succeeded yet.
 	Dependents []string `json:"dependents,omitempty"`

@@ -95,6 +95,13 @@ type Config struct {
 	// Visibility is how long a received message stays hidden before the
 	// worker extends it (heartbeat) or it is delivered again.
 	Visibility time.Duration
+	// TaskLease is how long a claimed attempt lives without a heartbeat: the
+	// worker running it extends its deadline every TaskLease/3, so a worker
+	// that dies is noticed after TaskLease, not after the action's timeout.
+	TaskLease time.Duration
+	// DeadlineGrace is added to the action's timeout for the attempt's last
+	// deadline, so the worker's own timeout is recorded before the janitor's.
+	DeadlineGrace time.Duration
 	// WorkerID names this process in attempt records.
 	WorkerID string
 	Logger   *slog.Logger
@@ -116,6 +123,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Visibility == 0 {
 		c.Visibility = 60 * time.Second
+	}
+	if c.TaskLease == 0 {
+		c.TaskLease = 90 * time.Second
+	}
+	if c.DeadlineGrace == 0 {
+		c.DeadlineGrace = 30 * time.Second
 	}
 	if c.WorkerID == "" {
 		c.WorkerID = "worker"

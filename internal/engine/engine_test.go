@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -294,5 +296,128 @@ func TestInterruptedSubmissionIsUndone(t *testing.T) {
 	require.Equal(t, domain.ClusterTerminated, c.Status)
 	require.Contains(t, c.StatusMessage, "did not finish")
 	require.Empty(t, b.rec.runs, "nothing of an undone job ran")
+	checkInvariants(t, b)
+}
+
+func TestRetryContinuesAFailedJobFromItsFailedTasks(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	// app/start fails every attempt of the first run and succeeds on the
+	// first attempt of the retry; without a rollback plan the job stops
+	// FAILED with the cluster held at FAILED.
+	sub := createSubmission(t, "c1", 4, func(pt planner.Task) map[string]string {
+		if pt.Service == "app" && pt.Action == domain.ActionStart {
+			return map[string]string{SimFailAttempts: strconv.Itoa(pt.MaxAttempts)}
+		}
+		return nil
+	})
+	sub.Plan.Rollback = nil
+	job, err := b.eng.Submit(b.ctx, sub)
+	require.NoError(t, err)
+	stop := b.run(t, 4, 50*time.Millisecond)
+	defer stop()
+	failed := b.waitJob(t, "c1", job.ID, 30*time.Second)
+	require.Equal(t, domain.JobFailed, failed.Status)
+	_, c, err := b.eng.loadCluster(b.ctx, tenant, "c1")
+	require.NoError(t, err)
+	require.Equal(t, domain.ClusterFailed, c.Status)
+	require.Contains(t, c.StatusMessage, "app/start failed")
+	require.Empty(t, c.ActiveJobID, "a failed job gives its cluster's lock back")
+	runsBefore := map[string]int{}
+	for _, r := range b.rec.runs {
+		runsBefore[r.task]++
+	}
+
+	_, err = b.eng.Retry(b.ctx, tenant, "c1", job.ID, "ann")
+	require.NoError(t, err)
+	final := b.waitJob(t, "c1", job.ID, 30*time.Second)
+	require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+	require.Equal(t, 1, final.Retries)
+	_, c, err = b.eng.loadCluster(b.ctx, tenant, "c1")
+	require.NoError(t, err)
+	require.Equal(t, domain.ClusterActive, c.Status)
+
+	runsAfter := map[string]int{}
+	for _, r := range b.rec.runs {
+		runsAfter[r.task]++
+	}
+	for task, n := range runsBefore {
+		if runsAfter[task] > n && !strings.Contains(task, "app/start") && !strings.Contains(task, "lb/start") {
+			t.Errorf("task %s ran again on retry (%d then %d runs): only failed tasks and what waited on them may run", task, n, runsAfter[task])
+		}
+	}
+	_, err = b.eng.Retry(b.ctx, tenant, "c1", job.ID, "ann")
+	require.ErrorIs(t, err, ErrNothingToRetry)
+	checkInvariants(t, b)
+}
+
+func TestRetryRefusesARolledBackJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 2, func(pt planner.Task) map[string]string {
+		if pt.Action == domain.ActionInstall {
+			return map[string]string{SimFailAttempts: "99"}
+		}
+		return nil
+	}))
+	require.NoError(t, err)
+	stop := b.run(t, 2, 50*time.Millisecond)
+	defer stop()
+	require.Equal(t, domain.JobFailed, b.waitJob(t, "c1", job.ID, 30*time.Second).Status)
+	_, err = b.eng.Retry(b.ctx, tenant, "c1", job.ID, "ann")
+	require.ErrorIs(t, err, ErrNothingToRetry)
+	checkInvariants(t, b)
+}
+
+// confirmingExecutor reports an address for every confirm, as a provider does.
+type confirmingExecutor struct{ Simulation }
+
+func (c confirmingExecutor) Execute(ctx context.Context, a Attempt) Result {
+	res := c.Simulation.Execute(ctx, a)
+	if res.Err == nil && a.Task.Action == domain.ActionConfirm {
+		res.Node = &NodeFacts{Addresses: map[string]string{"access_v4": "10.0.0." + strconv.Itoa(a.Node.Num-999)}, HostKey: "ssh-ed25519 AAAA" + a.Node.ID}
+	}
+	if res.Err == nil && a.Task.Action == domain.ActionBootstrap && (a.Node == nil || a.Node.Addresses["access_v4"] == "") {
+		res.Err = errors.New("bootstrap ran before the node's address was recorded")
+	}
+	return res
+}
+
+func TestNodeFactsReachLaterTasksAndTheNode(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	b.rec.inner = confirmingExecutor{}
+	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 3, nil))
+	require.NoError(t, err)
+	stop := b.run(t, 3, 50*time.Millisecond)
+	final := b.waitJob(t, "c1", job.ID, 30*time.Second)
+	stop()
+	require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+	n, err := b.eng.loadNode(b.ctx, tenant, "c1", "c1-1002")
+	require.NoError(t, err)
+	require.Equal(t, "10.0.0.3", n.Addresses["access_v4"])
+	require.Equal(t, "ssh-ed25519 AAAAc1-1002", n.HostKey)
+	require.Equal(t, domain.NodeActive, n.Status)
+}
+
+func TestHeartbeatKeepsALongAttemptAlive(t *testing.T) {
+	t.Parallel()
+	// Each attempt outlives the lease several times over; only the
+	// heartbeat keeps the janitor from taking it for lost.
+	b := setup(t, nil, Config{TaskLease: 150 * time.Millisecond})
+	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 1, func(pt planner.Task) map[string]string {
+		if pt.Action == domain.ActionInstall {
+			return map[string]string{SimDuration: "600ms"}
+		}
+		return nil
+	}))
+	require.NoError(t, err)
+	stop := b.run(t, 1, 20*time.Millisecond)
+	final := b.waitJob(t, "c1", job.ID, 30*time.Second)
+	stop()
+	require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+	lt, err := b.eng.loadTask(b.ctx, TaskRef{Tenant: tenant, Cluster: "c1", Job: job.ID, Task: "c1-1000/lb/install"})
+	require.NoError(t, err)
+	require.Equal(t, 1, lt.task.Attempt, "the first attempt was never timed out")
 	checkInvariants(t, b)
 }

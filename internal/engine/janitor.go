@@ -103,7 +103,7 @@ func (e *Engine) timeOut(ctx context.Context, indexed store.Item, r *JanitorRepo
 	t.Version = it.Version
 	r.TimedOut++
 	return e.fail(ctx, ref, loadedTask{item: it, task: t}, Result{ExitCode: -1,
-		Err: fmt.Errorf("timed out: no result %s after the attempt started (worker lost or action too slow)", t.Timeout)})
+		Err: fmt.Errorf("timed out: the worker stopped renewing the attempt before it ended (worker lost, or the action overran its %s timeout)", t.Timeout)})
 }
 
 func (e *Engine) resendLost(ctx context.Context, indexed store.Item, r *JanitorReport) error {

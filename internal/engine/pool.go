@@ -47,7 +47,7 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 	done := map[TaskRef]int{}
 	failedFrom = -1
 	for i, d := range ds {
-		disp, err := e.handleWithHeartbeat(ctx, tenant, d)
+		disp, err := e.Handle(ctx, tenant, d)
 		switch {
 		case err != nil:
 			if !errors.Is(err, context.Canceled) {
@@ -76,27 +76,6 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 		}
 	}
 	return failedFrom
-}
-
-// handleWithHeartbeat keeps the message hidden while its task runs.
-func (e *Engine) handleWithHeartbeat(ctx context.Context, tenant string, d queue.Delivery) (Disposition, error) {
-	beatCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		t := time.NewTicker(e.cfg.Visibility / 2)
-		defer t.Stop()
-		for {
-			select {
-			case <-beatCtx.Done():
-				return
-			case <-t.C:
-				if err := e.queue.Extend(beatCtx, tenant, d.Receipt, e.cfg.Visibility); err != nil && beatCtx.Err() == nil {
-					e.log.WarnContext(ctx, "heartbeat failed", "task", d.TaskID, "error", err)
-				}
-			}
-		}
-	}()
-	return e.Handle(ctx, tenant, d)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

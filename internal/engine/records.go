@@ -41,6 +41,9 @@ type jobRecord struct {
 	TakenClusters  int                  `json:"takenClusters,omitempty"`
 	TakenNodes     int                  `json:"takenNodes,omitempty"`
 	AddedNodeCount int                  `json:"addedNodeCount,omitempty"`
+	// RunningStatus is the cluster's status while the job runs; a retry puts
+	// it back.
+	RunningStatus domain.ClusterStatus `json:"runningStatus,omitempty"`
 	// Aborted marks a job a user aborted: it ends ABORTED, not FAILED.
 	Aborted bool `json:"aborted,omitempty"`
 }
@@ -108,6 +111,19 @@ func (e *Engine) loadJob(ctx context.Context, tenant, cluster, job string) (load
 		j.TaskDone = j.TaskTotal
 	}
 	return loadedJob{item: it, job: j}, nil
+}
+
+func (e *Engine) loadNode(ctx context.Context, tenant, cluster, node string) (*domain.Node, error) {
+	it, err := e.store.Get(ctx, nodeKey(tenant, cluster, node))
+	if err != nil {
+		return nil, err
+	}
+	var n domain.Node
+	if err := decodeInto(it, &n); err != nil {
+		return nil, err
+	}
+	n.Status = domain.NodeStatus(it.Status)
+	return &n, nil
 }
 
 func (e *Engine) loadCluster(ctx context.Context, tenant, cluster string) (store.Item, domain.Cluster, error) {

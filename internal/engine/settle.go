@@ -45,6 +45,19 @@ func (e *Engine) succeed(ctx context.Context, ref TaskRef, lt loadedTask, res Re
 			}
 			ops = append(ops, store.Update(dk, store.Condition{Version: dep.item.Version}, taskChanges(dk, d)))
 		}
+		if res.Node != nil && t.NodeID != "" {
+			nk := nodeKey(ref.Tenant, ref.Cluster, t.NodeID)
+			nit, err := e.store.Get(ctx, nk)
+			if err != nil {
+				return false, fmt.Errorf("reading node %s to record what %s learned: %w", t.NodeID, t.ID, err)
+			}
+			var n domain.Node
+			if err := decodeInto(nit, &n); err != nil {
+				return false, err
+			}
+			res.Node.apply(&n)
+			ops = append(ops, store.Update(nk, store.Condition{Version: nit.Version}, store.Changes{Data: mustJSON(n)}))
+		}
 		if len(t.Dependents) == 0 {
 			counter := counterSinks
 			if t.Rollback {
@@ -67,7 +80,9 @@ func (e *Engine) succeed(ctx context.Context, ref TaskRef, lt loadedTask, res Re
 		if err := e.send(ctx, ref.Tenant, ready); err != nil {
 			e.log.WarnContext(ctx, "sending ready dependents failed; the janitor will resend", "task", t.ID, "error", err)
 		}
-		if len(t.Dependents) == 0 {
+		if len(t.Dependents) == 0 || len(ready) == 0 {
+			// A sink may end the job; a task that readied nothing may have
+			// been the last one running in a job that is failing meanwhile.
 			return true, e.checkJobEnd(ctx, ref.Tenant, ref.Cluster, ref.Job)
 		}
 		return true, nil

@@ -86,6 +86,12 @@ func setup(t testing.TB, q queue.Queue, cfg Config) *testBundle {
 	if cfg.Visibility == 0 {
 		cfg.Visibility = 2 * time.Second
 	}
+	if cfg.TaskLease == 0 {
+		cfg.TaskLease = time.Second
+	}
+	if cfg.DeadlineGrace == 0 {
+		cfg.DeadlineGrace = 50 * time.Millisecond
+	}
 	return &testBundle{ctx: ctx, db: db, counts: counts, q: q, eng: New(counts, q, rec, cfg), rec: rec, acc: acc}
 }
 

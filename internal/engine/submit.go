@@ -93,6 +93,7 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 		cluster.Status = sub.ClusterStatus
 	}
 	cluster.NodeCount += len(sub.NewNodes)
+	job.RunningStatus = cluster.Status
 	clusterCond := store.Condition{Version: sub.Cluster.Version}
 	if sub.Create {
 		clusterCond = store.Condition{MustNotExist: true}
@@ -208,7 +209,7 @@ func buildTasks(sub Submission, jobID string, now time.Time) (tasks []domain.Tas
 			t := domain.Task{
 				ID: pt.ID, TenantID: sub.Tenant, JobID: jobID, ClusterID: sub.Cluster.ID, NodeID: pt.NodeID,
 				Service: pt.Service, Action: pt.Action, Join: pt.IsJoin(), Rollback: rollback,
-				MaxAttempts: max(pt.MaxAttempts, 1), Timeout: pt.Timeout,
+				MaxAttempts: max(pt.MaxAttempts, 1), AttemptsPerRun: max(pt.MaxAttempts, 1), Timeout: pt.Timeout,
 				DependsOn: pt.DependsOn, Dependents: dependents[pt.ID], Remaining: len(pt.DependsOn),
 				Status: domain.TaskBlocked,
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
@@ -72,10 +73,20 @@ func (e *Engine) Handle(ctx context.Context, tenant string, d queue.Delivery) (D
 	if err != nil {
 		return Disposition{}, err
 	}
+	in := Attempt{Tenant: tenant, Task: claimed.task}
+	if claimed.task.NodeID != "" {
+		in.Node, err = e.loadNode(ctx, tenant, ref.Cluster, claimed.task.NodeID)
+		if err != nil {
+			// The attempt is claimed: fail it like any other, so it retries.
+			return Disposition{}, e.fail(ctx, ref, claimed, Result{ExitCode: -1, Err: fmt.Errorf("reading node %s: %w", claimed.task.NodeID, err)})
+		}
+	}
 	runCtx, cancel := context.WithTimeout(ctx, lt.task.Timeout.Std())
-	res := e.exec.Execute(runCtx, Attempt{Tenant: tenant, Task: claimed.task})
+	hb := e.startHeartbeat(runCtx, ref, claimed, d)
+	res := e.exec.Execute(runCtx, in)
 	timedOut := errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
+	claimed, lost := hb.stop()
 	if timedOut {
 		// Whatever the executor answered, the action ran past its timeout.
 		res.Err = fmt.Errorf("timed out after %s", lt.task.Timeout)
@@ -86,6 +97,9 @@ func (e *Engine) Handle(ctx context.Context, tenant string, d queue.Delivery) (D
 		// the same).
 		return Disposition{}, ctx.Err()
 	}
+	if lost {
+		return Disposition{}, nil // the janitor failed this attempt meanwhile
+	}
 	if res.Err != nil {
 		return Disposition{}, e.fail(ctx, ref, claimed, res)
 	}
@@ -94,6 +108,97 @@ func (e *Engine) Handle(ctx context.Context, tenant string, d queue.Delivery) (D
 		return Disposition{}, err
 	}
 	return Disposition{Done: &ref}, nil
+}
+
+// heartbeat keeps a running attempt alive: it extends the task's deadline
+// (a conditional write on the version it holds, so it stops at once if the
+// janitor took the attempt) and the message's visibility.
+type heartbeat struct {
+	mu     sync.Mutex
+	task   loadedTask
+	lost   bool
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (e *Engine) startHeartbeat(ctx context.Context, ref TaskRef, lt loadedTask, d queue.Delivery) *heartbeat {
+	ctx, cancel := context.WithCancel(ctx)
+	hb := &heartbeat{task: lt, cancel: cancel, done: make(chan struct{})}
+	every := e.cfg.TaskLease / 3
+	if d.Receipt != "" {
+		every = min(every, e.cfg.Visibility/2)
+	}
+	go func() {
+		defer close(hb.done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if d.Receipt != "" {
+				if err := e.queue.Extend(ctx, ref.Tenant, d.Receipt, e.cfg.Visibility); err != nil && ctx.Err() == nil {
+					e.log.WarnContext(ctx, "extending a message's visibility failed", "task", d.TaskID, "error", err)
+				}
+			}
+			hb.mu.Lock()
+			cur := hb.task
+			hb.mu.Unlock()
+			next, err := e.extendLease(ctx, ref, cur)
+			hb.mu.Lock()
+			switch {
+			case errors.Is(err, store.ErrConditionFailed):
+				hb.lost = true
+			case err == nil:
+				hb.task = next
+			}
+			hb.mu.Unlock()
+			if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrConditionFailed) {
+				e.log.WarnContext(ctx, "extending a task's deadline failed", "task", ref.Task, "error", err)
+			}
+		}
+	}()
+	return hb
+}
+
+// stop ends the heartbeat and returns the task as last written.
+func (hb *heartbeat) stop() (loadedTask, bool) {
+	hb.cancel()
+	<-hb.done
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	return hb.task, hb.lost
+}
+
+// extendLease moves a running attempt's deadline to now+TaskLease, never
+// past the attempt's last deadline.
+func (e *Engine) extendLease(ctx context.Context, ref TaskRef, lt loadedTask) (loadedTask, error) {
+	t := lt.task
+	t.Deadline = e.attemptDeadline(t)
+	key := taskKey(ref.Tenant, ref.Job, ref.Task)
+	it, err := e.store.Write(ctx, store.Update(key, store.Condition{Version: lt.item.Version, StatusIn: []string{string(domain.TaskRunning)}}, taskChanges(key, t)))
+	if err != nil {
+		return lt, err
+	}
+	t.Version = it.Version
+	return loadedTask{item: it, task: t}, nil
+}
+
+// attemptDeadline is when the janitor may take a running attempt for lost:
+// a lease from now, capped by the action's timeout plus grace.
+func (e *Engine) attemptDeadline(t domain.Task) time.Time {
+	started := e.now()
+	if n := len(t.Attempts); n > 0 {
+		started = t.Attempts[n-1].StartedAt
+	}
+	last := started.Add(t.Timeout.Std() + e.cfg.DeadlineGrace)
+	lease := e.now().Add(e.cfg.TaskLease)
+	if lease.Before(last) {
+		return lease
+	}
+	return last
 }
 
 type acceptance int
@@ -129,8 +234,8 @@ func (e *Engine) claim(ctx context.Context, ref TaskRef, lt loadedTask) (loadedT
 	now := e.now()
 	t.Status = domain.TaskRunning
 	t.Attempt++
-	t.Deadline = now.Add(t.Timeout.Std())
 	t.Attempts = append(t.Attempts, domain.TaskAttempt{Attempt: t.Attempt, Worker: e.cfg.WorkerID, StartedAt: now, Status: domain.TaskRunning})
+	t.Deadline = e.attemptDeadline(t)
 	if len(t.Attempts) > maxAttemptHistory {
 		t.Attempts = t.Attempts[len(t.Attempts)-maxAttemptHistory:]
 	}

@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/store"
+)
+
+// ErrNothingToRetry: the job ended in a way a retry cannot continue (it
+// succeeded, or its rollback already undid it).
+var ErrNothingToRetry = errors.New("engine: the job has nothing to retry")
+
+// Retry continues a FAILED or ABORTED job from where it stopped: its failed
+// tasks get fresh attempts and everything that already succeeded stays done.
+// A job whose rollback had started continues its rollback; otherwise the
+// forward plan continues. The job takes its cluster's lock again (refused
+// with ErrClusterBusy if another job holds it) and the quota its failure gave
+// back.
+//
+// Two steps, safe to interrupt: first the failed tasks become READY (a FAILED
+// job runs nothing, and the janitor leaves READY tasks of ended jobs alone),
+// then one transaction moves the job, the cluster and the quota; READY tasks
+// are sent last. A retry cut after the first step is completed by the next.
+func (e *Engine) Retry(ctx context.Context, tenant, cluster, jobID, by string) (domain.Job, error) {
+	lj, err := e.loadJob(ctx, tenant, cluster, jobID)
+	if err != nil {
+		return domain.Job{}, err
+	}
+	job := lj.job
+	switch job.Status {
+	case domain.JobFailed, domain.JobAborted:
+	case domain.JobSucceeded:
+		return domain.Job{}, fmt.Errorf("%w: job %s succeeded", ErrNothingToRetry, jobID)
+	default:
+		return domain.Job{}, fmt.Errorf("%w: job %s is %s; only a failed or aborted job can be retried", ErrJobState, jobID, job.Status)
+	}
+	rollback, err := e.rollbackStarted(ctx, tenant, jobID)
+	if err != nil {
+		return domain.Job{}, err
+	}
+	if rollback && lj.item.Counter(counterRollbackSinks) <= 0 {
+		return domain.Job{}, fmt.Errorf("%w: job %s was rolled back; submit the operation again", ErrNothingToRetry, jobID)
+	}
+
+	// Step 1: failed tasks of the phase that stopped become READY again, and
+	// they and the tasks that were waiting out a backoff get as many fresh
+	// attempts as one run gives.
+	var reset []domain.Task
+	err = e.eachTask(ctx, tenant, jobID, func(it store.Item, t domain.Task) (bool, error) {
+		if t.Rollback != rollback || (t.Status != domain.TaskFailed && t.Status != domain.TaskReady) || t.Join {
+			return true, nil
+		}
+		t.MaxAttempts = t.Attempt + max(t.AttemptsPerRun, 1)
+		t.Status, t.ReadyAt = domain.TaskReady, e.now()
+		t.Sends++
+		if _, err := e.store.Write(ctx, store.Update(it.Key, store.Condition{Version: it.Version}, taskChanges(it.Key, t))); err != nil {
+			return false, fmt.Errorf("resetting task %s: %w", t.ID, err)
+		}
+		reset = append(reset, t)
+		return true, nil
+	})
+	if err != nil {
+		return domain.Job{}, err
+	}
+
+	// Step 2: job, cluster lock and quota in one transaction.
+	cit, c, err := e.loadCluster(ctx, tenant, cluster)
+	if err != nil {
+		return domain.Job{}, err
+	}
+	if c.ActiveJobID != "" {
+		return domain.Job{}, fmt.Errorf("%w: job %s holds cluster %s", ErrClusterBusy, c.ActiveJobID, cluster)
+	}
+	next := domain.JobRunning
+	if rollback {
+		next = domain.JobRollingBack
+	}
+	job.Status, job.EndedAt, job.Aborted = next, time.Time{}, false
+	job.StatusMessage = "" // the next failure, if any, says what it was
+	job.Retries++
+	status := string(next)
+	ops := []store.Op{store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
+		store.Changes{Status: &status, Data: mustJSON(job), Index: jobIndex(jobID, e.now())})}
+	c.ActiveJobID, c.LatestJobID = jobID, jobID
+	if job.RunningStatus != "" {
+		c.Status = job.RunningStatus
+	}
+	c.StatusMessage = ""
+	effect := job.OnFailure // what the failure did, undone
+	c.NodeCount -= effect.NodeCountDelta
+	ci := clusterItem(tenant, c)
+	ops = append(ops, store.Update(cit.Key, store.Condition{Version: cit.Version},
+		store.Changes{Data: ci.Data, Status: &ci.Status, Index: ci.Index, ClearIndex: ci.Index == nil}))
+	quotaAt := -1
+	if effect.ReleaseClusters > 0 || effect.ReleaseNodes > 0 {
+		quotaAt = len(ops)
+		ops = append(ops, store.Update(tenantKey(tenant),
+			store.Condition{StatusIn: []string{"active"}, CountersAtLeast: map[string]int64{"freeClusters": int64(effect.ReleaseClusters), "freeNodes": int64(effect.ReleaseNodes)}},
+			store.Changes{Add: map[string]int64{"freeClusters": -int64(effect.ReleaseClusters), "freeNodes": -int64(effect.ReleaseNodes)}}))
+	}
+	if err := e.store.Transact(ctx, ops); err != nil {
+		var terr *store.TransactionError
+		if errors.As(err, &terr) {
+			switch {
+			case quotaAt >= 0 && terr.Reasons[quotaAt] != nil:
+				return domain.Job{}, ErrQuota
+			case terr.Reasons[1] != nil:
+				return domain.Job{}, ErrClusterBusy
+			}
+			return domain.Job{}, fmt.Errorf("%w: job %s changed meanwhile; look again", ErrJobState, jobID)
+		}
+		return domain.Job{}, fmt.Errorf("retrying job %s: %w", jobID, err)
+	}
+	e.log.InfoContext(ctx, "job retried", "tenant", tenant, "cluster", cluster, "job", jobID, "tasks", len(reset), "rollback", rollback)
+	// Every READY task of the phase, not only those reset now: an earlier
+	// retry cut after step 1 left some READY.
+	if err := e.resendReady(ctx, tenant, jobID, rollback); err != nil {
+		e.log.WarnContext(ctx, "sending retried tasks failed; the janitor will resend", "job", jobID, "error", err)
+	}
+	// A job whose only failure was in a sink may already be complete.
+	if err := e.checkJobEnd(ctx, tenant, cluster, jobID); err != nil {
+		return domain.Job{}, err
+	}
+	return job.Job, nil
+}
+
+// rollbackStarted reports whether any rollback task left its gate.
+func (e *Engine) rollbackStarted(ctx context.Context, tenant, jobID string) (bool, error) {
+	started := false
+	err := e.eachTask(ctx, tenant, jobID, func(_ store.Item, t domain.Task) (bool, error) {
+		if t.Rollback && t.Status != domain.TaskBlocked {
+			started = true
+			return false, nil
+		}
+		return true, nil
+	})
+	return started, err
+}
