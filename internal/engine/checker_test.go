@@ -70,6 +70,21 @@ func checkInvariants(t *testing.T, b *testBundle) {
 					require.Less(t, end, r.start, "%s started before its dependency %s ended", r.task, dep)
 				}
 			}
+			// One node runs one task at a time (its queue group, and the
+			// continuations a worker runs while holding the group).
+			var onNode []execution
+			for _, r := range b.rec.runs {
+				if r.job == jit.SK && tasks[r.task].NodeID != "" {
+					onNode = append(onNode, r)
+				}
+			}
+			for i, r := range onNode {
+				for _, o := range onNode[i+1:] {
+					if tasks[r.task].NodeID == tasks[o.task].NodeID {
+						require.True(t, r.end < o.start || o.end < r.start, "%s and %s ran at once on node %s", r.task, o.task, tasks[r.task].NodeID)
+					}
+				}
+			}
 			for _, task := range tasks {
 				if task.Join && task.Status == domain.TaskSucceeded {
 					for _, dep := range task.DependsOn {

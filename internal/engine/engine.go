@@ -102,6 +102,9 @@ type Config struct {
 	// DeadlineGrace is added to the action's timeout for the attempt's last
 	// deadline, so the worker's own timeout is recorded before the janitor's.
 	DeadlineGrace time.Duration
+	// ProgressInterval is how often a worker pool writes the progress it
+	// counted.
+	ProgressInterval time.Duration
 	// WorkerID names this process in attempt records.
 	WorkerID string
 	Logger   *slog.Logger
@@ -129,6 +132,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DeadlineGrace == 0 {
 		c.DeadlineGrace = 30 * time.Second
+	}
+	if c.ProgressInterval == 0 {
+		c.ProgressInterval = time.Second
 	}
 	if c.WorkerID == "" {
 		c.WorkerID = "worker"

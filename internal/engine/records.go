@@ -52,6 +52,7 @@ const (
 	counterSinks         = "sinks"
 	counterRollbackSinks = "rollbackSinks"
 	counterDone          = "done"
+	counterRemaining     = "remaining" // on tasks: dependencies not yet succeeded
 )
 
 func decodeInto[T any](it store.Item, v *T) error {
@@ -84,6 +85,7 @@ func (e *Engine) loadTask(ctx context.Context, ref TaskRef) (loadedTask, error) 
 		return loadedTask{}, err
 	}
 	t.Version = it.Version
+	t.Remaining = int(it.Counter(counterRemaining))
 	return loadedTask{item: it, task: t}, nil
 }
 
@@ -140,8 +142,11 @@ func (e *Engine) loadCluster(ctx context.Context, tenant, cluster string) (store
 }
 
 // taskItem renders a task as a store item with its status and index entry.
+// taskItem is a new task's item. Its remaining count lives in a counter, not
+// in the document, so that dependencies completing at once each subtract
+// one without conflicting (see succeed).
 func taskItem(key store.Key, t domain.Task) store.Item {
-	it := store.Item{Key: key, Status: string(t.Status), Data: mustJSON(t)}
+	it := store.Item{Key: key, Status: string(t.Status), Data: mustJSON(t), Counters: map[string]int64{counterRemaining: int64(t.Remaining)}}
 	it.Index = taskIndex(key, t)
 	return it
 }

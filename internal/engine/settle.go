@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/store"
@@ -15,10 +16,16 @@ const maxSettleAttempts = 20
 
 // succeed records a success: in one transaction the task becomes SUCCEEDED
 // (under the version it was claimed with, so a retried completion counts
-// once) and every dependent's remaining count drops by one, each under its
-// own version; a dependent reaching zero becomes READY in the same write. It
+// once) and every dependent's remaining count drops by one; a dependent whose
+// count reaches zero becomes READY in the same write, under its version. It
 // reports false when the task was no longer ours (the janitor timed it out).
-func (e *Engine) succeed(ctx context.Context, ref TaskRef, lt loadedTask, res Result) (bool, error) {
+//
+// With cont set (the caller holds the node's message group), a dependent on
+// the same node that became ready is claimed for its first attempt in the
+// same transaction instead, and returned: the caller runs it next. The
+// transaction then also checks that the job still runs, so a pause or a
+// failure meanwhile sends it through the queue like any other.
+func (e *Engine) succeed(ctx context.Context, ref TaskRef, lt loadedTask, res Result, cont bool) (bool, *loadedTask, error) {
 	t := lt.task
 	t.Status = domain.TaskSucceeded
 	t.Deadline = t.Deadline.UTC()
@@ -28,67 +35,142 @@ func (e *Engine) succeed(ctx context.Context, ref TaskRef, lt loadedTask, res Re
 	for range maxSettleAttempts {
 		ops := []store.Op{store.Update(key, store.Condition{Version: lt.item.Version}, taskChanges(key, t))}
 		ready = ready[:0]
-		for _, depID := range t.Dependents {
+		var next *loadedTask
+		jobCheckAt := -1
+		// Walk the edges out of t. A join that becomes ready here is done at
+		// once, in this same transaction, and its own edges are walked too:
+		// a join is bookkeeping, not work worth a trip through the queue.
+		pending := map[string]*pendingDep{}
+		var order []string
+		sinks := 0
+		if len(t.Dependents) == 0 {
+			sinks++
+		}
+		edges := slices.Clone(t.Dependents)
+		for len(edges) > 0 {
+			depID := edges[0]
+			edges = edges[1:]
+			pd := pending[depID]
+			if pd == nil {
+				dep, err := e.loadTask(ctx, TaskRef{Tenant: ref.Tenant, Cluster: ref.Cluster, Job: ref.Job, Task: depID})
+				if err != nil {
+					return false, nil, fmt.Errorf("reading dependent %s of %s: %w", depID, t.ID, err)
+				}
+				if dep.task.Status != domain.TaskBlocked || dep.task.Remaining < 1 {
+					return false, nil, fmt.Errorf("engine: dependent %s of %s is %s with %d remaining; the graph is broken", depID, t.ID, dep.task.Status, dep.task.Remaining)
+				}
+				pd = &pendingDep{loaded: dep}
+				pending[depID] = pd
+				order = append(order, depID)
+			}
+			pd.decrements++
+			d := &pd.loaded.task
+			if pd.decrements < d.Remaining {
+				continue
+			}
+			// Its last dependency: it becomes ready now.
+			d.ReadyAt = e.now()
+			switch {
+			case d.Join && len(order)+len(edges)+len(d.Dependents)+inlineReserve <= store.MaxTransactItems:
+				d.Status = domain.TaskSucceeded
+				edges = append(edges, d.Dependents...)
+				if len(d.Dependents) == 0 {
+					sinks++
+				}
+			case cont && next == nil && !d.Join && d.NodeID != "" && d.NodeID == t.NodeID && d.Rollback == t.Rollback:
+				e.startAttempt(d)
+				next = &loadedTask{task: *d, item: pd.loaded.item}
+				next.item.Version++
+				next.task.Version = next.item.Version
+			default:
+				d.Status = domain.TaskReady
+				ready = append(ready, *d)
+			}
+		}
+		for _, depID := range order {
+			pd := pending[depID]
 			dk := taskKey(ref.Tenant, ref.Job, depID)
-			dep, err := e.loadTask(ctx, TaskRef{Tenant: ref.Tenant, Cluster: ref.Cluster, Job: ref.Job, Task: depID})
-			if err != nil {
-				return false, fmt.Errorf("reading dependent %s of %s: %w", depID, t.ID, err)
+			d := pd.loaded.task
+			sub := map[string]int64{counterRemaining: -int64(pd.decrements)}
+			if pd.decrements < d.Remaining {
+				// Not its last dependency: subtract, on the condition that
+				// others remain. Siblings doing the same at once do not
+				// conflict; if this turns out last, the retry sees it so.
+				ops = append(ops, store.Update(dk, store.Condition{CountersAtLeast: map[string]int64{counterRemaining: int64(pd.decrements) + 1}},
+					store.Changes{Add: sub}))
+				continue
 			}
-			d := dep.task
-			if d.Status != domain.TaskBlocked || d.Remaining < 1 {
-				return false, fmt.Errorf("engine: dependent %s of %s is %s with %d remaining; the graph is broken", depID, t.ID, d.Status, d.Remaining)
+			d.Remaining = 0
+			ch := taskChanges(dk, d)
+			ch.Add = sub
+			ops = append(ops, store.Update(dk, store.Condition{Version: pd.loaded.item.Version}, ch))
+		}
+		if next != nil {
+			running := domain.JobRunning
+			if t.Rollback {
+				running = domain.JobRollingBack
 			}
-			d.Remaining--
-			if d.Remaining == 0 {
-				d.Status, d.ReadyAt = domain.TaskReady, e.now()
-				ready = append(ready, d)
-			}
-			ops = append(ops, store.Update(dk, store.Condition{Version: dep.item.Version}, taskChanges(dk, d)))
+			jobCheckAt = len(ops)
+			ops = append(ops, store.Check(jobKey(ref.Tenant, ref.Cluster, ref.Job), store.Condition{StatusIn: []string{string(running)}}))
 		}
 		if res.Node != nil && t.NodeID != "" {
 			nk := nodeKey(ref.Tenant, ref.Cluster, t.NodeID)
 			nit, err := e.store.Get(ctx, nk)
 			if err != nil {
-				return false, fmt.Errorf("reading node %s to record what %s learned: %w", t.NodeID, t.ID, err)
+				return false, nil, fmt.Errorf("reading node %s to record what %s learned: %w", t.NodeID, t.ID, err)
 			}
 			var n domain.Node
 			if err := decodeInto(nit, &n); err != nil {
-				return false, err
+				return false, nil, err
 			}
 			res.Node.apply(&n)
 			ops = append(ops, store.Update(nk, store.Condition{Version: nit.Version}, store.Changes{Data: mustJSON(n)}))
 		}
-		if len(t.Dependents) == 0 {
+		if sinks > 0 {
 			counter := counterSinks
 			if t.Rollback {
 				counter = counterRollbackSinks
 			}
 			ops = append(ops, store.Update(jobKey(ref.Tenant, ref.Cluster, ref.Job), store.Condition{MustExist: true},
-				store.Changes{Add: map[string]int64{counter: -1}}))
+				store.Changes{Add: map[string]int64{counter: -int64(sinks)}}))
 		}
 		err := e.store.Transact(ctx, ops)
 		var terr *store.TransactionError
 		if errors.As(err, &terr) {
 			if terr.Reasons[0] != nil {
-				return false, nil // not ours any more
+				return false, nil, nil // not ours any more
+			}
+			if jobCheckAt >= 0 && terr.Reasons[jobCheckAt] != nil {
+				cont = false // the job paused or is failing: no continuation
 			}
 			continue // a dependent changed: read them again
 		}
 		if err != nil {
-			return false, fmt.Errorf("completing %s: %w", t.ID, err)
+			return false, nil, fmt.Errorf("completing %s: %w", t.ID, err)
 		}
 		if err := e.send(ctx, ref.Tenant, ready); err != nil {
 			e.log.WarnContext(ctx, "sending ready dependents failed; the janitor will resend", "task", t.ID, "error", err)
 		}
-		if len(t.Dependents) == 0 || len(ready) == 0 {
+		if sinks > 0 || (len(ready) == 0 && next == nil) {
 			// A sink may end the job; a task that readied nothing may have
 			// been the last one running in a job that is failing meanwhile.
-			return true, e.checkJobEnd(ctx, ref.Tenant, ref.Cluster, ref.Job)
+			return true, next, e.checkJobEnd(ctx, ref.Tenant, ref.Cluster, ref.Job)
 		}
-		return true, nil
+		return true, next, nil
 	}
-	return false, fmt.Errorf("completing %s: dependents kept changing; the message will come back", t.ID)
+	return false, nil, fmt.Errorf("completing %s: dependents kept changing; the message will come back", t.ID)
 }
+
+// pendingDep is a dependent reached while completing a task: how many of
+// its dependencies this completion accounts for.
+type pendingDep struct {
+	loaded     loadedTask
+	decrements int
+}
+
+// inlineReserve keeps room in a completion's transaction for the task itself,
+// the job check, the node and the job's counters.
+const inlineReserve = 5
 
 // fail records a failed attempt: a retry after a backoff while attempts
 // remain, else the task fails and with it the job.
@@ -193,7 +275,9 @@ func (e *Engine) releaseRollback(ctx context.Context, tenant, cluster, jobID str
 		}
 		t.Remaining, t.Status, t.ReadyAt = 0, domain.TaskReady, e.now()
 		key := taskKey(tenant, jobID, id)
-		if _, err := e.store.Write(ctx, store.Update(key, store.Condition{Version: lt.item.Version}, taskChanges(key, t))); err != nil {
+		ch := taskChanges(key, t)
+		ch.Add = map[string]int64{counterRemaining: -1}
+		if _, err := e.store.Write(ctx, store.Update(key, store.Condition{Version: lt.item.Version}, ch)); err != nil {
 			if errors.Is(err, store.ErrConditionFailed) {
 				continue
 			}

@@ -17,9 +17,11 @@ type Disposition struct {
 	// Delay, when positive, asks for the message to come back after it (keep
 	// it, extend its visibility); otherwise acknowledge it.
 	Delay time.Duration
-	// Done is set when a work task succeeded: the caller adds it to the job's
-	// progress count (in batches, see AddProgress).
-	Done *TaskRef
+	// Done counts the work tasks of Job that succeeded while handling the
+	// message (the task itself and the continuations it ran); the caller
+	// adds them to the job's progress (in batches, see AddProgress).
+	Job  TaskRef
+	Done int
 }
 
 // maxAttemptHistory bounds the attempts a task item keeps.
@@ -63,7 +65,7 @@ func (e *Engine) Handle(ctx context.Context, tenant string, d queue.Delivery) (D
 		return Disposition{Delay: wait}, nil // a retry's backoff
 	}
 	if lt.task.Join {
-		_, err := e.succeed(ctx, ref, lt, Result{})
+		_, _, err := e.succeed(ctx, ref, lt, Result{}, false)
 		return Disposition{}, err
 	}
 	claimed, err := e.claim(ctx, ref, lt)
@@ -73,12 +75,38 @@ func (e *Engine) Handle(ctx context.Context, tenant string, d queue.Delivery) (D
 	if err != nil {
 		return Disposition{}, err
 	}
+	disp := Disposition{Job: TaskRef{Tenant: tenant, Cluster: ref.Cluster, Job: ref.Job}}
+	// While this message is in flight, its group (the node) gets no other
+	// message; so the next task of the same node, if this one readied it,
+	// runs here at once (a continuation) rather than through the queue.
+	for {
+		next, err := e.runClaimed(ctx, ref, claimed, d)
+		if err != nil {
+			return disp, err
+		}
+		if next == nil {
+			return disp, nil
+		}
+		disp.Done++
+		if next.item.Key.PK == "" {
+			return disp, nil
+		}
+		ref.Task, claimed = next.task.ID, *next
+	}
+}
+
+// runClaimed runs one claimed attempt and records its result. On success it
+// returns a non-nil task: empty, or the continuation it claimed.
+func (e *Engine) runClaimed(ctx context.Context, ref TaskRef, claimed loadedTask, d queue.Delivery) (*loadedTask, error) {
+	tenant := ref.Tenant
+	lt := claimed
+	var err error
 	in := Attempt{Tenant: tenant, Task: claimed.task}
 	if claimed.task.NodeID != "" {
 		in.Node, err = e.loadNode(ctx, tenant, ref.Cluster, claimed.task.NodeID)
 		if err != nil {
 			// The attempt is claimed: fail it like any other, so it retries.
-			return Disposition{}, e.fail(ctx, ref, claimed, Result{ExitCode: -1, Err: fmt.Errorf("reading node %s: %w", claimed.task.NodeID, err)})
+			return nil, e.fail(ctx, ref, claimed, Result{ExitCode: -1, Err: fmt.Errorf("reading node %s: %w", claimed.task.NodeID, err)})
 		}
 	}
 	runCtx, cancel := context.WithTimeout(ctx, lt.task.Timeout.Std())
@@ -95,19 +123,22 @@ func (e *Engine) Handle(ctx context.Context, tenant string, d queue.Delivery) (D
 		// The worker is stopping: leave the attempt RUNNING. Its deadline
 		// passes and the janitor fails and retries it (a killed worker looks
 		// the same).
-		return Disposition{}, ctx.Err()
+		return nil, ctx.Err()
 	}
 	if lost {
-		return Disposition{}, nil // the janitor failed this attempt meanwhile
+		return nil, nil // the janitor failed this attempt meanwhile
 	}
 	if res.Err != nil {
-		return Disposition{}, e.fail(ctx, ref, claimed, res)
+		return nil, e.fail(ctx, ref, claimed, res)
 	}
-	ok, err := e.succeed(ctx, ref, claimed, res)
+	ok, next, err := e.succeed(ctx, ref, claimed, res, true)
 	if err != nil || !ok {
-		return Disposition{}, err
+		return nil, err
 	}
-	return Disposition{Done: &ref}, nil
+	if next == nil {
+		next = &loadedTask{}
+	}
+	return next, nil
 }
 
 // heartbeat keeps a running attempt alive: it extends the task's deadline
@@ -246,6 +277,17 @@ func (e *Engine) claim(ctx context.Context, ref TaskRef, lt loadedTask) (loadedT
 	}
 	t.Version = it.Version
 	return loadedTask{item: it, task: t}, nil
+}
+
+// startAttempt makes t RUNNING for its next attempt, by this worker.
+func (e *Engine) startAttempt(t *domain.Task) {
+	t.Status = domain.TaskRunning
+	t.Attempt++
+	t.Attempts = append(t.Attempts, domain.TaskAttempt{Attempt: t.Attempt, Worker: e.cfg.WorkerID, StartedAt: e.now(), Status: domain.TaskRunning})
+	if len(t.Attempts) > maxAttemptHistory {
+		t.Attempts = t.Attempts[len(t.Attempts)-maxAttemptHistory:]
+	}
+	t.Deadline = e.attemptDeadline(*t)
 }
 
 func (e *Engine) endAttempt(t *domain.Task, status domain.TaskStatus, res Result) {
