@@ -105,6 +105,11 @@ type Config struct {
 	// ProgressInterval is how often a worker pool writes the progress it
 	// counted.
 	ProgressInterval time.Duration
+	// ExpireLease is called by the janitor for each cluster whose lease has
+	// run out and that no job holds; the cluster service implements it by
+	// submitting the cluster's delete job (the engine cannot plan one). Nil:
+	// expired leases are only counted.
+	ExpireLease func(ctx context.Context, tenant string, c domain.Cluster) error
 	// WorkerID names this process in attempt records.
 	WorkerID string
 	Logger   *slog.Logger

@@ -421,3 +421,53 @@ func TestHeartbeatKeepsALongAttemptAlive(t *testing.T) {
 	require.Equal(t, 1, lt.task.Attempt, "the first attempt was never timed out")
 	checkInvariants(t, b)
 }
+
+func TestJanitorDeletesAClusterWhoseLeaseExpired(t *testing.T) {
+	t.Parallel()
+	var b *testBundle
+	expired := make(chan string, 4)
+	b = setup(t, nil, Config{ExpireLease: func(ctx context.Context, tenant string, c domain.Cluster) error {
+		// What the cluster service does: plan the delete of what exists.
+		var nodes []domain.Node
+		var ids []string
+		for _, n := range layout(c.ID, c.NodeCount) {
+			nodes, ids = append(nodes, n), append(ids, n.ID)
+		}
+		plan, err := planner.Build(planner.Request{Operation: domain.OpDelete, Old: nodes, Services: services()})
+		if err != nil {
+			return err
+		}
+		_, err = b.eng.Submit(ctx, Submission{Tenant: tenant, Cluster: c, ClusterStatus: domain.ClusterDeleting,
+			Operation: domain.OpDelete, RequestedBy: "janitor", Plan: plan,
+			OnSuccess: Effect{ClusterStatus: domain.ClusterTerminated, Message: "lease expired", ReleaseClusters: 1, ReleaseNodes: len(ids), NodeStatus: domain.NodeDeleted, Nodes: ids},
+			OnFailure: Effect{ClusterStatus: domain.ClusterFailed}})
+		if err == nil {
+			expired <- c.ID
+		}
+		return err
+	}})
+	sub := createSubmission(t, "c1", 3, nil)
+	sub.Cluster.ExpiresAt = time.Now().Add(300 * time.Millisecond)
+	job, err := b.eng.Submit(b.ctx, sub)
+	require.NoError(t, err)
+	stop := b.run(t, 3, 20*time.Millisecond)
+	defer stop()
+	require.Equal(t, domain.JobSucceeded, b.waitJob(t, "c1", job.ID, 30*time.Second).Status)
+	select {
+	case id := <-expired:
+		require.Equal(t, "c1", id)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the janitor never expired the lease")
+	}
+	_, c, err := b.eng.loadCluster(b.ctx, tenant, "c1")
+	require.NoError(t, err)
+	require.NotEqual(t, job.ID, c.LatestJobID, "a delete job was submitted")
+	final := b.waitJob(t, "c1", c.LatestJobID, 30*time.Second)
+	require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+	_, c, err = b.eng.loadCluster(b.ctx, tenant, "c1")
+	require.NoError(t, err)
+	require.Equal(t, domain.ClusterTerminated, c.Status)
+	require.Equal(t, "lease expired", c.StatusMessage)
+	require.Len(t, expired, 0, "the lease expired once")
+	checkInvariants(t, b)
+}

@@ -12,11 +12,12 @@ import (
 
 // JanitorReport counts what one janitor pass did.
 type JanitorReport struct {
-	TimedOut     int // running attempts failed past their deadline
-	Resent       int // ready tasks whose message was taken for lost
-	JobsMovedOn  int // unfinished jobs looked at and moved on where due
-	Undone       int // submissions that never finished, undone
-	IndexCleared int // ready tasks of jobs that will not run them
+	TimedOut      int // running attempts failed past their deadline
+	Resent        int // ready tasks whose message was taken for lost
+	JobsMovedOn   int // unfinished jobs looked at and moved on where due
+	Undone        int // submissions that never finished, undone
+	LeasesExpired int // clusters past their lease handed to ExpireLease
+	IndexCleared  int // ready tasks of jobs that will not run them
 }
 
 // RunJanitor makes one pass over every tenant: it fails running attempts past
@@ -42,6 +43,11 @@ func (e *Engine) RunJanitor(ctx context.Context) (JanitorReport, error) {
 		}
 		if err := e.eachIndexed(ctx, jobPartition(shard), store.SortableTime(now), func(it store.Item) error {
 			return e.moveJobOn(ctx, it, &r)
+		}); err != nil {
+			errs = append(errs, err)
+		}
+		if err := e.eachIndexed(ctx, leasePartition(shard), store.SortableTime(now), func(it store.Item) error {
+			return e.expireLease(ctx, it, &r)
 		}); err != nil {
 			errs = append(errs, err)
 		}
@@ -149,6 +155,34 @@ func (e *Engine) resendLost(ctx context.Context, indexed store.Item, r *JanitorR
 	}
 	r.Resent++
 	return e.send(ctx, ref.Tenant, []domain.Task{t})
+}
+
+// expireLease hands a cluster whose lease ran out to ExpireLease, unless a
+// job holds it (the next pass looks again once the job is done). A delete
+// job that fails leaves the cluster FAILED and out of the lease index.
+func (e *Engine) expireLease(ctx context.Context, indexed store.Item, r *JanitorReport) error {
+	tenant, rest, ok := store.TenantOf(indexed.PK)
+	if !ok || rest != "CLUSTERS" {
+		return nil
+	}
+	_, c, err := e.loadCluster(ctx, tenant, indexed.SK)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if c.ActiveJobID != "" || c.Status.Terminal() || c.Status == domain.ClusterFailed || c.ExpiresAt.IsZero() || c.ExpiresAt.After(e.now()) {
+		return nil
+	}
+	r.LeasesExpired++
+	if e.cfg.ExpireLease == nil {
+		return nil
+	}
+	if err := e.cfg.ExpireLease(ctx, tenant, c); err != nil && !errors.Is(err, ErrClusterBusy) {
+		return fmt.Errorf("expiring the lease of cluster %s: %w", c.ID, err)
+	}
+	return nil
 }
 
 func (e *Engine) moveJobOn(ctx context.Context, indexed store.Item, r *JanitorReport) error {

@@ -40,6 +40,7 @@ func shardOf(s string) int {
 func runningPartition(shard int) string { return fmt.Sprintf("RUNNING#%d", shard) }
 func readyPartition(shard int) string   { return fmt.Sprintf("READY#%d", shard) }
 func jobPartition(shard int) string     { return fmt.Sprintf("JOB#%d", shard) }
+func leasePartition(shard int) string   { return fmt.Sprintf("LEASE#%d", shard) }
 
 // TaskRef locates a task: what a queue message carries.
 type TaskRef struct {

@@ -189,7 +189,7 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 func clusterItem(tenant string, c domain.Cluster) store.Item {
 	it := store.Item{Key: clusterKey(tenant, c.ID), Status: string(c.Status), Data: mustJSON(c)}
 	if !c.ExpiresAt.IsZero() && !c.Status.Terminal() {
-		it.Index = &store.IndexKey{Partition: fmt.Sprintf("LEASE#%d", shardOf(tenant+c.ID)), Sort: store.SortableTime(c.ExpiresAt)}
+		it.Index = &store.IndexKey{Partition: leasePartition(shardOf(tenant + c.ID)), Sort: store.SortableTime(c.ExpiresAt)}
 	}
 	return it
 }
