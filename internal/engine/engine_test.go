@@ -21,19 +21,21 @@ import (
 
 func TestCreateRunsToActive(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil, Config{})
-	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 6, nil))
-	require.NoError(t, err)
-	stop := b.run(t, 4, 50*time.Millisecond)
-	final := b.waitJob(t, "c1", job.ID, 30*time.Second)
-	stop()
-	require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
-	require.Equal(t, final.TaskTotal, final.TaskDone, "progress counts every work task")
-	_, c, err := b.eng.loadCluster(b.ctx, tenant, "c1")
-	require.NoError(t, err)
-	require.Equal(t, domain.ClusterActive, c.Status)
-	require.Equal(t, 6, c.NodeCount)
-	checkInvariants(t, b)
+	eachBackend(t, func(t *testing.T) {
+		b := setup(t, nil, Config{})
+		job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 6, nil))
+		require.NoError(t, err)
+		stop := b.run(t, 4, 50*time.Millisecond)
+		final := b.waitJob(t, "c1", job.ID, 30*time.Second)
+		stop()
+		require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+		require.Equal(t, final.TaskTotal, final.TaskDone, "progress counts every work task")
+		_, c, err := b.eng.loadCluster(b.ctx, tenant, "c1")
+		require.NoError(t, err)
+		require.Equal(t, domain.ClusterActive, c.Status)
+		require.Equal(t, 6, c.NodeCount)
+		checkInvariants(t, b)
+	})
 }
 
 func TestOneJobPerClusterAndQuota(t *testing.T) {
@@ -69,17 +71,19 @@ func (d dupQueue) Send(ctx context.Context, tenant string, msgs ...queue.Message
 
 func TestEveryMessageDeliveredTwice(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil, Config{})
-	b.eng.queue = dupQueue{b.q}
-	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 5, func(planner.Task) map[string]string {
-		return map[string]string{SimDuration: "2ms"}
-	}))
-	require.NoError(t, err)
-	stop := b.run(t, 6, 50*time.Millisecond)
-	final := b.waitJob(t, "c1", job.ID, 30*time.Second)
-	stop()
-	require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
-	checkInvariants(t, b) // includes: no attempt ran twice
+	eachBackend(t, func(t *testing.T) {
+		b := setup(t, nil, Config{})
+		b.eng.queue = dupQueue{b.q}
+		job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 5, func(planner.Task) map[string]string {
+			return map[string]string{SimDuration: "2ms"}
+		}))
+		require.NoError(t, err)
+		stop := b.run(t, 6, 50*time.Millisecond)
+		final := b.waitJob(t, "c1", job.ID, 30*time.Second)
+		stop()
+		require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+		checkInvariants(t, b) // includes: no attempt ran twice
+	})
 }
 
 // lossyQueue drops a share of sends, as a lost message would be.
@@ -109,36 +113,40 @@ func (l *lossyQueue) Send(ctx context.Context, tenant string, msgs ...queue.Mess
 
 func TestDroppedMessagesAreRecoveredByTheJanitor(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil, Config{ResendAfter: 100 * time.Millisecond})
-	lossy := &lossyQueue{Queue: b.q, rng: rand.New(rand.NewPCG(1, 2))}
-	b.eng.queue = lossy
-	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 5, nil))
-	require.NoError(t, err)
-	stop := b.run(t, 4, 30*time.Millisecond)
-	final := b.waitJob(t, "c1", job.ID, 60*time.Second)
-	stop()
-	require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
-	require.Positive(t, lossy.dropped.Load(), "the test must actually lose messages")
-	checkInvariants(t, b)
+	eachBackend(t, func(t *testing.T) {
+		b := setup(t, nil, Config{ResendAfter: 100 * time.Millisecond})
+		lossy := &lossyQueue{Queue: b.q, rng: rand.New(rand.NewPCG(1, 2))}
+		b.eng.queue = lossy
+		job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 5, nil))
+		require.NoError(t, err)
+		stop := b.run(t, 4, 30*time.Millisecond)
+		final := b.waitJob(t, "c1", job.ID, 60*time.Second)
+		stop()
+		require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+		require.Positive(t, lossy.dropped.Load(), "the test must actually lose messages")
+		checkInvariants(t, b)
+	})
 }
 
 func TestManyWorkersRaceOnOneQueue(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil, Config{})
-	var jobs []domain.Job
-	for i := range 3 {
-		job, err := b.eng.Submit(b.ctx, createSubmission(t, "c"+strconv.Itoa(i), 8, func(planner.Task) map[string]string {
-			return map[string]string{SimDuration: "1ms"}
-		}))
-		require.NoError(t, err)
-		jobs = append(jobs, job)
-	}
-	stop := b.run(t, 12, 50*time.Millisecond)
-	for i, job := range jobs {
-		require.Equal(t, domain.JobSucceeded, b.waitJob(t, "c"+strconv.Itoa(i), job.ID, 60*time.Second).Status)
-	}
-	stop()
-	checkInvariants(t, b)
+	eachBackend(t, func(t *testing.T) {
+		b := setup(t, nil, Config{})
+		var jobs []domain.Job
+		for i := range 3 {
+			job, err := b.eng.Submit(b.ctx, createSubmission(t, "c"+strconv.Itoa(i), 8, func(planner.Task) map[string]string {
+				return map[string]string{SimDuration: "1ms"}
+			}))
+			require.NoError(t, err)
+			jobs = append(jobs, job)
+		}
+		stop := b.run(t, 12, 50*time.Millisecond)
+		for i, job := range jobs {
+			require.Equal(t, domain.JobSucceeded, b.waitJob(t, "c"+strconv.Itoa(i), job.ID, 60*time.Second).Status)
+		}
+		stop()
+		checkInvariants(t, b)
+	})
 }
 
 func TestRetriesThenSucceeds(t *testing.T) {
@@ -167,63 +175,67 @@ func TestRetriesThenSucceeds(t *testing.T) {
 
 func TestFailedCreateRollsBack(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil, Config{})
-	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 4, func(pt planner.Task) map[string]string {
-		if pt.Service == "app" && pt.Action == domain.ActionStart {
-			return map[string]string{SimFailAttempts: "99"}
+	eachBackend(t, func(t *testing.T) {
+		b := setup(t, nil, Config{})
+		job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 4, func(pt planner.Task) map[string]string {
+			if pt.Service == "app" && pt.Action == domain.ActionStart {
+				return map[string]string{SimFailAttempts: "99"}
+			}
+			return nil
+		}))
+		require.NoError(t, err)
+		stop := b.run(t, 4, 50*time.Millisecond)
+		final := b.waitJob(t, "c1", job.ID, 60*time.Second)
+		stop()
+		require.Equal(t, domain.JobFailed, final.Status)
+		require.Contains(t, final.StatusMessage, "rolled back")
+		_, c, err := b.eng.loadCluster(b.ctx, tenant, "c1")
+		require.NoError(t, err)
+		require.Equal(t, domain.ClusterTerminated, c.Status)
+		require.Contains(t, c.StatusMessage, "app/start failed")
+		deletes := 0
+		for _, r := range b.rec.runs {
+			if r.ok && len(r.task) > 9 && r.task[:9] == "rollback:" {
+				deletes++
+			}
 		}
-		return nil
-	}))
-	require.NoError(t, err)
-	stop := b.run(t, 4, 50*time.Millisecond)
-	final := b.waitJob(t, "c1", job.ID, 60*time.Second)
-	stop()
-	require.Equal(t, domain.JobFailed, final.Status)
-	require.Contains(t, final.StatusMessage, "rolled back")
-	_, c, err := b.eng.loadCluster(b.ctx, tenant, "c1")
-	require.NoError(t, err)
-	require.Equal(t, domain.ClusterTerminated, c.Status)
-	require.Contains(t, c.StatusMessage, "app/start failed")
-	deletes := 0
-	for _, r := range b.rec.runs {
-		if r.ok && len(r.task) > 9 && r.task[:9] == "rollback:" {
-			deletes++
-		}
-	}
-	require.Positive(t, deletes, "the rollback plan ran")
-	checkInvariants(t, b) // quota is back
+		require.Positive(t, deletes, "the rollback plan ran")
+		checkInvariants(t, b) // quota is back
+	})
 }
 
 func TestWorkerKilledMidTask(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil, Config{Visibility: 200 * time.Millisecond})
-	killed := make(chan struct{})
-	var once sync.Once
-	workerCtx, kill := context.WithCancel(b.ctx)
-	b.rec.hook = func(ctx context.Context, a Attempt) {
-		if a.Task.Action == domain.ActionBootstrap && a.Task.Attempt == 1 {
-			once.Do(func() { kill(); close(killed) })
-			<-ctx.Done() // the worker dies with this attempt in hand
+	eachBackend(t, func(t *testing.T) {
+		b := setup(t, nil, Config{Visibility: 200 * time.Millisecond})
+		killed := make(chan struct{})
+		var once sync.Once
+		workerCtx, kill := context.WithCancel(b.ctx)
+		b.rec.hook = func(ctx context.Context, a Attempt) {
+			if a.Task.Action == domain.ActionBootstrap && a.Task.Attempt == 1 {
+				once.Do(func() { kill(); close(killed) })
+				<-ctx.Done() // the worker dies with this attempt in hand
+			}
 		}
-	}
-	sub := createSubmission(t, "c1", 2, nil)
-	for i := range sub.Plan.Tasks {
-		if sub.Plan.Tasks[i].Action == domain.ActionBootstrap {
-			sub.Plan.Tasks[i].Timeout = domain.Duration(300 * time.Millisecond)
+		sub := createSubmission(t, "c1", 2, nil)
+		for i := range sub.Plan.Tasks {
+			if sub.Plan.Tasks[i].Action == domain.ActionBootstrap {
+				sub.Plan.Tasks[i].Timeout = domain.Duration(300 * time.Millisecond)
+			}
 		}
-	}
-	job, err := b.eng.Submit(b.ctx, sub)
-	require.NoError(t, err)
-	go b.eng.RunWorkers(workerCtx, tenant, 1)
-	<-killed
-	stop := b.run(t, 2, 50*time.Millisecond) // a new worker and the janitor
-	final := b.waitJob(t, "c1", job.ID, 30*time.Second)
-	stop()
-	require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
-	lt, err := b.eng.loadTask(b.ctx, TaskRef{Tenant: tenant, Cluster: "c1", Job: job.ID, Task: "c1-1000/bootstrap"})
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, lt.task.Attempt, 2, "the killed attempt was failed by the janitor and retried")
-	require.Contains(t, lt.task.Attempts[0].Error, "timed out")
+		job, err := b.eng.Submit(b.ctx, sub)
+		require.NoError(t, err)
+		go b.eng.RunWorkers(workerCtx, tenant, 1)
+		<-killed
+		stop := b.run(t, 2, 50*time.Millisecond) // a new worker and the janitor
+		final := b.waitJob(t, "c1", job.ID, 30*time.Second)
+		stop()
+		require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+		lt, err := b.eng.loadTask(b.ctx, TaskRef{Tenant: tenant, Cluster: "c1", Job: job.ID, Task: "c1-1000/bootstrap"})
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, lt.task.Attempt, 2, "the killed attempt was failed by the janitor and retried")
+		require.Contains(t, lt.task.Attempts[0].Error, "timed out")
+	})
 }
 
 func TestPauseResumeAbort(t *testing.T) {
@@ -301,54 +313,56 @@ func TestInterruptedSubmissionIsUndone(t *testing.T) {
 
 func TestRetryContinuesAFailedJobFromItsFailedTasks(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil, Config{})
-	// app/start fails every attempt of the first run and succeeds on the
-	// first attempt of the retry; without a rollback plan the job stops
-	// FAILED with the cluster held at FAILED.
-	sub := createSubmission(t, "c1", 4, func(pt planner.Task) map[string]string {
-		if pt.Service == "app" && pt.Action == domain.ActionStart {
-			return map[string]string{SimFailAttempts: strconv.Itoa(pt.MaxAttempts)}
+	eachBackend(t, func(t *testing.T) {
+		b := setup(t, nil, Config{})
+		// app/start fails every attempt of the first run and succeeds on the
+		// first attempt of the retry; without a rollback plan the job stops
+		// FAILED with the cluster held at FAILED.
+		sub := createSubmission(t, "c1", 4, func(pt planner.Task) map[string]string {
+			if pt.Service == "app" && pt.Action == domain.ActionStart {
+				return map[string]string{SimFailAttempts: strconv.Itoa(pt.MaxAttempts)}
+			}
+			return nil
+		})
+		sub.Plan.Rollback = nil
+		job, err := b.eng.Submit(b.ctx, sub)
+		require.NoError(t, err)
+		stop := b.run(t, 4, 50*time.Millisecond)
+		defer stop()
+		failed := b.waitJob(t, "c1", job.ID, 30*time.Second)
+		require.Equal(t, domain.JobFailed, failed.Status)
+		_, c, err := b.eng.loadCluster(b.ctx, tenant, "c1")
+		require.NoError(t, err)
+		require.Equal(t, domain.ClusterFailed, c.Status)
+		require.Contains(t, c.StatusMessage, "app/start failed")
+		require.Empty(t, c.ActiveJobID, "a failed job gives its cluster's lock back")
+		runsBefore := map[string]int{}
+		for _, r := range b.rec.runs {
+			runsBefore[r.task]++
 		}
-		return nil
+
+		_, err = b.eng.Retry(b.ctx, tenant, "c1", job.ID, "ann")
+		require.NoError(t, err)
+		final := b.waitJob(t, "c1", job.ID, 30*time.Second)
+		require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+		require.Equal(t, 1, final.Retries)
+		_, c, err = b.eng.loadCluster(b.ctx, tenant, "c1")
+		require.NoError(t, err)
+		require.Equal(t, domain.ClusterActive, c.Status)
+
+		runsAfter := map[string]int{}
+		for _, r := range b.rec.runs {
+			runsAfter[r.task]++
+		}
+		for task, n := range runsBefore {
+			if runsAfter[task] > n && !strings.Contains(task, "app/start") && !strings.Contains(task, "lb/start") {
+				t.Errorf("task %s ran again on retry (%d then %d runs): only failed tasks and what waited on them may run", task, n, runsAfter[task])
+			}
+		}
+		_, err = b.eng.Retry(b.ctx, tenant, "c1", job.ID, "ann")
+		require.ErrorIs(t, err, ErrNothingToRetry)
+		checkInvariants(t, b)
 	})
-	sub.Plan.Rollback = nil
-	job, err := b.eng.Submit(b.ctx, sub)
-	require.NoError(t, err)
-	stop := b.run(t, 4, 50*time.Millisecond)
-	defer stop()
-	failed := b.waitJob(t, "c1", job.ID, 30*time.Second)
-	require.Equal(t, domain.JobFailed, failed.Status)
-	_, c, err := b.eng.loadCluster(b.ctx, tenant, "c1")
-	require.NoError(t, err)
-	require.Equal(t, domain.ClusterFailed, c.Status)
-	require.Contains(t, c.StatusMessage, "app/start failed")
-	require.Empty(t, c.ActiveJobID, "a failed job gives its cluster's lock back")
-	runsBefore := map[string]int{}
-	for _, r := range b.rec.runs {
-		runsBefore[r.task]++
-	}
-
-	_, err = b.eng.Retry(b.ctx, tenant, "c1", job.ID, "ann")
-	require.NoError(t, err)
-	final := b.waitJob(t, "c1", job.ID, 30*time.Second)
-	require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
-	require.Equal(t, 1, final.Retries)
-	_, c, err = b.eng.loadCluster(b.ctx, tenant, "c1")
-	require.NoError(t, err)
-	require.Equal(t, domain.ClusterActive, c.Status)
-
-	runsAfter := map[string]int{}
-	for _, r := range b.rec.runs {
-		runsAfter[r.task]++
-	}
-	for task, n := range runsBefore {
-		if runsAfter[task] > n && !strings.Contains(task, "app/start") && !strings.Contains(task, "lb/start") {
-			t.Errorf("task %s ran again on retry (%d then %d runs): only failed tasks and what waited on them may run", task, n, runsAfter[task])
-		}
-	}
-	_, err = b.eng.Retry(b.ctx, tenant, "c1", job.ID, "ann")
-	require.ErrorIs(t, err, ErrNothingToRetry)
-	checkInvariants(t, b)
 }
 
 func TestRetryRefusesARolledBackJob(t *testing.T) {

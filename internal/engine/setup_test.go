@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/heddle-io/heddle/internal/queue/memqueue"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
+	"github.com/heddle-io/heddle/internal/store/dynamostore"
 	"github.com/heddle-io/heddle/planner"
 )
 
@@ -65,14 +67,49 @@ type testBundle struct {
 
 const tenant = "acme"
 
-func setup(t testing.TB, q queue.Queue, cfg Config) *testBundle {
+// eachBackend runs a reliability test on the embedded store and on DynamoDB
+// Local (HEDDLE_DYNAMODB_ENDPOINT, from scripts/dynamodb-local.sh; skipped
+// when unset, except in CI). setup reads which one from the subtest's name.
+func eachBackend(t *testing.T, run func(t *testing.T)) {
+	t.Run("embedded", func(t *testing.T) {
+		t.Parallel()
+		run(t)
+	})
+	t.Run("dynamodb", func(t *testing.T) {
+		t.Parallel()
+		if os.Getenv("HEDDLE_DYNAMODB_ENDPOINT") == "" {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("CI=true but HEDDLE_DYNAMODB_ENDPOINT is unset: run scripts/dynamodb-local.sh start and eval its env")
+			}
+			t.Skip("HEDDLE_DYNAMODB_ENDPOINT is unset: run scripts/dynamodb-local.sh start and eval its env")
+		}
+		run(t)
+	})
+}
+
+var tableSeq atomic.Int64
+
+// openStore opens the store the test runs on (see eachBackend).
+func openStore(t testing.TB) store.Store {
 	t.Helper()
+	if strings.HasSuffix(t.Name(), "/dynamodb") {
+		client := dynamostore.NewEmulatorClient(os.Getenv("HEDDLE_DYNAMODB_ENDPOINT"))
+		table := fmt.Sprintf("engine-%d-%d", time.Now().UnixNano(), tableSeq.Add(1))
+		require.NoError(t, dynamostore.CreateTable(context.Background(), client, table))
+		return dynamostore.New(client, table)
+	}
 	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{NoSync: os.Getenv("HEDDLE_BENCH_NOSYNC") != ""})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func setup(t testing.TB, q queue.Queue, cfg Config) *testBundle {
+	t.Helper()
+	db := openStore(t)
 	ctx := context.Background()
 	acc := access.New(db)
-	_, _, err = acc.CreateTenant(ctx, domain.Tenant{ID: tenant, Workers: 4, MaxClusters: 10, MaxNodes: 1000}, "")
+	_, _, err := acc.CreateTenant(ctx, domain.Tenant{ID: tenant, Workers: 4, MaxClusters: 10, MaxNodes: 1000}, "")
 	require.NoError(t, err)
 	if q == nil {
 		mq := memqueue.New(memqueue.Options{})
