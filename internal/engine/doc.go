@@ -39,15 +39,52 @@
 //	RUNNING --(failure, attempts left)--> READY (attempt n+1, after a backoff)
 //	RUNNING --(failure, none left; or deadline passed and none left)--> FAILED
 //
-// A claim is READY -> RUNNING under the task's version. Success commits, in
-// one transaction, the task's SUCCEEDED and each dependent's count of
-// remaining dependencies, each under its version (invariant 3); a dependent
-// whose count reaches zero becomes READY in that same write and is sent after
-// the commit. Writes per task: the claim, the task's completion and one per
-// dependent (the planner bounds dependents at 32), plus the job's sink
-// counter for tasks nothing depends on. Joins (zero-work tasks) skip the
-// claim. Progress (done/total) is counted in batches per worker receive, as a
-// view only.
+// A claim is READY -> RUNNING under the task's version; the attempt's
+// deadline is a lease (TaskLease) that the worker's heartbeat renews, capped
+// at the action's timeout plus DeadlineGrace, so the janitor notices a dead
+// worker after a lease rather than after a 30-minute timeout.
+//
+// Success commits, in one transaction, the task's SUCCEEDED and one update
+// per dependent (invariant 3). A dependent's count of remaining dependencies
+// is a counter: a dependency that is not the last subtracts one on the
+// condition that at least two remain, so siblings finishing at once do not
+// conflict; the last one (the condition fails for the others, who re-read)
+// makes it READY under its version, in the same transaction, and it is sent
+// after the commit. Two shortcuts keep the queue out of the way:
+//
+//   - a join that becomes ready completes inside the same transaction (it is
+//     bookkeeping, not work), as long as the transaction stays within 100
+//     items;
+//   - a dependent on the same node as the task that just succeeded is claimed
+//     in that transaction instead of being sent (a continuation), and the
+//     worker runs it at once. The worker still holds the message of the
+//     node's queue group, so the node still runs one task at a time; the
+//     transaction checks the job still runs, so a pause or failure meanwhile
+//     sends the task through the queue instead.
+//
+// Writes per work task: its creation, its claim (or the continuation that
+// readied it), its completion, and one subtraction per dependency beyond
+// the first; plus the job's counters. BenchmarkNoopTasks prints the figure.
+// Progress (done/total) is a view: workers count it in memory and write it
+// once per job per ProgressInterval.
+//
+// # Retry
+//
+// Retry continues a FAILED or ABORTED job: its failed tasks (and those that
+// were waiting out a backoff) get fresh attempts, what succeeded stays done,
+// and the job takes its cluster's lock again; a job whose rollback had
+// started continues its rollback; one that was rolled back has nothing to
+// retry.
+//
+// # Janitor
+//
+// RunJanitor (a ticker in the local server, a scheduled Lambda in AWS) fails
+// running attempts past their deadline, re-sends READY tasks that no worker
+// claimed within ResendAfter (their message was lost), moves on jobs whose
+// last step was lost (a FAILING job whose last task ended, a finish cut
+// short), undoes submissions stuck PENDING, and hands clusters whose lease
+// ran out to ExpireLease. Every action is conditional on what it read, so
+// two janitors at once do no harm.
 //
 // # Failure and rollback
 //
