@@ -1,0 +1,146 @@
+package solver
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+var fuzzSeeds = [][]byte{
+	{},
+	{4, 2, 1, 0, 0, 1, 3, 2, 1, 0, 3, 0, 1, 2, 3, 4, 5, 6, 7},
+	{3, 1, 0, 1, 0, 2, 4, 0, 0, 3, 1, 2, 2, 0, 1, 1, 2, 3, 0, 2, 5},
+	{4, 2, 1, 2, 3, 0, 0, 1, 3, 3, 1, 2, 0, 1, 0, 2, 3, 1, 0, 0, 4, 2, 1, 0, 3},
+	{2, 0, 0, 0, 1, 1, 3, 2, 0, 0, 0, 2, 1, 0, 1, 2, 0, 0, 1, 5},
+	{4, 1, 1, 0, 0, 0, 3, 4, 0, 0, 3, 4, 0, 0, 3, 4, 0, 0, 3, 4, 0, 0, 0, 3, 0, 1, 1, 2, 2, 3, 5},
+	{255, 254, 253, 252, 251, 250, 249, 248, 247, 246, 245, 244, 243, 242, 241, 240, 239, 238, 237},
+}
+
+// checkAgainstBrute asserts the solver's answer against the exhaustive one:
+// a layout must be valid, and "no layout" must be true.
+func checkAgainstBrute(t *testing.T, sp clusterSpec, l *Layout, err error, exists bool) {
+	t.Helper()
+	var tooComplex *TooComplexError
+	require.False(t, errors.As(err, &tooComplex), "small instance ran out of budget: %v", err)
+	if err == nil {
+		require.Empty(t, independentCheck(sp, l.Nodes), "invalid layout %+v", l.Groups)
+		require.True(t, exists, "solver found a layout the brute force did not")
+		return
+	}
+	var nl *NoLayoutError
+	var re *RequestError
+	switch {
+	case errors.As(err, &nl):
+		require.NotEmpty(t, nl.Reasons)
+		for _, r := range nl.Reasons {
+			require.NotEmpty(t, r.Message)
+		}
+	case errors.As(err, &re):
+		for _, r := range re.Reasons {
+			require.Contains(t, []string{CodeNoHardwareType, CodeNoImageType}, r.Code, "unexpected request error %v", err)
+		}
+	default:
+		t.Fatalf("unexpected error %v", err)
+	}
+	require.False(t, exists, "solver said %v but a layout exists", err)
+}
+
+func FuzzCreate(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g := &byteGen{b: data}
+		sp := randomInstance(g, 5)
+		n := 1 + g.intn(6)
+		if len(sp.services) == 5 {
+			n = 1 + g.intn(4)
+		}
+		req := CreateRequest{ClusterID: "c", Template: sp.tmpl, Catalog: sp.cat, Size: n}
+		l, err := Create(req)
+		b := newBruteForce(sp)
+		checkAgainstBrute(t, sp, l, err, b.exists(make([]int, len(sp.services)), 0, n))
+		if err == nil {
+			again, err := Create(req)
+			require.NoError(t, err)
+			require.True(t, reflect.DeepEqual(l, again), "same request, different layouts")
+		}
+	})
+}
+
+func FuzzExpand(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g := &byteGen{b: data}
+		sp := randomInstance(g, 4)
+		b := newBruteForce(sp)
+		nodes := randomNodes(g, b, "c", 1+g.intn(4))
+		if len(nodes) == 0 {
+			return
+		}
+		k := 1 + g.intn(3)
+		l, err := Expand(ExpandRequest{Cluster: Cluster{ID: "c", Template: sp.tmpl, Provider: sp.provider, Services: sp.services, Nodes: nodes}, Catalog: sp.cat, Count: k})
+		checkAgainstBrute(t, sp, l, err, b.exists(b.countNodes(nodes), len(nodes), k))
+		if err == nil {
+			require.Equal(t, nodes, l.Nodes[:len(nodes)], "existing nodes changed")
+			require.Len(t, l.NewNodes, k)
+		}
+	})
+}
+
+func FuzzShrink(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g := &byteGen{b: data}
+		sp := randomInstance(g, 5)
+		b := newBruteForce(sp)
+		nodes := randomNodes(g, b, "c", 2+g.intn(6))
+		if len(nodes) < 2 || len(independentCheck(sp, nodes)) > 0 {
+			return
+		}
+		cl := Cluster{ID: "c", Template: sp.tmpl, Provider: sp.provider, Services: sp.services, Nodes: nodes}
+		k := 1 + g.intn(len(nodes)-1)
+		l, err := Shrink(ShrinkRequest{Cluster: cl, Count: k})
+		checkAgainstBrute(t, sp, l, err, b.shrinkExists(nodes, k))
+		if err == nil {
+			require.Len(t, l.RemovedNodes, k)
+		}
+	})
+}
+
+func FuzzAddServices(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g := &byteGen{b: data}
+		sp := randomInstance(g, 5)
+		if len(sp.services) < 2 {
+			return
+		}
+		cut := 1 + g.intn(len(sp.services)-1)
+		old := clusterSpec{tmpl: sp.tmpl, cat: sp.cat, provider: sp.provider, services: sp.services[:cut]}
+		adding := sp.services[cut:]
+		nodes := randomNodes(g, newBruteForce(old), "c", 1+g.intn(5))
+		if len(nodes) == 0 || len(independentCheck(old, nodes)) > 0 {
+			return
+		}
+		cl := Cluster{ID: "c", Template: sp.tmpl, Provider: sp.provider, Services: old.services, Nodes: nodes}
+		l, err := AddServices(AddServicesRequest{Cluster: cl, Catalog: sp.cat, Services: adding})
+		b := newBruteForce(sp)
+		checkAgainstBrute(t, sp, l, err, b.addExists(nodes, adding))
+		if err == nil {
+			require.Len(t, l.Nodes, len(nodes), "no new nodes were allowed")
+			for i := range nodes {
+				require.Equal(t, nodes[i].HardwareType, l.Nodes[i].HardwareType)
+				require.Subset(t, l.Nodes[i].Services, nodes[i].Services)
+			}
+		}
+	})
+}
