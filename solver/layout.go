@@ -72,8 +72,8 @@ func newNodes(clusterID, provider string, cat Catalog, groups []Group, first int
 		total += g.Count
 	}
 	nodes := make([]domain.Node, 0, total)
+	ids := nodeIDStrings(clusterID, first, total)
 	num := first
-	prefix := clusterID + "-"
 	for _, g := range groups {
 		var flavor, image, user string
 		if h := cat.HardwareTypes[g.HardwareType]; h != nil {
@@ -90,7 +90,7 @@ func newNodes(clusterID, provider string, cat Catalog, groups []Group, first int
 			svcs := backing[i*k : (i+1)*k : (i+1)*k]
 			copy(svcs, g.Services)
 			nodes = append(nodes, domain.Node{
-				ID:        prefix + strconv.Itoa(num),
+				ID:        ids[num-first],
 				ClusterID: clusterID,
 				Num:       num,
 				NodeLayout: domain.NodeLayout{
@@ -107,6 +107,29 @@ func newNodes(clusterID, provider string, cat Catalog, groups []Group, first int
 		}
 	}
 	return nodes
+}
+
+// nodeIDStrings returns "<clusterID>-<num>" for count nums from first. The
+// ids are cut from one string, so that numbering 10,000 nodes costs two
+// allocations rather than 20,000.
+func nodeIDStrings(clusterID string, first, count int) []string {
+	width := len(clusterID) + 1 + len(strconv.Itoa(first+count))
+	buf := make([]byte, 0, count*width)
+	ends := make([]int, count)
+	for i := 0; i < count; i++ {
+		buf = append(buf, clusterID...)
+		buf = append(buf, '-')
+		buf = strconv.AppendInt(buf, int64(first+i), 10)
+		ends[i] = len(buf)
+	}
+	all := string(buf)
+	ids := make([]string, count)
+	start := 0
+	for i, end := range ends {
+		ids[i] = all[start:end]
+		start = end
+	}
+	return ids
 }
 
 // groupsOfNodes counts the layouts of nodes.
