@@ -24,7 +24,7 @@ func AddServices(req AddServicesRequest) (*Layout, error) {
 		return nil, requestError(Reason{Code: CodeMissingTemplate, Message: "the cluster's resolved template is required"})
 	}
 	tmpl := cl.Template
-	existing := copyNodes(cl.Nodes)
+	existing := copyNodes(cl.Nodes, 0)
 	current := uniqueSorted(cl.Services)
 	adding := uniqueSorted(req.Services)
 	var rs []Reason
@@ -55,9 +55,9 @@ func AddServices(req AddServicesRequest) (*Layout, error) {
 	all := uniqueSorted(append(append([]string(nil), current...), adding...))
 	rs = checkServices(tmpl, req.Catalog, all)
 	var usedHW, usedImg []string
-	for i := range existing {
-		usedHW = append(usedHW, existing[i].HardwareType)
-		usedImg = append(usedImg, existing[i].ImageType)
+	for _, l := range classify(existing).layouts {
+		usedHW = append(usedHW, l.HardwareType)
+		usedImg = append(usedImg, l.ImageType)
 	}
 	hw, r1 := resolveTypes(hardwareKind(req.Catalog, cl.Provider), tmpl, cl.Provider, tmpl.Compatibility.HardwareTypes, "", tmpl.Defaults.HardwareType, uniqueSorted(usedHW))
 	img, r2 := resolveTypes(imageKind(req.Catalog, cl.Provider), tmpl, cl.Provider, tmpl.Compatibility.ImageTypes, "", tmpl.Defaults.ImageType, uniqueSorted(usedImg))
@@ -125,17 +125,12 @@ func (a *adder) involvesNew(services []string) bool {
 }
 
 func (a *adder) groupTypes() {
-	pos := map[string]int{}
-	for i := range a.existing {
-		l := &a.existing[i].NodeLayout
-		k := layoutKey(l)
-		t, ok := pos[k]
-		if !ok {
-			t = len(a.types)
-			pos[k] = t
-			a.types = append(a.types, nodeType{layout: cloneLayout(*l), services: stringSet(l.Services),
-				hw: a.e.hw.index[l.HardwareType], img: a.e.img.index[l.ImageType]})
-		}
+	c := classify(a.existing)
+	for _, l := range c.layouts {
+		a.types = append(a.types, nodeType{layout: cloneLayout(l), services: stringSet(l.Services),
+			hw: a.e.hw.index[l.HardwareType], img: a.e.img.index[l.ImageType]})
+	}
+	for i, t := range c.of {
 		a.types[t].nodes = append(a.types[t].nodes, i)
 	}
 }
@@ -494,7 +489,7 @@ func (a *adder) apply(p *problem, segs []seg, cat Catalog, cl *Cluster) *Layout 
 	next := make([]int, nt)
 	nodes := a.existing
 	var added []Group
-	changed := map[int][]string{}
+	changed := make([][]string, len(nodes))
 	for _, s := range segs {
 		ty := -1
 		var svcs []string
@@ -511,25 +506,35 @@ func (a *adder) apply(p *problem, segs []seg, cat Catalog, cl *Cluster) *Layout 
 				HardwareType: e.hw.names[s.hw.first()], ImageType: e.img.names[s.img.first()], Services: services}})
 			continue
 		}
-		extra := append(append(svcs, a.types[ty].forced...), a.freeNew...)
+		extra := uniqueSorted(append(append(svcs, a.types[ty].forced...), a.freeNew...))
+		if len(extra) == 0 {
+			next[ty] += s.n
+			continue
+		}
+		// The run's nodes all had one layout and all gain extra: merge once,
+		// then give each node its own clipped part of one backing array.
+		merged := uniqueSorted(append(append([]string(nil), a.types[ty].layout.Services...), extra...))
+		k, x := len(merged), len(extra)
+		backing := make([]string, k*s.n)
+		addedBacking := make([]string, x*s.n)
 		for i := 0; i < s.n; i++ {
 			ni := a.types[ty].nodes[next[ty]]
 			next[ty]++
-			if len(extra) == 0 {
-				continue
-			}
-			nodes[ni].Services = uniqueSorted(append(nodes[ni].Services, extra...))
-			changed[ni] = uniqueSorted(extra)
+			svcs := backing[i*k : (i+1)*k : (i+1)*k]
+			copy(svcs, merged)
+			nodes[ni].Services = svcs
+			add := addedBacking[i*x : (i+1)*x : (i+1)*x]
+			copy(add, extra)
+			changed[ni] = add
 		}
 	}
 	var changes []NodeChange
 	for i := range nodes {
-		if add, ok := changed[i]; ok {
+		if add := changed[i]; add != nil {
 			changes = append(changes, NodeChange{ID: nodes[i].ID, Added: add})
 		}
 	}
 	first := nodes[len(nodes)-1].Num + 1
-	fresh := newNodes(cl.ID, cl.Provider, cat, mergeGroups(added), first)
-	all := append(nodes, fresh...)
+	all, fresh := appendNewNodes(nodes, cl.ID, cl.Provider, cat, mergeGroups(added), first)
 	return &Layout{Groups: groupsOfNodes(all), Nodes: all, NewNodes: nodeIDs(fresh), Changed: changes}
 }

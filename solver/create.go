@@ -13,7 +13,7 @@ func Create(req CreateRequest) (*Layout, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodes := newNodes(req.ClusterID, plan.provider, req.Catalog, plan.groups, FirstNodeNum)
+	nodes, _ := appendNewNodes(nil, req.ClusterID, plan.provider, req.Catalog, plan.groups, FirstNodeNum)
 	return &Layout{Groups: plan.groups, Nodes: nodes, NewNodes: nodeIDs(nodes)}, nil
 }
 

@@ -18,7 +18,7 @@ func Expand(req ExpandRequest) (*Layout, error) {
 		return nil, requestError(Reason{Code: CodeMissingTemplate, Message: "the cluster's resolved template is required"})
 	}
 	tmpl := cl.Template
-	existing := copyNodes(cl.Nodes)
+	existing := copyNodes(cl.Nodes, req.Count)
 	services := uniqueSorted(cl.Services)
 	k := req.Count
 	var rs []Reason
@@ -133,8 +133,7 @@ func Expand(req ExpandRequest) (*Layout, error) {
 	if len(existing) > 0 {
 		first = existing[len(existing)-1].Num + 1
 	}
-	fresh := newNodes(cl.ID, cl.Provider, req.Catalog, added, first)
-	all := append(existing, fresh...)
+	all, fresh := appendNewNodes(existing, cl.ID, cl.Provider, req.Catalog, added, first)
 	return &Layout{Groups: groupsOfNodes(all), Nodes: all, NewNodes: nodeIDs(fresh)}, nil
 }
 
@@ -210,38 +209,38 @@ func cloneLayout(l domain.NodeLayout) domain.NodeLayout {
 	return l
 }
 
-func serviceCounts(nodes []domain.Node) map[string]int {
-	counts := map[string]int{}
-	for i := range nodes {
-		for _, s := range nodes[i].Services {
-			counts[s]++
-		}
-	}
-	return counts
-}
-
-// checkNodes reports duplicate node ids and nodes running services the
-// cluster does not list.
+// checkNodes reports duplicate node ids and numbers and nodes running
+// services the cluster does not list. nodes are sorted by Num (copyNodes),
+// so a repeated number is next to its twin.
 func checkNodes(nodes []domain.Node, services []string) []Reason {
 	var rs []Reason
 	on := stringSet(services)
-	ids := map[string]bool{}
-	nums := map[int]bool{}
+	ids := make(map[string]bool, len(nodes))
 	for i := range nodes {
 		n := &nodes[i]
 		if ids[n.ID] {
 			rs = append(rs, Reason{Code: CodeDuplicateNode, Nodes: []string{n.ID}, Message: fmt.Sprintf("node id %q appears twice", n.ID)})
 		}
-		if nums[n.Num] {
+		if i > 0 && nodes[i-1].Num == n.Num {
 			rs = append(rs, Reason{Code: CodeNodeNumbers, Nodes: []string{n.ID}, Message: fmt.Sprintf("node number %d appears twice", n.Num)})
 		}
-		ids[n.ID], nums[n.Num] = true, true
-		for _, s := range n.Services {
+		ids[n.ID] = true
+	}
+	c := classify(nodes)
+	bad := make([][]string, len(c.layouts))
+	for ci, l := range c.layouts {
+		for _, s := range l.Services {
 			if !on[s] {
-				rs = append(rs, Reason{Code: CodeNodeService, Services: []string{s}, Nodes: []string{n.ID},
-					Message: fmt.Sprintf("node %s runs %s, which is not one of the cluster's services", n.ID, s)})
+				bad[ci] = append(bad[ci], s)
 			}
 		}
 	}
-	return rs
+	v := newViolations()
+	for i := range nodes {
+		for _, s := range bad[c.of[i]] {
+			v.add(s, nodes[i].ID, Reason{Code: CodeNodeService, Services: []string{s},
+				Message: fmt.Sprintf("%s is not one of the cluster's services", s)})
+		}
+	}
+	return append(rs, v.done()...)
 }

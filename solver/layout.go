@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,14 +65,16 @@ func (e *env) groupsOf(p *problem, segs []seg) []Group {
 	return mergeGroups(gs)
 }
 
-// newNodes creates the nodes of groups, numbered from first on, with ids
-// "<clusterID>-<num>" so that the same request always names them the same.
-func newNodes(clusterID, provider string, cat Catalog, groups []Group, first int) []domain.Node {
+// appendNewNodes appends the nodes of groups to nodes, numbered from first
+// on, with ids "<clusterID>-<num>" so that the same request always names them
+// the same. It returns the longer slice and the new part of it.
+func appendNewNodes(nodes []domain.Node, clusterID, provider string, cat Catalog, groups []Group, first int) (all, fresh []domain.Node) {
 	total := 0
 	for _, g := range groups {
 		total += g.Count
 	}
-	nodes := make([]domain.Node, 0, total)
+	start := len(nodes)
+	nodes = slices.Grow(nodes, total)
 	ids := nodeIDStrings(clusterID, first, total)
 	num := first
 	for _, g := range groups {
@@ -106,7 +109,7 @@ func newNodes(clusterID, provider string, cat Catalog, groups []Group, first int
 			num++
 		}
 	}
-	return nodes
+	return nodes, nodes[start:]
 }
 
 // nodeIDStrings returns "<clusterID>-<num>" for count nums from first. The
@@ -132,18 +135,77 @@ func nodeIDStrings(clusterID string, first, count int) []string {
 	return ids
 }
 
-// groupsOfNodes counts the layouts of nodes.
-func groupsOfNodes(nodes []domain.Node) []Group {
-	gs := make([]Group, 0, 8)
+// nodeClasses groups nodes by layout, so that the work per layout is done
+// once rather than once per node: layouts[c] is a distinct layout, of[i]
+// the class of node i and count[c] how many nodes have layout c.
+type nodeClasses struct {
+	layouts []domain.NodeLayout
+	of      []int
+	count   []int
+}
+
+// classify finds the classes of nodes. Neighbours usually share a layout
+// (nodes are numbered group by group), so a node is compared with the one
+// before it and hashed only when it differs.
+func classify(nodes []domain.Node) *nodeClasses {
+	c := &nodeClasses{of: make([]int, len(nodes))}
+	byKey := map[string]int{}
 	for i := range nodes {
-		gs = append(gs, Group{NodeLayout: nodes[i].NodeLayout, Count: 1})
+		l := &nodes[i].NodeLayout
+		if i > 0 && sameLayout(l, &nodes[i-1].NodeLayout) {
+			c.of[i] = c.of[i-1]
+			c.count[c.of[i]]++
+			continue
+		}
+		k := layoutKey(l)
+		ci, ok := byKey[k]
+		if !ok {
+			ci = len(c.layouts)
+			byKey[k] = ci
+			c.layouts = append(c.layouts, *l)
+			c.count = append(c.count, 0)
+		}
+		c.of[i] = ci
+		c.count[ci]++
 	}
-	gs = mergeGroups(gs)
-	for i := range gs {
-		gs[i].Services = append([]string(nil), gs[i].Services...)
+	return c
+}
+
+func sameLayout(a, b *domain.NodeLayout) bool {
+	if a.HardwareType != b.HardwareType || a.ImageType != b.ImageType || len(a.Services) != len(b.Services) {
+		return false
+	}
+	for i := range a.Services {
+		if a.Services[i] != b.Services[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// groups returns the classes as groups in canonical order.
+func (c *nodeClasses) groups() []Group {
+	gs := make([]Group, len(c.layouts))
+	for i, l := range c.layouts {
+		gs[i] = Group{NodeLayout: cloneLayout(l), Count: c.count[i]}
 	}
 	sortGroups(gs)
 	return gs
+}
+
+// groupsOfNodes counts the layouts of nodes.
+func groupsOfNodes(nodes []domain.Node) []Group { return classify(nodes).groups() }
+
+// serviceCounts says how many nodes run each service.
+func serviceCounts(nodes []domain.Node) map[string]int {
+	c := classify(nodes)
+	counts := map[string]int{}
+	for ci, l := range c.layouts {
+		for _, s := range l.Services {
+			counts[s] += c.count[ci]
+		}
+	}
+	return counts
 }
 
 func nodeIDs(nodes []domain.Node) []string {
@@ -154,14 +216,38 @@ func nodeIDs(nodes []domain.Node) []string {
 	return out
 }
 
-// copyNodes returns a copy of nodes sorted by Num whose service slices are
-// the callers' no longer.
-func copyNodes(nodes []domain.Node) []domain.Node {
-	out := make([]domain.Node, len(nodes))
+// copyNodes returns a copy of nodes sorted by Num whose service lists are
+// sorted, without repeats, and the caller's no longer. Every node gets its
+// own part of one backing array, clipped so that an append on one node can
+// never show on another. The copy has room for spare more nodes.
+func copyNodes(nodes []domain.Node, spare int) []domain.Node {
+	out := make([]domain.Node, len(nodes), len(nodes)+min(max(spare, 0), domain.MaxClusterSize))
 	copy(out, nodes)
+	total := 0
 	for i := range out {
-		out[i].Services = uniqueSorted(out[i].Services)
+		total += len(out[i].Services)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Num < out[j].Num })
+	backing := make([]string, 0, total)
+	for i := range out {
+		svcs := out[i].Services
+		if !sortedUnique(svcs) {
+			svcs = uniqueSorted(svcs)
+		}
+		start := len(backing)
+		backing = append(backing, svcs...)
+		out[i].Services = backing[start:len(backing):len(backing)]
+	}
+	if !sort.SliceIsSorted(out, func(i, j int) bool { return out[i].Num < out[j].Num }) {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Num < out[j].Num })
+	}
 	return out
+}
+
+func sortedUnique(xs []string) bool {
+	for i := 1; i < len(xs); i++ {
+		if xs[i-1] >= xs[i] {
+			return false
+		}
+	}
+	return true
 }

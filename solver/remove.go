@@ -8,7 +8,7 @@ import "fmt"
 // services; shrink the cluster to delete them.
 func RemoveServices(req RemoveServicesRequest) (*Layout, error) {
 	cl := &req.Cluster
-	existing := copyNodes(cl.Nodes)
+	existing := copyNodes(cl.Nodes, 0)
 	current := uniqueSorted(cl.Services)
 	removing := uniqueSorted(req.Services)
 	var rs []Reason

@@ -18,13 +18,13 @@ func Shrink(req ShrinkRequest) (*Layout, error) {
 		return nil, requestError(Reason{Code: CodeMissingTemplate, Message: "the cluster's resolved template is required"})
 	}
 	tmpl := cl.Template
-	existing := copyNodes(cl.Nodes)
+	existing := copyNodes(cl.Nodes, 0)
 	n := len(existing)
-	var services []string
-	for i := range existing {
-		services = append(services, existing[i].Services...)
+	services := cl.Services
+	for _, l := range classify(existing).layouts {
+		services = append(services[:len(services):len(services)], l.Services...)
 	}
-	services = uniqueSorted(append(services, cl.Services...))
+	services = uniqueSorted(services)
 	rs := checkNodes(existing, services)
 	k := req.Count
 	byID := map[string]int{}
@@ -101,7 +101,8 @@ func shrunk(existing []domain.Node, victims []int) *Layout {
 	for _, i := range victims {
 		gone[i] = true
 	}
-	var keep, removed []domain.Node
+	keep := make([]domain.Node, 0, len(existing)-len(gone))
+	removed := make([]domain.Node, 0, len(gone))
 	for i := range existing {
 		if gone[i] {
 			removed = append(removed, existing[i])
@@ -136,18 +137,6 @@ func namedShrinkReasons(tmpl *domain.ClusterTemplate, existing []domain.Node, na
 func shrinkCapacityReasons(tmpl *domain.ClusterTemplate, existing []domain.Node, services []string, counts map[string]int, k int) []Reason {
 	var pinned []string
 	var paths []string
-	free := 0
-	for i := range existing {
-		pins := false
-		for _, s := range existing[i].Services {
-			if lo, _ := serviceBounds(tmpl, s); counts[s] <= lo {
-				pins = true
-			}
-		}
-		if !pins {
-			free++
-		}
-	}
 	for _, s := range services {
 		if lo, _ := serviceBounds(tmpl, s); counts[s]-lo < k {
 			pinned = append(pinned, fmt.Sprintf("%s (on %d, minimum %d)", s, counts[s], lo))
@@ -168,22 +157,28 @@ func chooseVictims(existing []domain.Node, services []string, slack []int, k int
 	for i, s := range services {
 		idx[s] = i
 	}
-	typeOf := make([]int, len(existing))
+	// Types are service sets: hardware and image do not matter here.
+	classes := classify(existing)
+	typeOfClass := make([]int, len(classes.layouts))
 	var typeSvcs [][]int
 	keys := map[string]int{}
-	for i := range existing {
-		key := strings.Join(existing[i].Services, "\x00")
+	for ci, l := range classes.layouts {
+		key := strings.Join(l.Services, "\x00")
 		t, ok := keys[key]
 		if !ok {
 			t = len(typeSvcs)
 			keys[key] = t
 			var ss []int
-			for _, s := range existing[i].Services {
+			for _, s := range l.Services {
 				ss = append(ss, idx[s])
 			}
 			typeSvcs = append(typeSvcs, ss)
 		}
-		typeOf[i] = t
+		typeOfClass[ci] = t
+	}
+	typeOf := make([]int, len(existing))
+	for i, ci := range classes.of {
+		typeOf[i] = typeOfClass[ci]
 	}
 	avail := make([]int, len(typeSvcs))
 	for _, t := range typeOf {

@@ -21,7 +21,7 @@ func CheckSync(req SyncRequest) error {
 		return requestError(Reason{Code: CodeMissingTemplate, Message: "the template version to sync to is required"})
 	}
 	cl := &req.Cluster
-	nodes := copyNodes(cl.Nodes)
+	nodes := copyNodes(cl.Nodes, 0)
 	services := uniqueSorted(cl.Services)
 	rs := checkNodes(nodes, services)
 	if len(rs) > 0 {
@@ -61,6 +61,8 @@ type violations struct {
 	reasons []Reason
 }
 
+func newViolations() *violations { return &violations{byKey: map[string]int{}} }
+
 func (v *violations) add(key, node string, r Reason) {
 	if i, ok := v.byKey[key]; ok {
 		v.reasons[i].Nodes = append(v.reasons[i].Nodes, node)
@@ -71,71 +73,95 @@ func (v *violations) add(key, node string, r Reason) {
 	v.reasons = append(v.reasons, r)
 }
 
+// done returns the reasons, each message led by the nodes that break it.
+func (v *violations) done() []Reason {
+	for i := range v.reasons {
+		r := &v.reasons[i]
+		r.Message = fmt.Sprintf("%s %s: %s", plural("node", len(r.Nodes)), joinAnd(r.Nodes), r.Message)
+	}
+	return v.reasons
+}
+
+// keyedReason is a rule one layout breaks; key tells rules apart.
+type keyedReason struct {
+	key    string
+	reason Reason
+}
+
 // nodeReasons checks each node on its own: its types are usable (when hw and
 // img are given), allowed for its services, and it holds every mustCoexist
-// group wholly or not at all and no cantCoexist group wholly. Nodes breaking
-// the same rule share one reason.
+// group wholly or not at all and no cantCoexist group wholly. The checks run
+// once per distinct layout; nodes breaking the same rule share one reason.
 func nodeReasons(tmpl *domain.ClusterTemplate, provider string, services []string, nodes []domain.Node, hw, img *typeSet) []Reason {
-	var rs []Reason
-	v := &violations{byKey: map[string]int{}}
 	on := stringSet(services)
+	c := classify(nodes)
+	broken := make([][]keyedReason, len(c.layouts))
+	for ci := range c.layouts {
+		broken[ci] = layoutReasons(tmpl, provider, on, &c.layouts[ci], hw, img)
+	}
+	v := newViolations()
 	for i := range nodes {
-		n := &nodes[i]
-		if len(n.Services) == 0 {
-			continue
-		}
-		if hw != nil && !hasKey(hw.index, n.HardwareType) {
-			v.add("hw:"+n.HardwareType, n.ID, Reason{Code: CodeHardwareUnavailable, Constraints: []string{"compatibility.hardwareTypes"},
-				Message: fmt.Sprintf("hardware type %q is not one template %q allows on provider %q", n.HardwareType, tmpl.Name, provider)})
-		}
-		if img != nil && !hasKey(img.index, n.ImageType) {
-			v.add("img:"+n.ImageType, n.ID, Reason{Code: CodeImageUnavailable, Constraints: []string{"compatibility.imageTypes"},
-				Message: fmt.Sprintf("image type %q is not one template %q allows on provider %q", n.ImageType, tmpl.Name, provider)})
-		}
-		for _, s := range n.Services {
-			sc := tmpl.Constraints.Services[s]
-			if len(sc.HardwareTypes) > 0 && !contains(sc.HardwareTypes, n.HardwareType) {
-				v.add("shw:"+s+":"+n.HardwareType, n.ID, Reason{Code: CodeServiceHardware, Services: []string{s}, Constraints: []string{"constraints.services." + s + ".hardwareTypes"},
-					Message: fmt.Sprintf("%s may not run on hardware type %s", s, n.HardwareType)})
-			}
-			if len(sc.ImageTypes) > 0 && !contains(sc.ImageTypes, n.ImageType) {
-				v.add("simg:"+s+":"+n.ImageType, n.ID, Reason{Code: CodeServiceImage, Services: []string{s}, Constraints: []string{"constraints.services." + s + ".imageTypes"},
-					Message: fmt.Sprintf("%s may not run on image type %s", s, n.ImageType)})
-			}
-		}
-		has := stringSet(n.Services)
-		for gi, g := range tmpl.Constraints.Layout.MustCoexist {
-			var present, missing []string
-			for _, s := range uniqueSorted(g) {
-				switch {
-				case !on[s]:
-				case has[s]:
-					present = append(present, s)
-				default:
-					missing = append(missing, s)
-				}
-			}
-			if len(present) > 0 && len(missing) > 0 {
-				v.add(fmt.Sprintf("must:%d:%v", gi, present), n.ID, Reason{Code: CodeMustCoexistBroken, Services: append(present, missing...), Constraints: mustPaths([]int{gi}),
-					Message: fmt.Sprintf("%s must coexist with %s", joinAnd(present), joinAnd(missing))})
-			}
-		}
-		for gi, g := range tmpl.Constraints.Layout.CantCoexist {
-			all := len(g) >= 2
-			for _, s := range g {
-				all = all && has[s]
-			}
-			if all {
-				v.add(fmt.Sprintf("cant:%d", gi), n.ID, Reason{Code: CodeCantCoexistBroken, Services: sortedCopy(g), Constraints: cantPaths([]int{gi}),
-					Message: fmt.Sprintf("%s may not all be on one node", joinAnd(sortedCopy(g)))})
-			}
+		for _, kr := range broken[c.of[i]] {
+			v.add(kr.key, nodes[i].ID, kr.reason)
 		}
 	}
-	for _, r := range v.reasons {
-		r.Message = fmt.Sprintf("%s %s: %s", plural("node", len(r.Nodes)), joinAnd(r.Nodes), r.Message)
-		rs = append(rs, r)
+	return v.done()
+}
+
+// layoutReasons lists the rules one node layout breaks.
+func layoutReasons(tmpl *domain.ClusterTemplate, provider string, on map[string]bool, l *domain.NodeLayout, hw, img *typeSet) []keyedReason {
+	if len(l.Services) == 0 {
+		return nil
 	}
-	return rs
+	var out []keyedReason
+	add := func(key string, r Reason) { out = append(out, keyedReason{key: key, reason: r}) }
+	if hw != nil && !hasKey(hw.index, l.HardwareType) {
+		add("hw:"+l.HardwareType, Reason{Code: CodeHardwareUnavailable, Constraints: []string{"compatibility.hardwareTypes"},
+			Message: fmt.Sprintf("hardware type %q is not one template %q allows on provider %q", l.HardwareType, tmpl.Name, provider)})
+	}
+	if img != nil && !hasKey(img.index, l.ImageType) {
+		add("img:"+l.ImageType, Reason{Code: CodeImageUnavailable, Constraints: []string{"compatibility.imageTypes"},
+			Message: fmt.Sprintf("image type %q is not one template %q allows on provider %q", l.ImageType, tmpl.Name, provider)})
+	}
+	for _, s := range l.Services {
+		sc := tmpl.Constraints.Services[s]
+		if len(sc.HardwareTypes) > 0 && !contains(sc.HardwareTypes, l.HardwareType) {
+			add("shw:"+s+":"+l.HardwareType, Reason{Code: CodeServiceHardware, Services: []string{s}, Constraints: []string{"constraints.services." + s + ".hardwareTypes"},
+				Message: fmt.Sprintf("%s may not run on hardware type %s", s, l.HardwareType)})
+		}
+		if len(sc.ImageTypes) > 0 && !contains(sc.ImageTypes, l.ImageType) {
+			add("simg:"+s+":"+l.ImageType, Reason{Code: CodeServiceImage, Services: []string{s}, Constraints: []string{"constraints.services." + s + ".imageTypes"},
+				Message: fmt.Sprintf("%s may not run on image type %s", s, l.ImageType)})
+		}
+	}
+	has := stringSet(l.Services)
+	for gi, g := range tmpl.Constraints.Layout.MustCoexist {
+		var present, missing []string
+		for _, s := range uniqueSorted(g) {
+			switch {
+			case !on[s]:
+			case has[s]:
+				present = append(present, s)
+			default:
+				missing = append(missing, s)
+			}
+		}
+		if len(present) > 0 && len(missing) > 0 {
+			add(fmt.Sprintf("must:%d:%v", gi, present), Reason{Code: CodeMustCoexistBroken, Services: append(present, missing...), Constraints: mustPaths([]int{gi}),
+				Message: fmt.Sprintf("%s must coexist with %s", joinAnd(present), joinAnd(missing))})
+		}
+	}
+	for gi, g := range tmpl.Constraints.Layout.CantCoexist {
+		all := len(g) >= 2
+		for _, s := range g {
+			all = all && has[s]
+		}
+		if all {
+			add(fmt.Sprintf("cant:%d", gi), Reason{Code: CodeCantCoexistBroken, Services: sortedCopy(g), Constraints: cantPaths([]int{gi}),
+				Message: fmt.Sprintf("%s may not all be on one node", joinAnd(sortedCopy(g)))})
+		}
+	}
+	return out
 }
 
 func hasKey(m map[string]int, k string) bool {
