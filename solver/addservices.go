@@ -14,10 +14,18 @@ import (
 // uses as few of them as possible.
 //
 // A new service tied by mustCoexist to services already on the cluster goes
-// exactly on the nodes that run them; a new service with no constraints goes
-// on every node. The others are solved as a layout problem where every
-// existing node layout is a fixed block of rows: preference as for a create
-// (see the package documentation), oldest nodes first within a layout.
+// exactly on the nodes that run them, and, when those are fewer than its
+// minimum and new nodes are allowed, onto new nodes together with them; a
+// new service with no constraints goes on every node. The others are solved
+// as a layout problem where every existing node layout is a fixed block of
+// rows: preference as for a create (see the package documentation), oldest
+// nodes first within a layout. New nodes run new services, the services
+// that run everywhere, and old services only as such companions.
+//
+// The cluster must satisfy the template as it is: adding services moves
+// nothing and changes no old service's node count, so a broken node, an old
+// service outside its quantities or a size out of range is reported rather
+// than carried into the new layout.
 func AddServices(req AddServicesRequest) (*Layout, error) {
 	cl := &req.Cluster
 	if cl.Template == nil {
@@ -73,10 +81,16 @@ func AddServices(req AddServicesRequest) (*Layout, error) {
 	if hw.ncand == 0 || img.ncand == 0 {
 		maxNew = 0
 	}
+	if _, sizeHi := sizeBounds(tmpl); n+maxNew > sizeHi {
+		maxNew = max(sizeHi-n, 0)
+	}
 	e := newEnv(tmpl, all, hw, img)
 	a := &adder{e: e, existing: existing, isNew: stringSet(adding), maxNew: maxNew}
+	a.reasons = append(a.reasons, existingReasons(tmpl, cl.Provider, current, existing)...)
+	// A unit that can be on no node matters when it holds a new service: a
+	// new service can tie old ones that must stay apart into one unit.
 	for _, r := range e.reasons {
-		if a.involvesNew(r.Services) {
+		if a.involvesNew(r.Services) || a.tiedToNew(r.Services) {
 			a.reasons = append(a.reasons, r)
 		}
 	}
@@ -100,7 +114,17 @@ type adder struct {
 	// freeNew are new services with no constraints: on every node.
 	freeNew  []string
 	decision []int // env units of new services the solver places
-	reasons  []Reason
+	// extensions are units tying new services to old ones that need more
+	// nodes than run the old ones: the rest go on new nodes, old services
+	// along with the new.
+	extensions []extension
+	reasons    []Reason
+}
+
+// extension is how many new nodes a unit of old and new services still
+// needs (lo) and may still take (hi) beyond the existing nodes it is on.
+type extension struct {
+	unit, lo, hi, on int
 }
 
 // nodeType is one existing node layout and the nodes that have it.
@@ -119,6 +143,22 @@ func (a *adder) involvesNew(services []string) bool {
 	for _, s := range services {
 		if a.isNew[s] {
 			return true
+		}
+	}
+	return false
+}
+
+// tiedToNew says whether some of services share a unit with a new service.
+func (a *adder) tiedToNew(services []string) bool {
+	for _, s := range services {
+		u, ok := a.e.unitOf[s]
+		if !ok {
+			continue
+		}
+		for _, t := range a.e.units[u].services {
+			if a.isNew[t] {
+				return true
+			}
 		}
 	}
 	return false
@@ -207,6 +247,12 @@ func (a *adder) force() {
 			}
 			ty.forced = append(ty.forced, nw...)
 			count += len(ty.nodes)
+		}
+		if count < u.lo && count <= u.hi && a.maxNew > 0 {
+			// Old services run on every node of their layouts already, so
+			// the unit can only grow onto new nodes.
+			a.extensions = append(a.extensions, extension{unit: ui, lo: u.lo - count, hi: u.hi - count, on: count})
+			continue
 		}
 		for _, s := range nw {
 			lo, hi := serviceBounds(e.tmpl, s)
@@ -323,11 +369,35 @@ func (a *adder) problem(b *budget) (*problem, []int, []int) {
 		units = append(units, pu)
 		lo, hi = append(lo, u.lo), append(hi, u.hi)
 	}
+	// An extension goes on new rows only: its hardware and image bits are
+	// candidates, never an existing layout's private type.
+	extP := map[int]int{}
+	for _, x := range a.extensions {
+		u := &e.units[x.unit]
+		pu := e.punit(x.unit, x.lo, x.hi)
+		h, im := newBitset(nh+nt), newBitset(ni+nt)
+		for i := 0; i < nh; i++ {
+			if u.hw.has(i) {
+				h.add(i)
+			}
+		}
+		for i := 0; i < ni; i++ {
+			if u.img.has(i) {
+				im.add(i)
+			}
+		}
+		pu.hw, pu.img = h, im
+		pu.label = u.label() + " on new nodes"
+		extP[x.unit] = len(units)
+		units = append(units, pu)
+		lo, hi = append(lo, x.lo), append(hi, x.hi)
+	}
 	var edges []edgeDef
 	for gi, g := range e.tmpl.Constraints.Layout.CantCoexist {
 		applies := len(g) >= 2
-		var d []int
+		var d, onNew []int
 		var rest []string
+		allExtend := true
 		for _, s := range g {
 			applies = applies && e.on[s]
 			if pu, ok := toP[e.unitOf[s]]; ok {
@@ -336,9 +406,26 @@ func (a *adder) problem(b *budget) (*problem, []int, []int) {
 				}
 			} else {
 				rest = append(rest, s)
+				if pu, ok := extP[e.unitOf[s]]; ok {
+					if !containsInt(onNew, pu) {
+						onNew = append(onNew, pu)
+					}
+				} else {
+					allExtend = false
+				}
 			}
 		}
-		if !applies || len(d) == 0 || (len(rest) == 0 && len(d) == 1) {
+		if !applies {
+			continue
+		}
+		// On new rows the services outside decision units can only be
+		// extensions' (free services are in no group).
+		if len(rest) > 0 && allExtend && len(d)+len(onNew) >= 2 {
+			us := append(append([]int(nil), d...), onNew...)
+			sort.Ints(us)
+			edges = append(edges, edgeDef{units: us, groups: []int{gi}})
+		}
+		if len(d) == 0 || (len(rest) == 0 && len(d) == 1) {
 			continue
 		}
 		sort.Ints(d)
@@ -452,7 +539,27 @@ func (a *adder) solve(b *budget, cat Catalog, cl *Cluster) (*Layout, error) {
 func (a *adder) roomReasons(p *problem, lo []int) []Reason {
 	var rs []Reason
 	nt := len(a.types)
-	for u := nt; u < len(p.units); u++ {
+	firstExt := nt + len(a.decision)
+	for i, x := range a.extensions {
+		u := firstExt + i
+		if lo[u] <= a.maxNew {
+			continue
+		}
+		var old, nw []string
+		for _, s := range a.e.units[x.unit].services {
+			if a.isNew[s] {
+				nw = append(nw, s)
+			} else {
+				old = append(old, s)
+			}
+		}
+		pu := &p.units[u]
+		rs = append(rs, Reason{Code: CodeNoRoom, Services: pu.services, Constraints: append(mustPaths(a.e.units[x.unit].must), quantityPath(pu.loFrom, "min")...),
+			Message: fmt.Sprintf("%s must coexist with %s, which %s on %s, and needs at least %d, so %d more %s must run %s, but at most %d new %s allowed",
+				joinAnd(nw), joinAnd(old), map[bool]string{true: "runs", false: "run"}[len(old) == 1], nodesPhrase(x.on), x.on+x.lo,
+				x.lo, plural("node", x.lo), joinAnd(a.e.units[x.unit].services), a.maxNew, map[bool]string{true: "node is", false: "nodes are"}[a.maxNew == 1])})
+	}
+	for u := nt; u < firstExt; u++ {
 		room := a.maxNew
 		var blocked []string
 		var ids []string
@@ -537,4 +644,36 @@ func (a *adder) apply(p *problem, segs []seg, cat Catalog, cl *Cluster) *Layout 
 	first := nodes[len(nodes)-1].Num + 1
 	all, fresh := appendNewNodes(nodes, cl.ID, cl.Provider, cat, mergeGroups(added), first)
 	return &Layout{Groups: groupsOfNodes(all), Nodes: all, NewNodes: nodeIDs(fresh), Changed: changes}
+}
+
+// existingReasons lists what already breaks the template on the cluster as
+// it is: adding services changes no old service's node count and moves
+// nothing, so a broken node layout, an old service outside its quantities
+// or a size below the minimum would stay broken.
+func existingReasons(tmpl *domain.ClusterTemplate, provider string, current []string, existing []domain.Node) []Reason {
+	var rs []Reason
+	for _, r := range nodeReasons(tmpl, provider, current, existing, nil, nil) {
+		r.Message = "the existing nodes already break the template: " + r.Message
+		rs = append(rs, r)
+	}
+	counts := serviceCounts(existing)
+	for _, s := range current {
+		lo, hi := serviceBounds(tmpl, s)
+		switch {
+		case counts[s] < lo:
+			rs = append(rs, Reason{Code: CodeBelowMinimum, Services: []string{s}, Constraints: quantityPath(s, "min"),
+				Message: fmt.Sprintf("%s runs on %s, below its minimum of %d; adding services cannot fix that, expand the cluster first", s, nodesPhrase(counts[s]), lo)})
+		case counts[s] > hi:
+			rs = append(rs, Reason{Code: CodeAboveMaximum, Services: []string{s}, Constraints: quantityPath(s, "max"),
+				Message: fmt.Sprintf("%s runs on %s, above its maximum of %d; adding services cannot fix that, shrink the cluster first", s, nodesPhrase(counts[s]), hi)})
+		}
+	}
+	if lo, hi := sizeBounds(tmpl); len(existing) < lo {
+		rs = append(rs, Reason{Code: CodeBelowMinimum, Constraints: []string{"constraints.size.min"},
+			Message: fmt.Sprintf("template %q needs at least %s but the cluster has %d; expand the cluster first", tmpl.Name, nodesPhrase(lo), len(existing))})
+	} else if len(existing) > hi {
+		rs = append(rs, Reason{Code: CodeAboveMaximum, Constraints: []string{"constraints.size.max"},
+			Message: fmt.Sprintf("template %q allows at most %s but the cluster has %d; shrink the cluster first", tmpl.Name, nodesPhrase(hi), len(existing))})
+	}
+	return rs
 }

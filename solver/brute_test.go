@@ -270,14 +270,19 @@ func (b *bruteForce) shrinkExists(nodes []domain.Node, k int) bool {
 }
 
 // addExists reports whether the services adding can be put on the existing
-// nodes (no new nodes) so that the cluster is valid.
-func (b *bruteForce) addExists(nodes []domain.Node, adding []string) bool {
+// nodes, plus at most maxNew new nodes, so that the cluster is valid.
+func (b *bruteForce) addExists(nodes []domain.Node, adding []string, maxNew int) bool {
 	addMask := b.maskOf(adding)
 	count := b.countNodes(nodes)
 	var dfs func(i int) bool
 	dfs = func(i int) bool {
 		if i == len(nodes) {
-			return b.countsOK(count)
+			for k := 0; k <= maxNew; k++ {
+				if b.exists(count, len(nodes), k) {
+					return true
+				}
+			}
+			return false
 		}
 		base := b.maskOf(nodes[i].Services)
 		// every subset of addMask

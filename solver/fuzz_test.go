@@ -131,14 +131,22 @@ func FuzzAddServices(f *testing.F) {
 		if len(nodes) == 0 || len(independentCheck(old, nodes)) > 0 {
 			return
 		}
+		maxNew := g.intn(3)
 		cl := Cluster{ID: "c", Template: sp.tmpl, Provider: sp.provider, Services: old.services, Nodes: nodes}
-		l, err := AddServices(AddServicesRequest{Cluster: cl, Catalog: sp.cat, Services: adding})
+		l, err := AddServices(AddServicesRequest{Cluster: cl, Catalog: sp.cat, Services: adding, MaxNewNodes: maxNew})
 		b := newBruteForce(sp)
-		checkAgainstBrute(t, sp, l, err, b.addExists(nodes, adding))
+		checkAgainstBrute(t, sp, l, err, b.addExists(nodes, adding, maxNew))
 		if err == nil {
-			require.Len(t, l.Nodes, len(nodes), "no new nodes were allowed")
+			require.LessOrEqual(t, len(l.Nodes), len(nodes)+maxNew)
+			require.Len(t, l.NewNodes, len(l.Nodes)-len(nodes))
+			if len(l.NewNodes) > 0 {
+				// The fewest new nodes: one fewer would not do.
+				require.False(t, b.addExists(nodes, adding, len(l.NewNodes)-1), "used %d new nodes where fewer would do", len(l.NewNodes))
+			}
 			for i := range nodes {
+				require.Equal(t, nodes[i].ID, l.Nodes[i].ID)
 				require.Equal(t, nodes[i].HardwareType, l.Nodes[i].HardwareType)
+				require.Equal(t, nodes[i].ImageType, l.Nodes[i].ImageType)
 				require.Subset(t, l.Nodes[i].Services, nodes[i].Services)
 			}
 		}

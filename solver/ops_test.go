@@ -242,3 +242,74 @@ func TestCheckSync(t *testing.T) {
 		}
 	}
 }
+
+func TestAddServicesTiedToOldServices(t *testing.T) {
+	t.Parallel()
+	node := func(num int, services ...string) domain.Node {
+		return domain.Node{ID: fmt.Sprint("c-", num), Num: num, NodeLayout: domain.NodeLayout{HardwareType: "small", ImageType: "ubuntu", Services: services}}
+	}
+	tests := []struct {
+		name    string
+		cons    map[string]domain.ServiceConstraint
+		must    [][]string
+		cant    [][]string
+		nodes   []domain.Node
+		old     []string
+		adding  []string
+		maxNew  int
+		code    string // of the no-layout reason; "" when a layout exists
+		message string
+		newNode []string // services of every new node
+	}{
+		{
+			// s3 ties s0 and s1 into one unit, which cantCoexist forbids.
+			name: "new service ties old ones that must stay apart",
+			must: [][]string{{"s3", "s0"}, {"s3", "s1"}}, cant: [][]string{{"s0", "s1"}},
+			nodes: []domain.Node{node(1000, "s1"), node(1001, "s0")}, old: []string{"s0", "s1"}, adding: []string{"s3"},
+			code: CodeCoexistConflict, message: "s0, s1 and s3 must coexist on every node, but s0 and s1 may not all be on one node",
+		},
+		{
+			name: "tied service needs more nodes than its companion has",
+			cons: map[string]domain.ServiceConstraint{"s1": {Quantities: domain.Quantity{Min: 2, Max: 3}}},
+			must: [][]string{{"s0", "s1"}}, nodes: []domain.Node{node(1000, "s0", "web"), node(1001, "web")}, old: []string{"s0", "web"}, adding: []string{"s1"},
+			code: CodeQuantityConflict, message: "s1 must coexist with s0, which runs on 1 node, but s1 needs 2 to 3 nodes",
+		},
+		{
+			name: "companions go onto new nodes together",
+			cons: map[string]domain.ServiceConstraint{"s1": {Quantities: domain.Quantity{Min: 3, Max: 3}}},
+			must: [][]string{{"s0", "s1"}}, nodes: []domain.Node{node(1000, "s0", "web"), node(1001, "web")}, old: []string{"s0", "web"}, adding: []string{"s1"}, maxNew: 5,
+			newNode: []string{"s0", "s1", "web"},
+		},
+		{
+			name: "too few new nodes allowed for the companions",
+			cons: map[string]domain.ServiceConstraint{"s1": {Quantities: domain.Quantity{Min: 4}}},
+			must: [][]string{{"s0", "s1"}}, nodes: []domain.Node{node(1000, "s0", "web"), node(1001, "web")}, old: []string{"s0", "web"}, adding: []string{"s1"}, maxNew: 2,
+			code: CodeNoRoom, message: "s1 must coexist with s0, which runs on 1 node, and needs at least 4, so 3 more nodes must run s0 and s1, but at most 2 new nodes are allowed",
+		},
+		{
+			name: "the cluster already breaks the template",
+			cons: map[string]domain.ServiceConstraint{"s0": {Quantities: domain.Quantity{Max: 1}}},
+			nodes: []domain.Node{node(1000, "s0"), node(1001, "s0")}, old: []string{"s0"}, adding: []string{"s1"},
+			code: CodeAboveMaximum, message: "s0 runs on 2 nodes, above its maximum of 1; adding services cannot fix that, shrink the cluster first",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			all := uniqueSorted(append(append([]string(nil), tt.old...), tt.adding...))
+			tmpl, cat := tiny(all, tt.cons, tt.must, tt.cant)
+			cl := Cluster{ID: "c", Template: tmpl, Provider: "aws", Services: tt.old, Nodes: tt.nodes}
+			l, err := AddServices(AddServicesRequest{Cluster: cl, Catalog: cat, Services: tt.adding, MaxNewNodes: tt.maxNew})
+			if tt.code != "" {
+				requireNoLayout(t, err, tt.code, tt.message)
+				return
+			}
+			require.NoError(t, err)
+			requireValid(t, clusterSpec{tmpl: tmpl, cat: cat, provider: "aws", services: all}, l.Nodes)
+			require.NotEmpty(t, l.NewNodes)
+			for _, n := range l.Nodes[len(tt.nodes):] {
+				require.Equal(t, tt.newNode, n.Services)
+			}
+		})
+	}
+}
