@@ -287,8 +287,8 @@ func TestAddServicesTiedToOldServices(t *testing.T) {
 			code: CodeNoRoom, message: "s1 must coexist with s0, which runs on 1 node, and needs at least 4, so 3 more nodes must run s0 and s1, but at most 2 new nodes are allowed",
 		},
 		{
-			name: "the cluster already breaks the template",
-			cons: map[string]domain.ServiceConstraint{"s0": {Quantities: domain.Quantity{Max: 1}}},
+			name:  "the cluster already breaks the template",
+			cons:  map[string]domain.ServiceConstraint{"s0": {Quantities: domain.Quantity{Max: 1}}},
 			nodes: []domain.Node{node(1000, "s0"), node(1001, "s0")}, old: []string{"s0"}, adding: []string{"s1"},
 			code: CodeAboveMaximum, message: "s0 runs on 2 nodes, above its maximum of 1; adding services cannot fix that, shrink the cluster first",
 		},
