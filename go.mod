@@ -14,7 +14,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.73.1
 	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.24
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.10
-	github.com/aws/aws-sdk-go-v2/service/internal/presigned-url v1.14.9
+	github.com/aws/aws-sdk-go-v2/service/internal/presigned-url v1.14.10
 	github.com/aws/aws-sdk-go-v2/service/signin v1.12.2
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.10
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.2
@@ -35,6 +35,8 @@ require (
 )
 
 require (
+	github.com/aws/aws-sdk-go-v2/service/ec2 v1.344.1 // indirect
+	github.com/aws/aws-sdk-go-v2/service/kms v1.62.4 // indirect
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect
 	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
 	github.com/google/uuid v1.6.0 // indirect
