@@ -2,9 +2,12 @@ package solver
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"sort"
 	"testing"
 
+	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/stretchr/testify/require"
 )
 
@@ -111,6 +114,29 @@ func FuzzShrink(f *testing.F) {
 		if err == nil {
 			require.Len(t, l.RemovedNodes, k)
 		}
+
+		// Named nodes go exactly when what remains is valid.
+		var named []string
+		var rest []domain.Node
+		for _, n := range nodes {
+			if g.intn(2) == 0 && len(named) < len(nodes)-1 {
+				named = append(named, n.ID)
+			} else {
+				rest = append(rest, n)
+			}
+		}
+		if len(named) == 0 {
+			return
+		}
+		l, err = Shrink(ShrinkRequest{Cluster: cl, NodeIDs: named})
+		if len(independentCheck(sp, rest)) > 0 {
+			var nl *NoLayoutError
+			require.ErrorAs(t, err, &nl)
+			return
+		}
+		require.NoError(t, err)
+		require.Equal(t, named, l.RemovedNodes)
+		require.Equal(t, rest, l.Nodes)
 	})
 }
 
@@ -149,6 +175,132 @@ func FuzzAddServices(f *testing.F) {
 				require.Equal(t, nodes[i].ImageType, l.Nodes[i].ImageType)
 				require.Subset(t, l.Nodes[i].Services, nodes[i].Services)
 			}
+		}
+	})
+}
+
+// arbitraryNodes builds n nodes that run random non-empty sets of the
+// cluster's services on random catalog types, whatever the template says.
+func arbitraryNodes(g *byteGen, sp clusterSpec, clusterID string, n int) []domain.Node {
+	var hws, imgs []string
+	for h := range sp.cat.HardwareTypes {
+		hws = append(hws, h)
+	}
+	for im := range sp.cat.ImageTypes {
+		imgs = append(imgs, im)
+	}
+	sort.Strings(hws)
+	sort.Strings(imgs)
+	nodes := make([]domain.Node, n)
+	for i := range nodes {
+		num := FirstNodeNum + i
+		nodes[i] = domain.Node{ID: fmt.Sprintf("%s-%d", clusterID, num), ClusterID: clusterID, Num: num, NodeLayout: domain.NodeLayout{
+			HardwareType: hws[g.intn(len(hws))], ImageType: imgs[g.intn(len(imgs))], Services: g.subset(sp.services, true)}}
+	}
+	return nodes
+}
+
+// FuzzCheckSync holds the template sync check to the independent checker:
+// a cluster passes exactly when the checker finds nothing wrong, and every
+// violation comes with a reason.
+func FuzzCheckSync(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g := &byteGen{b: data}
+		sp := randomInstance(g, 5)
+		var nodes []domain.Node
+		if g.intn(2) == 0 {
+			nodes = randomNodes(g, newBruteForce(sp), "c", 1+g.intn(6))
+		} else {
+			nodes = arbitraryNodes(g, sp, "c", 1+g.intn(6))
+		}
+		if len(nodes) == 0 {
+			return
+		}
+		err := CheckSync(SyncRequest{Cluster: Cluster{ID: "c", Template: sp.tmpl, Provider: sp.provider, Services: sp.services, Nodes: nodes}, Template: sp.tmpl, Catalog: sp.cat})
+		broken := independentCheck(sp, nodes)
+		if len(broken) == 0 {
+			require.NoError(t, err)
+			return
+		}
+		var nl *NoLayoutError
+		require.ErrorAs(t, err, &nl, "the checker found %v", broken)
+		for _, r := range nl.Reasons {
+			require.NotEmpty(t, r.Code)
+			require.NotEmpty(t, r.Message)
+		}
+	})
+}
+
+// FuzzRemoveServices gives the services random requirements and provided
+// names, removes a random set, and checks the answer: refused exactly when a
+// remaining service would lose a requirement, and otherwise a layout where
+// the removed services are gone and every other node is as it was.
+func FuzzRemoveServices(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		g := &byteGen{b: data}
+		sp := randomInstance(g, 5)
+		nodes := randomNodes(g, newBruteForce(sp), "c", 1+g.intn(5))
+		if len(nodes) == 0 {
+			return
+		}
+		names := append(append([]string(nil), sp.services...), "x", "y")
+		cat := sp.cat
+		cat.Services = map[string]*domain.Service{}
+		for _, s := range sp.services {
+			d := svc(s, g.subset(names, false)...)
+			d.Dependencies.Provides = g.subset([]string{"x", "y"}, false)
+			cat.Services[s] = d
+		}
+		removing := g.subset(sp.services, true)
+		cl := Cluster{ID: "c", Template: sp.tmpl, Provider: sp.provider, Services: sp.services, Nodes: nodes}
+		l, err := RemoveServices(RemoveServicesRequest{Cluster: cl, Catalog: cat, Services: removing})
+
+		gone := stringSet(removing)
+		provided := func(keep func(string) bool) map[string]bool {
+			m := map[string]bool{}
+			for _, s := range sp.services {
+				if keep(s) {
+					m[s] = true
+					for _, p := range cat.Services[s].Dependencies.Provides {
+						m[p] = true
+					}
+				}
+			}
+			return m
+		}
+		before := provided(func(string) bool { return true })
+		after := provided(func(s string) bool { return !gone[s] })
+		lost, remaining := false, 0
+		for _, s := range sp.services {
+			if gone[s] {
+				continue
+			}
+			remaining++
+			for _, r := range cat.Services[s].Dependencies.Runtime.Requires {
+				lost = lost || (before[r] && !after[r])
+			}
+		}
+		if lost || remaining == 0 {
+			requireRequestError(t, err, map[bool]string{true: CodeRequiredByRemaining, false: CodeLastServices}[lost], "")
+			return
+		}
+		require.NoError(t, err)
+		require.Len(t, l.Nodes, len(nodes))
+		for i, n := range l.Nodes {
+			var want []string
+			for _, s := range nodes[i].Services {
+				if !gone[s] {
+					want = append(want, s)
+				}
+			}
+			require.ElementsMatch(t, want, n.Services)
+			require.Equal(t, nodes[i].NodeLayout.HardwareType, n.HardwareType)
 		}
 	})
 }
