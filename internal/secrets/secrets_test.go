@@ -266,4 +266,3 @@ func TestBindingEncodingIsInjective(t *testing.T) {
 	}
 	require.Equal(t, Binding{"a": "1", "b": "2"}.encode(), Binding{"b": "2", "a": "1"}.encode())
 }
-
