@@ -1,0 +1,25 @@
+// Package provider defines how heddle gets nodes: the Provider interface
+// that the local, static and ec2 provider types implement (create, confirm,
+// delete), and the Registry of provider types with the parameters each one
+// declares, so that the API validates a provider entity against its type and
+// a UI can draw the form for it.
+//
+// The contract every provider keeps:
+//   - Create is idempotent on Request.Token, which the dispatcher derives from
+//     the task: a retried or duplicated create returns the node the first one
+//     made and never makes a second (EC2's ClientToken, the local provider's
+//     token file, the static pool's claim item).
+//   - Confirm waits until the node answers on SSH with the cluster's key and
+//     reports its addresses and its host key, which the engine records on the
+//     node and every later task pins.
+//   - Delete is idempotent: deleting a node that is already gone succeeds.
+//
+// A provider reports what it learned as a Node; the dispatcher records the
+// SSH port, sudo policy and working directory among the node's properties
+// (PropSSHPort, PropNoSudo, PropWorkDir) and EndpointOf reads them back for
+// the automator.
+//
+// Sensitive fields (credentials, keys) are sealed at rest with the secrets
+// package: SealFields before a provider is stored, OpenFields when a worker
+// needs them, Redact before one is returned by the API.
+package provider
