@@ -485,7 +485,7 @@ func (a *adder) solve(b *budget, cat Catalog, cl *Cluster) (*Layout, error) {
 			l, r := 1, a.maxNew
 			for l < r {
 				mid := (l + r) / 2
-				good, err := coverable(mid)
+				good, err := b.probe(func() (bool, error) { return coverable(mid) })
 				if err != nil {
 					return nil, err
 				}

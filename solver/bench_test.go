@@ -3,6 +3,8 @@ package solver
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -164,4 +166,54 @@ func BenchmarkAddServicesHadoop(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkCreateDenseFamily solves 40 templates of the dense family
+// (randomDenseInstance) per op and reports how each was answered.
+func BenchmarkCreateDenseFamily(b *testing.B) {
+	type instance struct {
+		sp clusterSpec
+		n  int
+	}
+	r := rand.New(rand.NewPCG(5, 5))
+	var family []instance
+	for i := 0; i < 40; i++ {
+		sp, n := randomDenseInstance(r)
+		family = append(family, instance{sp, n})
+	}
+	b.ReportAllocs()
+	outcomes := map[string]int{}
+	for b.Loop() {
+		clear(outcomes)
+		for _, in := range family {
+			req := CreateRequest{ClusterID: "bench", Template: in.sp.tmpl, Catalog: in.sp.cat, Size: in.n}
+			_, err := solveCreate(&req)
+			outcomes[outcome(err)]++
+		}
+	}
+	for o, n := range outcomes {
+		b.ReportMetric(float64(n), strings.ReplaceAll(o, " ", "-"))
+	}
+}
+
+// BenchmarkCreateBudgetExhausted measures how long the default budget lasts:
+// the first template of the dense family that runs out of it.
+func BenchmarkCreateBudgetExhausted(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 5))
+	for i := 0; i < 1000; i++ {
+		sp, n := randomDenseInstance(r)
+		req := CreateRequest{ClusterID: "bench", Template: sp.tmpl, Catalog: sp.cat, Size: n}
+		if _, err := solveCreate(&req); !errors.Is(err, ErrTooComplex) {
+			continue
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := solveCreate(&req); !errors.Is(err, ErrTooComplex) {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(i), "instance")
+		return
+	}
+	b.Skip("no template of the dense family exhausts the budget")
 }

@@ -41,6 +41,14 @@ func (b bitset) and(o bitset) bitset {
 	return r
 }
 
+// andInto stores b ∩ o in dst (of b's length) and returns it.
+func (b bitset) andInto(dst, o bitset) bitset {
+	for i := range b {
+		dst[i] = b[i] & o[i]
+	}
+	return dst[:len(b)]
+}
+
 // or returns a new set b ∪ o.
 func (b bitset) or(o bitset) bitset {
 	r := make(bitset, len(b))

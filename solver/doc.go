@@ -36,13 +36,21 @@
 //     independent components; the rest fit anywhere.
 //   - Each component's cover is decided by cheap tests first (the sum of
 //     minima fits; a first-fit placement fits; a clique of pairwise
-//     conflicting units needs more than N nodes) and only then by an exact
-//     search over maximal valid node contents with pattern counts, bounded
-//     by simple lower bounds. None of this depends on N: ten or ten thousand
-//     nodes cost the same, and the per-node assignment is a final O(N) step.
+//     conflicting units, or a group of which a node holds only some, needs
+//     more than N nodes), then by the linear relaxation over maximal valid
+//     node contents (its dual proves "no layout" with weights per service;
+//     rounding its solution usually gives a layout), and only then by an
+//     exact search over those contents with pattern counts, bounded by all
+//     of the above. None of this depends on N: ten or ten thousand nodes
+//     cost the same, and the per-node assignment is a final O(N) step.
 //   - Every enumeration and search spends from a work budget
 //     (DefaultBudget, or the request's Budget). When it runs out the answer
 //     is a *TooComplexError (errors.Is(err, ErrTooComplex)), never a hang.
+//     Questions of preference only (one more node for a unit, one more
+//     copied layout, one new node fewer) may each spend an eighth of what is
+//     left above a quarter of the budget; one they cannot settle counts as
+//     "no", so the answer stays valid but may be less preferred than the
+//     order below.
 //
 // # Which layout wins
 //

@@ -121,10 +121,28 @@ func requestError(rs ...Reason) error { return &RequestError{Reasons: rs} }
 // budget bounds the work of one request. Every step that can grow faster
 // than the input (enumerations, searches) spends from it, so no input runs
 // for long: a pathological one gets a TooComplexError instead.
+//
+// Questions of preference (may this unit have one more node? may one more
+// new node copy this layout?) are probes: each may spend only a share of
+// what is left above a reserve, and one that runs out of its share counts
+// as "no". The answer then stays valid, only less preferred, and the
+// reserve is left for laying out what was proved.
 type budget struct {
 	limit, spent int64
 	step         string
+	probeEnd     int64 // while probing, the spent level at which the probe stops
 }
+
+// probeShare and probeReserve: a probe spends at most 1/probeShare of the
+// budget left above limit/probeReserve.
+const (
+	probeShare   = 8
+	probeReserve = 4
+)
+
+// errProbeSpent stops a probe that used up its share; it never leaves the
+// package.
+var errProbeSpent = errors.New("solver: probe ran out of its share of the budget")
 
 func newBudget(limit int64) *budget {
 	if limit <= 0 {
@@ -142,5 +160,27 @@ func (b *budget) spend(n int64) error {
 		}
 		return &TooComplexError{Budget: b.limit, Step: step}
 	}
+	if b.probeEnd > 0 && b.spent > b.probeEnd {
+		return errProbeSpent
+	}
 	return nil
+}
+
+// probe answers a question of preference within a share of the budget: a
+// question it cannot settle in that share gets false.
+func (b *budget) probe(question func() (bool, error)) (bool, error) {
+	if b.probeEnd > 0 {
+		return question()
+	}
+	share := (b.limit - b.limit/probeReserve - b.spent) / probeShare
+	if share <= 0 {
+		return false, nil
+	}
+	b.probeEnd = b.spent + share
+	ok, err := question()
+	b.probeEnd = 0
+	if errors.Is(err, errProbeSpent) {
+		return false, nil
+	}
+	return ok, err
 }

@@ -105,7 +105,7 @@ func Expand(req ExpandRequest) (*Layout, error) {
 			for _, u := range pus {
 				l[u], h[u] = max(l[u]-t, 0), h[u]-t
 			}
-			return p.feasible(l, h, left-t)
+			return b.probe(func() (bool, error) { return p.feasible(l, h, left-t) })
 		}
 		t, err := largestFeasible(top, try)
 		if err != nil {

@@ -94,6 +94,14 @@ func (p *problem) explain(lo, hi []int, m int, w wording) ([]Reason, error) {
 			rs = append(rs, p.setReason(set, lb, lo, m, w))
 			continue
 		}
+		need, weights, err := p.lpBound(ci, lo)
+		if err != nil {
+			return nil, err
+		}
+		if need > m {
+			rs = append(rs, p.fractionalReason(weights, need, lo, m, w))
+			continue
+		}
 		rs = append(rs, p.packReason(ci, lo, m, w))
 	}
 	return rs, nil
@@ -190,6 +198,35 @@ func (p *problem) setReason(set *boundSet, lb int, lo []int, m int, w wording) R
 	return Reason{Code: CodeCannotPack, Services: uniqueSorted(services), Constraints: paths,
 		Message: fmt.Sprintf("%s may not all be on one node (%s), so a node holds at most %d of them and together they need %s but %s",
 			joinAnd(parts), why, set.alpha, w.need(lb), w.have(m))}
+}
+
+// fractionalReason explains demands that the linear relaxation proves too
+// large: the units it weighs and the constraints among them, which even
+// sharing nodes in fractions cannot fit into m nodes.
+func (p *problem) fractionalReason(weights lpWeights, need int, lo []int, m int, w wording) Reason {
+	var parts, services, paths []string
+	in := newBitset(len(p.units))
+	for u, x := range weights {
+		if x > 0 && lo[u] > 0 {
+			in.add(u)
+		}
+	}
+	order := in.members()
+	sort.SliceStable(order, func(i, j int) bool { return p.rank[order[i]] < p.rank[order[j]] })
+	for _, u := range order {
+		parts = append(parts, p.demand(u, lo, w))
+		services = append(services, p.units[u].services...)
+		paths = append(paths, p.units[u].typePaths...)
+		for _, ei := range p.unitEdges[u] {
+			if p.edges[ei].subsetOf(in) {
+				paths = append(paths, cantPaths(p.edgeGroups[ei])...)
+			}
+		}
+	}
+	paths = uniqueSorted(paths)
+	return Reason{Code: CodeCannotPack, Services: uniqueSorted(services), Constraints: paths,
+		Message: fmt.Sprintf("%s cannot all be placed: %s keep them apart so that, sharing nodes as far as those constraints allow, they need %s but %s; add nodes or loosen those constraints",
+			joinAnd(parts), joinAnd(paths), w.need(need), w.have(m))}
 }
 
 // packReason explains a component the exhaustive search proved cannot fit,

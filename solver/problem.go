@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"errors"
 	"sort"
 )
 
@@ -55,6 +56,7 @@ type problem struct {
 	universal  []int   // units that conflict with nothing, in priority order
 	patterns   [][]bitset
 	patDone    []bool
+	patTooBig  []bool // a probe ran out of budget enumerating the patterns
 	sets       [][]boundSet
 	b          *budget
 }
@@ -168,6 +170,7 @@ func newProblem(units []punit, edges []edgeDef, hwAll, imgAll, hwRows, imgRows b
 	}
 	p.patterns = make([][]bitset, len(p.comps))
 	p.patDone = make([]bool, len(p.comps))
+	p.patTooBig = make([]bool, len(p.comps))
 	p.sets = make([][]boundSet, len(p.comps))
 	return p
 }
@@ -277,22 +280,24 @@ func (p *problem) firstFit(comp []int, b []int, limit, variant int) ([]seg, int,
 				continue
 			}
 			if need < s.n {
-				rest := seg{set: s.set, hw: s.hw, img: s.img, n: s.n - need}
+				// Every segment owns its sets, so the part that keeps its
+				// units gets copies and this one is changed in place.
+				rest := seg{set: s.set.clone(), hw: s.hw.clone(), img: s.img.clone(), n: s.n - need}
 				segs = append(segs, seg{})
 				copy(segs[i+2:], segs[i+1:])
 				segs[i+1] = rest
 				s = &segs[i]
 				s.n = need
 			}
-			s.set = s.set.clone()
 			s.set.add(u)
-			s.hw, s.img = s.hw.and(p.units[u].hw), s.img.and(p.units[u].img)
+			s.hw.andInto(s.hw, p.units[u].hw)
+			s.img.andInto(s.img, p.units[u].img)
 			need -= s.n
 		}
 		if need > 0 {
 			set := newBitset(len(p.units))
 			set.add(u)
-			segs = append(segs, seg{set: set, hw: p.units[u].hw, img: p.units[u].img, n: need})
+			segs = append(segs, seg{set: set, hw: p.units[u].hw.clone(), img: p.units[u].img.clone(), n: need})
 			rows += need
 			if rows > limit {
 				return nil, rows, nil
@@ -511,14 +516,27 @@ func (p *problem) compPatterns(ci int) ([]bitset, error) {
 		}
 		lastPartner[u] = last
 	}
+	if p.patTooBig[ci] && p.b.probeEnd > 0 {
+		// A probe could not enumerate them before; neither will this one.
+		return nil, errProbeSpent
+	}
 	set := newBitset(len(p.units))
 	var out []bitset
+	// One pair of type sets per depth, so the recursion allocates nothing.
+	hwAt, imgAt := make([]bitset, len(comp)+1), make([]bitset, len(comp)+1)
+	for i := range hwAt {
+		hwAt[i], imgAt[i] = newBitset(len(p.hwAll)*64), newBitset(len(p.imgAll)*64)
+	}
 	var rec func(i int, hw, img bitset) error
 	rec = func(i int, hw, img bitset) error {
 		if err := p.b.spend(1); err != nil {
 			return err
 		}
 		if i == len(comp) {
+			// Checking maximality tries every unit of the component.
+			if err := p.b.spend(int64(len(comp) / 4)); err != nil {
+				return err
+			}
 			for _, v := range comp {
 				if !set.has(v) && p.fits(set, hw, img, v) {
 					return nil
@@ -530,7 +548,7 @@ func (p *problem) compPatterns(ci int) ([]bitset, error) {
 		u := comp[i]
 		if p.fits(set, hw, img, u) {
 			set.add(u)
-			err := rec(i+1, hw.and(p.units[u].hw), img.and(p.units[u].img))
+			err := rec(i+1, hw.andInto(hwAt[i+1], p.units[u].hw), img.andInto(imgAt[i+1], p.units[u].img))
 			set.remove(u)
 			if err != nil || lastPartner[u] < i {
 				return err
@@ -539,23 +557,24 @@ func (p *problem) compPatterns(ci int) ([]bitset, error) {
 		return rec(i+1, hw, img)
 	}
 	if err := rec(0, p.hwAll, p.imgAll); err != nil {
+		if errors.Is(err, errProbeSpent) {
+			p.patTooBig[ci] = true
+		}
 		return nil, err
 	}
 	p.patterns[ci], p.patDone[ci] = out, true
 	return out, nil
 }
 
-// exactCover decides, by a bounded exhaustive search, whether the demands b
-// of component ci fit on m rows, and returns the patterns and their counts.
-func (p *problem) exactCover(ci int, b []int, m int) (bool, []seg, error) {
+// needyPatterns returns the maximal rows of component ci restricted to the
+// units with demand in b, without repeats or rows contained in another, the
+// most units first; and those units and their total demand.
+func (p *problem) needyPatterns(ci int, b []int) (pats []bitset, needyUnits []int, sumR int, err error) {
 	all, err := p.compPatterns(ci)
 	if err != nil {
-		return false, nil, err
+		return nil, nil, 0, err
 	}
-	n := len(p.units)
-	needy := newBitset(n)
-	var needyUnits []int
-	sumR := 0
+	needy := newBitset(len(p.units))
 	for _, u := range p.comps[ci] {
 		if b[u] > 0 {
 			needy.add(u)
@@ -563,8 +582,6 @@ func (p *problem) exactCover(ci int, b []int, m int) (bool, []seg, error) {
 			sumR += b[u]
 		}
 	}
-	// Restrict patterns to units still in demand; drop repeats and patterns
-	// contained in another.
 	var cand []bitset
 	for _, pat := range all {
 		if q := pat.and(needy); !q.isEmpty() {
@@ -578,8 +595,10 @@ func (p *problem) exactCover(ci int, b []int, m int) (bool, []seg, error) {
 		}
 		return cand[i].less(cand[j])
 	})
-	var pats []bitset
 	for _, q := range cand {
+		if err := p.b.spend(int64(1 + len(pats)/8)); err != nil {
+			return nil, nil, 0, err
+		}
 		dominated := false
 		for _, k := range pats {
 			if q.subsetOf(k) {
@@ -591,7 +610,25 @@ func (p *problem) exactCover(ci int, b []int, m int) (bool, []seg, error) {
 			pats = append(pats, q)
 		}
 	}
-	s := &coverSearch{p: p, m: m, r: append([]int(nil), b...), sumR: sumR, needy: needyUnits,
+	return pats, needyUnits, sumR, nil
+}
+
+// exactCover decides, by a bounded exhaustive search, whether the demands b
+// of component ci fit on m rows, and returns the patterns and their counts.
+func (p *problem) exactCover(ci int, b []int, m int) (bool, []seg, error) {
+	pats, needyUnits, sumR, err := p.needyPatterns(ci, b)
+	if err != nil {
+		return false, nil, err
+	}
+	need, weights, lpRows, err := p.lpBoundOn(pats, needyUnits, b)
+	if err != nil || need > m {
+		return false, nil, err
+	}
+	if segs, ok, err := p.roundCover(ci, pats, lpRows, b, m); err != nil || ok {
+		return ok, segs, err
+	}
+	n := len(p.units)
+	s := &coverSearch{p: p, m: m, r: append([]int(nil), b...), sumR: sumR, needy: needyUnits, weights: weights,
 		pats: pats, lastPat: make([]int, n), y: make([]int, len(pats)), maxSizeFrom: make([]int, len(pats)+1)}
 	for i := range s.lastPat {
 		s.lastPat[i] = -1
@@ -614,6 +651,11 @@ func (p *problem) exactCover(ci int, b []int, m int) (bool, []seg, error) {
 	if s.bounds, err = p.boundSets(ci, needyUnits); err != nil {
 		return false, nil, err
 	}
+	work := 2*len(needyUnits) + len(s.weights)
+	for _, bs := range s.bounds {
+		work += len(bs.units)
+	}
+	s.stepCost = int64(1 + work/16)
 	ok, err := s.dfs(0, 0)
 	if !ok || err != nil {
 		return false, nil, err
@@ -640,6 +682,11 @@ type coverSearch struct {
 	y           []int
 	saved       [][]int
 	bounds      []boundSet
+	// weights are the linear relaxation's at the root: they stay a valid
+	// bound for every remaining demand, whatever rows are already chosen.
+	weights lpWeights
+	// stepCost is what one search node spends: it reads every bound set.
+	stepCost int64
 }
 
 // boundSet is a set of units of which a row holds at most alpha: its
@@ -703,7 +750,7 @@ func (p *problem) boundSets(ci int, units []int) ([]boundSet, error) {
 }
 
 func (s *coverSearch) dfs(i, used int) (bool, error) {
-	if err := s.p.b.spend(1); err != nil {
+	if err := s.p.b.spend(s.stepCost); err != nil {
 		return false, err
 	}
 	if s.sumR == 0 {
@@ -723,6 +770,9 @@ func (s *coverSearch) dfs(i, used int) (bool, error) {
 		}
 	}
 	if maxR > left || (s.sumR+s.maxSizeFrom[i]-1)/s.maxSizeFrom[i] > left {
+		return false, nil
+	}
+	if s.weights != nil && s.weights.need(s.r) > left {
 		return false, nil
 	}
 	pat, units := s.pats[i], s.patUnits[i]
@@ -872,6 +922,11 @@ func (p *problem) feasible(lo, hi []int, m int) (bool, error) {
 	return true, nil
 }
 
+// probeCover is cover as a question of preference (see budget.probe).
+func (p *problem) probeCover(ci int, b []int, m int) (bool, error) {
+	return p.b.probe(func() (bool, error) { return p.cover(ci, b, m) })
+}
+
 // chooseCounts fixes how many rows each unit gets: in priority order within
 // each component, as many as its maximum allows while a layout remains. The
 // bounds must be feasible. Feasible counts for one unit form an interval
@@ -889,7 +944,7 @@ func (p *problem) chooseCounts(lo, hi []int, m int) ([]int, error) {
 				continue
 			}
 			c[u] = h
-			ok, err := p.cover(ci, c, m)
+			ok, err := p.probeCover(ci, c, m)
 			if err != nil {
 				return nil, err
 			}
@@ -900,7 +955,7 @@ func (p *problem) chooseCounts(lo, hi []int, m int) ([]int, error) {
 			for l < r {
 				mid := (l + r + 1) / 2
 				c[u] = mid
-				ok, err := p.cover(ci, c, m)
+				ok, err := p.probeCover(ci, c, m)
 				if err != nil {
 					return nil, err
 				}

@@ -58,6 +58,63 @@ func randomLargeInstance(r *rand.Rand) (clusterSpec, int) {
 	return clusterSpec{tmpl: tmpl, cat: cat, provider: "aws", services: uniqueSorted(names)}, 1 + r.IntN(300)
 }
 
+// randomDenseInstance is a harder family than randomLargeInstance: 20 to 40
+// services, all with minimum quantities, half restricted to two hardware
+// types, and up to twice as many cantCoexist pairs and triples as services.
+// Many have no layout; some exhaust the budget.
+func randomDenseInstance(r *rand.Rand) (clusterSpec, int) {
+	ns := 20 + r.IntN(21)
+	var services []string
+	for k := 0; k < ns; k++ {
+		services = append(services, fmt.Sprintf("s%02d", k))
+	}
+	hw := []string{"small", "medium", "large"}
+	cons := map[string]domain.ServiceConstraint{}
+	for _, s := range services {
+		sc := domain.ServiceConstraint{Quantities: domain.Quantity{Min: 1 + r.IntN(30)}}
+		if r.IntN(2) == 0 {
+			sc.HardwareTypes = []string{hw[r.IntN(3)], hw[r.IntN(3)]}
+		}
+		cons[s] = sc
+	}
+	var cant [][]string
+	for k, nk := 0, r.IntN(2*ns); k < nk; k++ {
+		g := []string{services[r.IntN(ns)], services[r.IntN(ns)]}
+		if r.IntN(2) == 0 {
+			g = append(g, services[r.IntN(ns)])
+		}
+		if g[0] == g[1] || (len(g) == 3 && (g[2] == g[0] || g[2] == g[1])) {
+			continue
+		}
+		cant = append(cant, g)
+	}
+	tmpl, cat := tiny(services, cons, nil, cant)
+	return clusterSpec{tmpl: tmpl, cat: cat, provider: "aws", services: uniqueSorted(services)}, 10 + r.IntN(100)
+}
+
+// TestPropertyDenseTemplates: on the dense family every answer is a valid
+// layout, an explained refusal or a budget error, and nothing else.
+func TestPropertyDenseTemplates(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(5, 5))
+	outcomes := map[string]int{}
+	for i := 0; i < 40; i++ {
+		sp, n := randomDenseInstance(r)
+		l, err := Create(CreateRequest{ClusterID: "c", Template: sp.tmpl, Catalog: sp.cat, Size: n})
+		outcomes[outcome(err)]++
+		switch {
+		case err == nil:
+			requireValid(t, sp, l.Nodes)
+		case errors.Is(err, ErrTooComplex):
+		default:
+			requireExplained(t, err)
+		}
+	}
+	t.Log(outcomes)
+	require.Greater(t, outcomes["layout"], 5)
+	require.Greater(t, outcomes["no layout"], 5)
+}
+
 // TestPropertyEveryAnswerIsValid runs every operation on random instances
 // and checks every layout it returns with the independent checker.
 func TestPropertyEveryAnswerIsValid(t *testing.T) {

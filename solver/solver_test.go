@@ -262,14 +262,23 @@ func TestCreateExplainsConflicts(t *testing.T) {
 				"so a node holds at most 2 of them and together they need at least 3 nodes but the cluster has 2 nodes",
 		},
 		{
+			name: "four-way group", services: []string{"a", "b", "c", "d"}, size: 2,
+			cons: map[string]domain.ServiceConstraint{"a": q(2, 0), "b": q(2, 0), "c": q(2, 0), "d": q(2, 0)}, cant: [][]string{{"a", "b", "c", "d"}},
+			code: CodeCannotPack,
+			message: "a (at least 2 nodes), b (at least 2 nodes), c (at least 2 nodes) and d (at least 2 nodes) may not all be on one node (because of constraints.layout.cantCoexist[0]), " +
+				"so a node holds at most 3 of them and together they need at least 3 nodes but the cluster has 2 nodes",
+		},
+		{
 			// A ring of five: no three conflict pairwise and no group has
-			// three members, so only the exhaustive search can prove it.
-			name: "odd ring needs an exhaustive proof", services: []string{"a", "b", "c", "d", "e"}, size: 2,
+			// three members; only all five pairs together say that each node
+			// holds at most two of them, so five need two and a half nodes.
+			name: "odd ring", services: []string{"a", "b", "c", "d", "e"}, size: 2,
 			cant: [][]string{{"a", "b"}, {"b", "c"}, {"c", "d"}, {"d", "e"}, {"e", "a"}},
 			code: CodeCannotPack,
 			message: "a (at least 1 node), b (at least 1 node), c (at least 1 node), d (at least 1 node) and e (at least 1 node) cannot all be placed: " +
 				"constraints.layout.cantCoexist[0], constraints.layout.cantCoexist[1], constraints.layout.cantCoexist[2], constraints.layout.cantCoexist[3] and " +
-				"constraints.layout.cantCoexist[4] leave no arrangement of them that fits, and the cluster has 2 nodes; add nodes or loosen those constraints",
+				"constraints.layout.cantCoexist[4] keep them apart so that, sharing nodes as far as those constraints allow, they need at least 3 nodes but the cluster has 2 nodes; " +
+				"add nodes or loosen those constraints",
 		},
 	}
 	for _, tt := range tests {
