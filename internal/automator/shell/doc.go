@@ -1,0 +1,49 @@
+// Package shell is heddle's shell automator: every service action runs a
+// script on the node over SSH.
+//
+// A shell action's fields:
+//
+//	script           inline script text (sh, or any interpreter named by a #! line)
+//	script_resource  or the name of a script resource (Scripts: per tenant, versioned)
+//	script_version   the resource's version; empty means the latest
+//	args             arguments, in shell syntax ("--port 2181 'a b'")
+//	detach           "true" or "false": overrides the detach threshold
+//	anything else    passed on to the script
+//
+// For each action the automator writes, in a directory of its own per task
+// attempt (<workdir>/tasks/<job>/<task>-a<attempt>, mode 0700), the task's
+// context as context.json and the script, then runs the script there as
+// root (through sudo -n when the login user is not root) with:
+//
+//	HEDDLE_CONTEXT      the context file (automator.TaskContext as JSON:
+//	                    task, node, every node of the cluster, expanded
+//	                    fields and cluster config)
+//	HEDDLE_TASK_DIR     the task's directory (also the working directory)
+//	HEDDLE_TENANT, HEDDLE_CLUSTER_ID, HEDDLE_JOB_ID, HEDDLE_TASK_ID,
+//	HEDDLE_ATTEMPT, HEDDLE_ACTION, HEDDLE_SERVICE, HEDDLE_NODE_ID,
+//	HEDDLE_NODE_NUM, HEDDLE_HOSTNAME, HEDDLE_ACCESS_IP, HEDDLE_BIND_IP,
+//	HEDDLE_SERVICES     the task and node, for scripts that skip the JSON
+//	HEDDLE_FIELD_<NAME> each action field
+//	HEDDLE_ARGS         the args field; also the positional parameters
+//
+// Nothing needs scp or sftp on the node: files travel through a session's
+// stdin (see sshexec). The exit status decides success; stdout and stderr
+// are kept as 32 KiB tails with the task's secrets redacted. The task's
+// directory is removed when its result has been read.
+//
+// Synchronous or detached. An action whose timeout is at most DetachAfter
+// (2 minutes by default) runs on an open SSH session: one round trip, the
+// right choice for the many short configure and start scripts. A longer one
+// runs detached: the script is started on the node under setsid and nohup
+// with its output and exit status written to files, and the automator polls
+// it every PollInterval over short sessions instead of holding one open. A
+// poll that finds the node rebooted or the status missing fails the attempt
+// clearly; a poll that cannot reach the node is retried at the next interval;
+// a detached script still running when the action's timeout ends is stopped
+// (SIGTERM to its process group, then SIGKILL).
+//
+// Host keys: the pinned key (recorded by the provider's confirm) is checked
+// on every connection; a changed key fails the task with an error naming the
+// node and both fingerprints. A node never contacted before is pinned on
+// first contact and the key is reported in Output.HostKey.
+package shell

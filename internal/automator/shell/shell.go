@@ -1,0 +1,445 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/heddle-io/heddle/internal/automator"
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/macros"
+	"github.com/heddle-io/heddle/internal/sshexec"
+)
+
+// Type is the automator type name service actions use.
+const Type = "shell"
+
+// Fields of a shell service action. Any other field is passed to the
+// script (context file and HEDDLE_FIELD_<NAME>).
+const (
+	FieldScript         = "script"          // inline script text
+	FieldScriptResource = "script_resource" // or: a named script resource
+	FieldScriptVersion  = "script_version"  // its version (default: latest)
+	FieldArgs           = "args"            // arguments, in shell syntax
+	FieldDetach         = "detach"          // "true"/"false": override the threshold
+)
+
+// Defaults for Config.
+const (
+	DefaultDetachAfter  = 2 * time.Minute
+	DefaultPollInterval = 5 * time.Second
+)
+
+// Config tunes a Shell.
+type Config struct {
+	// Scripts holds the tenants' script resources; nil refuses actions that
+	// name one.
+	Scripts *Scripts
+	// DetachAfter is the threshold between synchronous and detached runs:
+	// an action whose timeout is longer runs detached (started on the node
+	// with its output and status written to files there, then polled), so
+	// no SSH session stays open for a long install; a shorter one runs on
+	// an open session, which costs one round trip less. The action's
+	// "detach" field overrides it. Negative: never detach unless asked.
+	DetachAfter time.Duration
+	// PollInterval is how often a detached run is polled.
+	PollInterval time.Duration
+	// Pool keeps SSH connections across tasks; nil: the Shell's own.
+	Pool *sshexec.Pool
+}
+
+// Shell is the shell automator: each action runs a script on the node over
+// SSH (internal/sshexec), with the task's context uploaded as a JSON file
+// next to it and described by HEDDLE_* environment variables; sudo when the
+// login user is not root; host keys pinned; output kept as bounded tails
+// with secrets redacted.
+type Shell struct {
+	cfg     Config
+	pool    *sshexec.Pool
+	ownPool bool
+}
+
+var _ automator.Automator = (*Shell)(nil)
+
+// New returns a shell automator.
+func New(cfg Config) *Shell {
+	if cfg.DetachAfter == 0 {
+		cfg.DetachAfter = DefaultDetachAfter
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	s := &Shell{cfg: cfg, pool: cfg.Pool}
+	if s.pool == nil {
+		s.pool, s.ownPool = sshexec.NewPool(), true
+	}
+	return s
+}
+
+// Close closes the connections of the Shell's own pool.
+func (s *Shell) Close() {
+	if s.ownPool {
+		s.pool.Close()
+	}
+}
+
+// ValidateAction checks a shell action's fields: exactly one script source,
+// a valid version and detach flag, and macros that parse in every value.
+func (s *Shell) ValidateAction(fields map[string]string) domain.Problems {
+	var ps domain.Problems
+	add := func(field, code, msg string) {
+		ps = append(ps, domain.Problem{Field: "fields." + field, Code: code, Message: msg})
+	}
+	inline, resource := fields[FieldScript], fields[FieldScriptResource]
+	switch {
+	case inline == "" && resource == "":
+		add(FieldScript, domain.CodeRequired, "a shell action needs a script (inline) or a script_resource (by name)")
+	case inline != "" && resource != "":
+		add(FieldScriptResource, domain.CodeConflict, "give either script or script_resource, not both")
+	}
+	if resource != "" && !domain.ValidName(resource) {
+		add(FieldScriptResource, domain.CodeInvalid, fmt.Sprintf("%q is not a valid script name", resource))
+	}
+	if v := fields[FieldScriptVersion]; v != "" {
+		if resource == "" {
+			add(FieldScriptVersion, domain.CodeInvalid, "script_version needs script_resource")
+		} else if _, err := parseVersion(v); err != nil {
+			add(FieldScriptVersion, domain.CodeInvalid, err.Error())
+		}
+	}
+	if d := fields[FieldDetach]; d != "" && d != "true" && d != "false" {
+		add(FieldDetach, domain.CodeInvalid, fmt.Sprintf("%q is not true or false", d))
+	}
+	if strings.IndexByte(inline, 0) >= 0 {
+		add(FieldScript, domain.CodeInvalid, "the script holds a NUL byte")
+	}
+	for k, v := range fields {
+		if _, err := macros.Parse(v); err != nil {
+			add(k, domain.CodeInvalid, err.Error())
+		}
+	}
+	return ps
+}
+
+// Bootstrap creates the automator's working directory on the node, which
+// also proves that sudo works without a password when the login user is
+// not root.
+func (s *Shell) Bootstrap(ctx context.Context, req automator.Request) automator.Output {
+	if err := checkWorkDir(req.WorkDir); err != nil {
+		return failed(err)
+	}
+	script := "umask 077\nmkdir -p -- " + shellQuote(req.WorkDir+"/tasks") + " || exit 1\n" +
+		"echo \"heddle: bootstrapped as $(id -un) on $(uname -n)\"\n"
+	var out automator.Output
+	err := s.pool.Do(ctx, req.Target, func(c *sshexec.Client) error {
+		res, err := c.Run(ctx, sshexec.Command{Script: script, Secrets: req.Secrets})
+		out = fromResult(res, c)
+		return err
+	})
+	out.Err = describe(err, "bootstrap", req.Context)
+	if out.Err != nil && out.ExitCode == 0 {
+		out.ExitCode = -1
+	}
+	return out
+}
+
+// Run carries out one action: synchronously on an open session, or
+// detached and polled (see Config.DetachAfter).
+func (s *Shell) Run(ctx context.Context, req automator.Request) automator.Output {
+	if err := checkWorkDir(req.WorkDir); err != nil {
+		return failed(err)
+	}
+	body, err := s.resolveScript(ctx, req.Context.Tenant, req.Context.Fields)
+	if err != nil {
+		return failed(describe(err, string(req.Context.Action), req.Context))
+	}
+	doc, err := json.Marshal(req.Context)
+	if err != nil {
+		return failed(err)
+	}
+	r := run{shell: s, req: req, body: body, contextDoc: doc, dir: taskDir(req.WorkDir, req.Context)}
+	if s.detach(req) {
+		return r.detached(ctx)
+	}
+	return r.sync(ctx)
+}
+
+func (s *Shell) detach(req automator.Request) bool {
+	switch req.Context.Fields[FieldDetach] {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return s.cfg.DetachAfter > 0 && req.Timeout > s.cfg.DetachAfter
+}
+
+func (s *Shell) resolveScript(ctx context.Context, tenant string, fields map[string]string) (string, error) {
+	if inline := fields[FieldScript]; inline != "" {
+		return inline, nil
+	}
+	name := fields[FieldScriptResource]
+	if name == "" {
+		return "", errors.New("the action has neither a script nor a script_resource")
+	}
+	if s.cfg.Scripts == nil {
+		return "", fmt.Errorf("script resource %s: this automator has no script store", name)
+	}
+	version, err := parseVersion(fields[FieldScriptVersion])
+	if err != nil {
+		return "", fmt.Errorf("script_version: %w", err)
+	}
+	sc, err := s.cfg.Scripts.Get(ctx, tenant, name, version)
+	if err != nil {
+		return "", err
+	}
+	return sc.Content, nil
+}
+
+// run is one action being carried out.
+type run struct {
+	shell      *Shell
+	req        automator.Request
+	body       string
+	contextDoc []byte
+	dir        string // the task attempt's directory on the node
+}
+
+// env is the script's environment: the task's, plus where its files are.
+func (r run) env() map[string]string {
+	env := r.req.Context.Env()
+	env["HEDDLE_TASK_DIR"] = r.dir
+	env["HEDDLE_CONTEXT"] = r.dir + "/context.json"
+	env["HEDDLE_ARGS"] = r.req.Context.Fields[FieldArgs]
+	return env
+}
+
+// inlineLimit is the largest script embedded in the command line; a bigger
+// one is uploaded first (Linux caps one exec argument at 128 KiB, and the
+// command line also carries the environment and the sudo wrapper).
+const inlineLimit = 64 << 10
+
+func (r run) sync(ctx context.Context) automator.Output {
+	var out automator.Output
+	err := r.shell.pool.Do(ctx, r.req.Target, func(c *sshexec.Client) error {
+		embed := len(r.body) <= inlineLimit
+		if !embed {
+			if err := c.Upload(ctx, sshexec.File{Path: r.dir + "/script", Data: []byte(r.body), Mode: 0o700}); err != nil {
+				out = fromResult(sshexec.Result{ExitCode: -1}, c)
+				return err
+			}
+		}
+		script, err := commandScript(r.body, embed, true)
+		if err != nil {
+			return err
+		}
+		res, err := c.Run(ctx, sshexec.Command{
+			Script:      script,
+			Env:         r.env(),
+			Stdin:       bytes.NewReader(r.contextDoc),
+			SaveStdinTo: r.dir + "/context.json",
+			Secrets:     r.req.Secrets,
+		})
+		out = fromResult(res, c)
+		return err
+	})
+	out.Err = describe(err, string(r.req.Context.Action), r.req.Context)
+	if out.Err != nil && out.ExitCode == 0 {
+		out.ExitCode = -1
+	}
+	return out
+}
+
+// detached uploads the context and the script, starts the script detached
+// and polls it until it exits, is lost, or the context ends (then it is
+// stopped). A Run repeated for the same attempt (a worker that restarted)
+// finds the command already started and only polls.
+func (r run) detached(ctx context.Context) automator.Output {
+	runDir := r.dir + "/run"
+	out := automator.Output{ExitCode: -1}
+	err := r.shell.pool.Do(ctx, r.req.Target, func(c *sshexec.Client) error {
+		out.HostKey, _ = c.NewlyPinned()
+		if err := c.Upload(ctx, sshexec.File{Path: r.dir + "/context.json", Data: r.contextDoc}); err != nil {
+			return err
+		}
+		if err := c.Upload(ctx, sshexec.File{Path: r.dir + "/script", Data: []byte(r.body), Mode: 0o700}); err != nil {
+			return err
+		}
+		script, err := commandScript(r.body, false, false)
+		if err != nil {
+			return err
+		}
+		_, err = c.StartDetached(ctx, sshexec.Detached{Dir: runDir, Script: script, Env: r.env()})
+		return err
+	})
+	if err != nil {
+		out.Err = describe(err, string(r.req.Context.Action), r.req.Context)
+		return out
+	}
+	for {
+		st, err := r.poll(ctx, runDir)
+		if err == nil && st.State != sshexec.Running {
+			out.ExitCode, out.Stdout, out.Stderr = st.ExitCode, st.Stdout, st.Stderr
+			if st.State == sshexec.Lost {
+				out.ExitCode = -1
+			}
+			out.Err = describe(st.Err(), string(r.req.Context.Action), r.req.Context)
+			if st.State == sshexec.Exited {
+				r.cleanup(ctx)
+			}
+			return out
+		}
+		timer := time.NewTimer(r.shell.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			r.stop(runDir)
+			out.Err = describe(&sshexec.TimeoutError{Node: r.req.Target.Node, Address: r.req.Target.Address, Op: "run", Err: ctx.Err()},
+				string(r.req.Context.Action), r.req.Context)
+			return out
+		case <-timer.C:
+		}
+		// A poll that could not reach the node is tried again at the next
+		// interval: a detached command outlives a network blip.
+	}
+}
+
+func (r run) poll(ctx context.Context, runDir string) (sshexec.Status, error) {
+	var st sshexec.Status
+	err := r.shell.pool.Do(ctx, r.req.Target, func(c *sshexec.Client) error {
+		var err error
+		st, err = c.Poll(ctx, runDir, r.req.Secrets)
+		return err
+	})
+	return st, err
+}
+
+// stop ends a detached command whose action timed out, on a context of its
+// own: the action's has ended.
+func (r run) stop(runDir string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_ = r.shell.pool.Do(ctx, r.req.Target, func(c *sshexec.Client) error { return c.StopDetached(ctx, runDir) })
+}
+
+// cleanup removes the task's directory once its result is read: the context
+// file may hold configuration that should not linger.
+func (r run) cleanup(ctx context.Context) {
+	_ = r.shell.pool.Do(ctx, r.req.Target, func(c *sshexec.Client) error { return c.RemoveDetached(ctx, r.dir) })
+}
+
+// commandScript is the shell text that runs the action's script from the
+// task directory: it writes the script there first when embed is set (a
+// here-document with a delimiter the script does not contain), sets the
+// positional parameters from HEDDLE_ARGS, runs the script (directly when it
+// has a #! line, else with /bin/sh) and, when cleanup is set, removes the
+// task directory (the context file may hold configuration that should not
+// linger) and exits with the script's status.
+func commandScript(body string, embed, cleanup bool) (string, error) {
+	var b strings.Builder
+	b.WriteString("cd \"$HEDDLE_TASK_DIR\" || exit 125\n")
+	if embed {
+		delim, err := hereDocDelimiter(body)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString("cat > script <<'" + delim + "' || exit 125\n")
+		b.WriteString(body)
+		if !strings.HasSuffix(body, "\n") {
+			b.WriteByte('\n')
+		}
+		b.WriteString(delim + "\n")
+		b.WriteString("chmod 700 script || exit 125\n")
+	}
+	b.WriteString("eval \"set -- $HEDDLE_ARGS\" || { echo 'heddle: args do not parse as shell words' >&2; exit 125; }\n")
+	run := "/bin/sh ./script \"$@\""
+	if strings.HasPrefix(body, "#!") {
+		run = "./script \"$@\""
+	}
+	if !cleanup {
+		b.WriteString("exec " + run + "\n")
+		return b.String(), nil
+	}
+	b.WriteString(run + "\ns=$?\ncd / && rm -rf -- \"$HEDDLE_TASK_DIR\"\nexit $s\n")
+	return b.String(), nil
+}
+
+// hereDocDelimiter picks a delimiter that is no line of body.
+func hereDocDelimiter(body string) (string, error) {
+	for range 8 {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		d := "HEDDLE_SCRIPT_" + hex.EncodeToString(b[:])
+		if !strings.Contains(body, d) {
+			return d, nil
+		}
+	}
+	return "", errors.New("shell: no here-document delimiter fits the script")
+}
+
+// taskDir is the directory of one task attempt on the node:
+// <workdir>/tasks/<job>/<task>-a<attempt>, each id made path-safe (and
+// suffixed by a hash when that changed it, so two ids never share a
+// directory).
+func taskDir(workDir string, tc automator.TaskContext) string {
+	return path.Join(workDir, "tasks", pathSafe(tc.JobID), fmt.Sprintf("%s-a%d", pathSafe(tc.TaskID), tc.Attempt))
+}
+
+func pathSafe(id string) string {
+	var b strings.Builder
+	changed := id == "" || id[0] == '.'
+	for i := 0; i < len(id) && i < 80; i++ {
+		c := id[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('_')
+			changed = true
+		}
+	}
+	if changed || len(id) > 80 {
+		sum := sha256.Sum256([]byte(id))
+		b.WriteString("~" + hex.EncodeToString(sum[:6]))
+	}
+	return b.String()
+}
+
+// checkWorkDir accepts an absolute, clean directory other than "/".
+func checkWorkDir(dir string) error {
+	if !strings.HasPrefix(dir, "/") || path.Clean(dir) != dir || dir == "/" || strings.ContainsAny(dir, "\x00\n") {
+		return fmt.Errorf("shell: work directory %q must be an absolute, clean path", dir)
+	}
+	return nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func fromResult(res sshexec.Result, c *sshexec.Client) automator.Output {
+	out := automator.Output{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr}
+	out.HostKey, _ = c.NewlyPinned()
+	return out
+}
+
+func failed(err error) automator.Output { return automator.Output{Err: err, ExitCode: -1} }
+
+// describe puts the action and service in front of an error, so a task's
+// record reads "install of zookeeper on node c1-1000: ...".
+func describe(err error, what string, tc automator.TaskContext) error {
+	if err == nil {
+		return nil
+	}
+	if tc.Service != "" {
+		what += " of " + tc.Service
+	}
+	return fmt.Errorf("%s on node %s: %w", what, tc.Node.ID, err)
+}
