@@ -9,7 +9,8 @@
 //
 // A cluster's services must exist, be compatible with the template, have
 // every install and runtime requirement on the cluster (by name or by what a
-// service provides) and conflict with none of the others. Every service runs
+// service provides) and conflict with none of the others (again by name or by
+// what they provide). Every service runs
 // on at least one node and within its quantities (max 0: no bound); the node
 // count is within the template's size (min 0 means 1, max 0 means
 // domain.MaxClusterSize). A mustCoexist group, reduced to the services on the

@@ -34,7 +34,15 @@ func checkServices(tmpl *domain.ClusterTemplate, cat Catalog, services []string)
 			provided[p] = true
 		}
 	}
-	on := stringSet(services)
+	providers := map[string][]string{} // name -> the services that are or provide it
+	for _, svc := range known {
+		providers[svc.Name] = append(providers[svc.Name], svc.Name)
+		for _, p := range uniqueSorted(svc.Dependencies.Provides) {
+			if p != svc.Name {
+				providers[p] = append(providers[p], svc.Name)
+			}
+		}
+	}
 	seenConflict := map[string]bool{}
 	for _, svc := range known {
 		reqs := append(append([]string(nil), svc.Dependencies.Install.Requires...), svc.Dependencies.Runtime.Requires...)
@@ -46,18 +54,25 @@ func checkServices(tmpl *domain.ClusterTemplate, cat Catalog, services []string)
 			rs = append(rs, Reason{Code: CodeMissingDependency, Services: []string{svc.Name, r},
 				Message: fmt.Sprintf("%s requires %s, which no service on the cluster is or provides; add %s or a service that provides it", svc.Name, r, r)})
 		}
-		for _, c := range svc.Dependencies.Conflicts {
-			if c == svc.Name || !on[c] {
-				continue
+		// A conflict names a service or a name services provide, as a
+		// requirement does.
+		for _, c := range uniqueSorted(svc.Dependencies.Conflicts) {
+			for _, other := range providers[c] {
+				if other == svc.Name {
+					continue
+				}
+				pair := sortedPair(svc.Name, other)
+				key := pair[0] + "\x00" + pair[1]
+				if seenConflict[key] {
+					continue
+				}
+				seenConflict[key] = true
+				msg := fmt.Sprintf("%s conflicts with %s; they cannot be on the same cluster", pair[0], pair[1])
+				if other != c {
+					msg = fmt.Sprintf("%s conflicts with %s, which %s provides; they cannot be on the same cluster", svc.Name, c, other)
+				}
+				rs = append(rs, Reason{Code: CodeServiceConflict, Services: pair, Message: msg})
 			}
-			pair := sortedPair(svc.Name, c)
-			key := pair[0] + "\x00" + pair[1]
-			if seenConflict[key] {
-				continue
-			}
-			seenConflict[key] = true
-			rs = append(rs, Reason{Code: CodeServiceConflict, Services: pair,
-				Message: fmt.Sprintf("%s conflicts with %s; they cannot be on the same cluster", pair[0], pair[1])})
 		}
 	}
 	return rs

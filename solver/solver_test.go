@@ -321,9 +321,12 @@ func TestCreateRequestErrors(t *testing.T) {
 	rogue := svc("rogue")
 	rogue.Dependencies.Conflicts = []string{"base"}
 	cat.Services["rogue"] = rogue
+	nosql := svc("nosql")
+	nosql.Dependencies.Conflicts = []string{"sql-db"}
+	cat.Services["nosql"] = nosql
 	cat.Services["orphan"] = svc("orphan", "sql-db", "hdfs-namenode")
 	cat.HardwareTypes["onprem"] = &domain.HardwareType{Meta: domain.Meta{Name: "onprem"}, ProviderMap: map[string]domain.HardwareFlavor{"local": {Flavor: "x"}}}
-	tmpl.Compatibility.Services = append(tmpl.Compatibility.Services, "rogue", "orphan")
+	tmpl.Compatibility.Services = append(tmpl.Compatibility.Services, "rogue", "orphan", "nosql")
 	tmpl.Compatibility.HardwareTypes = append(tmpl.Compatibility.HardwareTypes, "onprem")
 	tests := []struct {
 		name    string
@@ -342,6 +345,8 @@ func TestCreateRequestErrors(t *testing.T) {
 		{"provided name missing", func(r *CreateRequest) { r.Services = []string{"orphan", "hdfs-namenode", "base"} }, CodeMissingDependency,
 			"orphan requires sql-db, which no service on the cluster is or provides; add sql-db or a service that provides it"},
 		{"conflict", func(r *CreateRequest) { r.Services = []string{"base", "rogue"} }, CodeServiceConflict, "base conflicts with rogue; they cannot be on the same cluster"},
+		{"conflict with a provided name", func(r *CreateRequest) { r.Services = []string{"base", "nosql", "mysql-server"} }, CodeServiceConflict,
+			"nosql conflicts with sql-db, which mysql-server provides; they cannot be on the same cluster"},
 		{"unknown hardware", func(r *CreateRequest) { r.HardwareType = "huge" }, CodeUnknownHardwareType, `hardware type "huge" does not exist`},
 		{"hardware not on provider", func(r *CreateRequest) { r.HardwareType = "onprem" }, CodeHardwareUnavailable, `hardware type "onprem" has no entry for provider "aws"`},
 		{"hardware not compatible", func(r *CreateRequest) { r.HardwareType = "xlarge" }, CodeHardwareUnavailable, `hardware type "xlarge" is not compatible with template "hadoop"`},
