@@ -49,15 +49,6 @@ func (b bitset) andInto(dst, o bitset) bitset {
 	return dst[:len(b)]
 }
 
-// or returns a new set b ∪ o.
-func (b bitset) or(o bitset) bitset {
-	r := make(bitset, len(b))
-	for i := range b {
-		r[i] = b[i] | o[i]
-	}
-	return r
-}
-
 func (b bitset) subsetOf(o bitset) bool {
 	for i := range b {
 		if b[i]&^o[i] != 0 {

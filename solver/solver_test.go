@@ -287,6 +287,7 @@ func TestCreateExplainsConflicts(t *testing.T) {
 			tmpl, cat := tiny(tt.services, tt.cons, tt.must, tt.cant)
 			_, err := Create(CreateRequest{ClusterID: "c", Template: tmpl, Catalog: cat, Size: tt.size})
 			requireNoLayout(t, err, tt.code, tt.message)
+			require.Contains(t, err.Error(), tt.message)
 			// One node more (or fewer constraints) fixes the count problems;
 			// the checker must accept whatever is then returned.
 			if tt.code == CodeCannotShare || tt.code == CodeCannotPack {
@@ -296,6 +297,22 @@ func TestCreateExplainsConflicts(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestCreateFillsEveryNode(t *testing.T) {
+	t.Parallel()
+	// No service may run everywhere, so the dense placement (a and b on
+	// the first nodes) would leave nodes empty; b, ranked last, moves off.
+	tmpl, cat := tiny([]string{"a", "b"}, map[string]domain.ServiceConstraint{
+		"a": {Quantities: domain.Quantity{Max: 2}}, "b": {Quantities: domain.Quantity{Max: 3}},
+	}, nil, nil)
+	l, err := Create(CreateRequest{ClusterID: "c", Template: tmpl, Catalog: cat, Size: 5})
+	require.NoError(t, err)
+	requireValid(t, clusterSpec{tmpl: tmpl, cat: cat, provider: "aws", services: []string{"a", "b"}}, l.Nodes)
+	require.Equal(t, []Group{
+		{Count: 2, NodeLayout: domain.NodeLayout{HardwareType: "large", ImageType: "ubuntu", Services: []string{"a"}}},
+		{Count: 3, NodeLayout: domain.NodeLayout{HardwareType: "large", ImageType: "ubuntu", Services: []string{"b"}}},
+	}, l.Groups)
 }
 
 func TestCreateReportsEveryIndependentConflict(t *testing.T) {
