@@ -70,7 +70,8 @@
 //     rank), each on the first nodes that can take it, so masters gather on
 //     the same nodes and workers share nodes with whatever may join them;
 //     groups and unconstrained units are stacked from the first node. Only
-//     when that placement does not fit does the exact search place them.
+//     when that placement does not fit are they placed by the rounded
+//     linear relaxation, or failing that by the exact search.
 //  4. If the services cannot give every node something to run (every
 //     maximum reached and no free service), the lowest-ranked unit of the
 //     last shared nodes moves onto nodes of its own until none is empty.
@@ -89,7 +90,10 @@
 // taking it would leave no valid choice for the rest. AddServices uses the
 // fewest new nodes (none unless MaxNewNodes allows them), then follows the
 // order above, with every existing layout a fixed block of nodes whose
-// oldest nodes come first.
+// oldest nodes come first; old services move nowhere and go onto new nodes
+// only alongside a new service they must coexist with. RemoveServices only
+// takes services off nodes; a node left with none stays, for a shrink to
+// remove. CheckSync changes nothing and lists every violation.
 //
 // # Failures
 //
