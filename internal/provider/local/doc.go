@@ -1,0 +1,25 @@
+// Package local is the provider of the embedded all-in-one server: every
+// node is an SSH server inside the heddle process (golang.org/x/crypto/ssh)
+// listening on 127.0.0.1 on a port of its own, with its own ed25519 host
+// key, accepting only the cluster's key, and running each command with
+// /bin/sh as heddle's own user in the node's own directory. A new user gets
+// working clusters (create, install scripts, delete) with no cloud account
+// and no root, and the automator runs exactly as it does against real
+// nodes: the same SSH client, host-key pinning, uploads and detached runs.
+//
+// State lives under the data directory, one directory per node
+// (nodes/<node>~<hash>/: node.json, host_key, home/), so nodes come back
+// after heddle restarts: Restore starts the servers of every node on disk
+// again, on the same ports with the same host keys, so the addresses and
+// pinned keys the store holds stay valid.
+//
+// Create is idempotent on the request's token: a repeated create finds the
+// node on disk and returns it; a create with another token for an existing
+// node is refused (it would be two tasks claiming one node). Delete stops
+// the server and removes the node's directory.
+//
+// Commands run with a clean environment (HOME is the node's home directory,
+// a standard PATH, nothing of heddle's own environment such as cloud
+// credentials). The node is not a sandbox: a script can read what heddle's
+// user can. Processes a script detaches (setsid) outlive a delete.
+package local

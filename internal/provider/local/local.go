@@ -1,0 +1,412 @@
+package local
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/sshexec"
+	"golang.org/x/crypto/ssh"
+)
+
+// TypeName is the provider type's name.
+const TypeName = "local"
+
+// Type describes the local provider type. It has no fields: there is
+// nothing to configure about this machine.
+func Type() provider.Type {
+	return provider.Type{
+		Name:        TypeName,
+		Label:       "This machine",
+		Description: "Nodes are SSH servers inside the heddle process, on 127.0.0.1, running commands as heddle's own user. For trying heddle and for tests.",
+		Parameters:  provider.Parameters{Admin: provider.ParameterSet{Fields: map[string]provider.Field{}}, User: provider.ParameterSet{Fields: map[string]provider.Field{}}},
+	}
+}
+
+// Config configures the provider.
+type Config struct {
+	// Dir holds the nodes' state (created 0700 if missing).
+	Dir    string
+	Logger *slog.Logger
+	// ProbeInterval is how often Confirm retries a node that does not
+	// answer yet; zero means 100 ms.
+	ProbeInterval time.Duration
+}
+
+// Local is the local provider.
+type Local struct {
+	dir   string
+	log   *slog.Logger
+	probe time.Duration
+	user  string
+
+	mu    sync.Mutex
+	nodes map[string]*node // by node directory name
+	// creating serializes the creates and deletes of one node directory.
+	locks sync.Map // dir name -> *sync.Mutex
+}
+
+var _ provider.Provider = (*Local)(nil)
+
+// node is a node whose server runs.
+type node struct {
+	state  nodeState
+	server *server
+}
+
+// nodeState is node.json.
+type nodeState struct {
+	Tenant        string    `json:"tenant"`
+	ClusterID     string    `json:"clusterId"`
+	NodeID        string    `json:"nodeId"`
+	Token         string    `json:"token"`
+	Port          int       `json:"port"`
+	AuthorizedKey string    `json:"authorizedKey"`
+	HostKey       string    `json:"hostKey"` // public, authorized_keys form
+	Hostname      string    `json:"hostname"`
+	Flavor        string    `json:"flavor,omitempty"`
+	Image         string    `json:"image,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
+}
+
+// New opens the provider's state directory. Call Restore to bring back the
+// nodes of an earlier run.
+func New(cfg Config) (*Local, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("local: a data directory is required")
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "nodes"), 0o700); err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ProbeInterval <= 0 {
+		cfg.ProbeInterval = 100 * time.Millisecond
+	}
+	return &Local{dir: cfg.Dir, log: cfg.Logger, probe: cfg.ProbeInterval, user: currentUser(), nodes: map[string]*node{}}, nil
+}
+
+// dirName is a node's directory: its id made path-safe, and a hash of
+// (tenant, cluster, node) so that equal ids of different clusters or
+// tenants never share one.
+func dirName(tenant, clusterID, nodeID string) string {
+	sum := sha256.Sum256([]byte(tenant + "\x00" + clusterID + "\x00" + nodeID))
+	var b strings.Builder
+	for i := 0; i < len(nodeID) && i < 40; i++ {
+		c := nodeID[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String() + "~" + hex.EncodeToString(sum[:8])
+}
+
+func (l *Local) nodeDir(name string) string { return filepath.Join(l.dir, "nodes", name) }
+
+func (l *Local) lock(name string) func() {
+	m, _ := l.locks.LoadOrStore(name, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// Create makes the node's directory, host key and server, or returns the
+// node an earlier create with the same token made.
+func (l *Local) Create(_ context.Context, req provider.Request) (provider.Node, error) {
+	if req.Key == nil {
+		return provider.Node{}, errors.New("local: create needs the cluster's key")
+	}
+	if req.Token == "" {
+		return provider.Node{}, errors.New("local: create needs an idempotency token")
+	}
+	name := dirName(req.Tenant, req.ClusterID, req.Node.ID)
+	defer l.lock(name)()
+
+	if n, err := l.running(name); err != nil || n != nil {
+		if err != nil {
+			return provider.Node{}, err
+		}
+		if n.state.Token != req.Token {
+			return provider.Node{}, fmt.Errorf("local: node %s already exists, made by another create (token %s, not %s)", req.Node.ID, n.state.Token, req.Token)
+		}
+		return l.facts(name, n.state), nil
+	}
+
+	dir := l.nodeDir(name)
+	// A directory without node.json is a create that crashed half-way:
+	// nothing refers to it yet, so start over.
+	if err := os.RemoveAll(dir); err != nil {
+		return provider.Node{}, fmt.Errorf("local: clear %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "home"), 0o700); err != nil {
+		return provider.Node{}, fmt.Errorf("local: %w", err)
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return provider.Node{}, err
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "heddle-local-node "+req.Node.ID)
+	if err != nil {
+		return provider.Node{}, err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "host_key"), pem.EncodeToMemory(block)); err != nil {
+		return provider.Node{}, err
+	}
+	hostKey, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		return provider.Node{}, err
+	}
+	hostname := req.Hostname
+	if hostname == "" {
+		hostname = req.Node.ID
+	}
+	st := nodeState{
+		Tenant: req.Tenant, ClusterID: req.ClusterID, NodeID: req.Node.ID, Token: req.Token,
+		AuthorizedKey: req.Key.AuthorizedKey(), HostKey: sshexec.FormatPublicKey(hostKey.PublicKey()),
+		Hostname: hostname, Flavor: req.Flavor, Image: req.Image, CreatedAt: time.Now().UTC(),
+	}
+	srv, port, err := l.listen(dir, st, hostKey, 0)
+	if err != nil {
+		return provider.Node{}, err
+	}
+	st.Port = port
+	// node.json is written last and atomically: its presence is what makes
+	// the node exist.
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err == nil {
+		err = writeFileAtomic(filepath.Join(dir, "node.json"), data)
+	}
+	if err != nil {
+		srv.close()
+		return provider.Node{}, fmt.Errorf("local: record node %s: %w", req.Node.ID, err)
+	}
+	srv.start()
+	l.mu.Lock()
+	l.nodes[name] = &node{state: st, server: srv}
+	l.mu.Unlock()
+	l.log.Info("local node created", "node", req.Node.ID, "cluster", req.ClusterID, "port", port)
+	return l.facts(name, st), nil
+}
+
+// running returns the node's running server, starting it from its
+// directory when the node exists on disk but not in this process (Restore
+// was not called, or it failed then); nil when the node does not exist.
+func (l *Local) running(name string) (*node, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := l.nodes[name]; n != nil {
+		return n, nil
+	}
+	st, hostKey, err := l.load(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	srv, _, err := l.listen(l.nodeDir(name), st, hostKey, st.Port)
+	if err != nil {
+		return nil, err
+	}
+	srv.start()
+	n := &node{state: st, server: srv}
+	l.nodes[name] = n
+	return n, nil
+}
+
+func (l *Local) load(name string) (nodeState, ssh.Signer, error) {
+	dir := l.nodeDir(name)
+	data, err := os.ReadFile(filepath.Join(dir, "node.json"))
+	if err != nil {
+		return nodeState{}, nil, err
+	}
+	var st nodeState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nodeState{}, nil, fmt.Errorf("local: %s/node.json: %w", dir, err)
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, "host_key"))
+	if err != nil {
+		return nodeState{}, nil, fmt.Errorf("local: node %s: %w", st.NodeID, err)
+	}
+	hostKey, err := ssh.ParsePrivateKey(keyPEM)
+	if err != nil {
+		return nodeState{}, nil, fmt.Errorf("local: node %s host key: %w", st.NodeID, err)
+	}
+	return st, hostKey, nil
+}
+
+// listen binds the node's port (0: any free one) and builds its server.
+func (l *Local) listen(dir string, st nodeState, hostKey ssh.Signer, port int) (*server, int, error) {
+	authorized, err := sshexec.ParsePublicKey(st.AuthorizedKey)
+	if err != nil {
+		return nil, 0, err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return nil, 0, fmt.Errorf("local: node %s: listen on port %d: %w", st.NodeID, port, err)
+	}
+	return newServer(ln, hostKey, authorized, filepath.Join(dir, "home"), l.user), ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// facts is what the provider reports about a node. The host key is known
+// from the start (the provider made it), so it is reported at create rather
+// than learned on first contact.
+func (l *Local) facts(name string, st nodeState) provider.Node {
+	home := filepath.Join(l.nodeDir(name), "home")
+	return provider.Node{
+		Hostname:   st.Hostname,
+		Addresses:  map[string]string{provider.AddressAccess: "127.0.0.1", provider.AddressBind: "127.0.0.1"},
+		SSHPort:    st.Port,
+		SSHUser:    l.user,
+		HostKey:    st.HostKey,
+		ProviderID: TypeName + ":" + name,
+		Flavor:     st.Flavor,
+		Image:      st.Image,
+		// Commands run as heddle's user; there is no sudo to go through.
+		NoSudo:  true,
+		WorkDir: filepath.Join(home, ".heddle"),
+	}
+}
+
+// Confirm checks that the node's server answers the cluster's key with the
+// host key it was made with.
+func (l *Local) Confirm(ctx context.Context, req provider.Request) (provider.Node, error) {
+	if req.Key == nil {
+		return provider.Node{}, errors.New("local: confirm needs the cluster's key")
+	}
+	name := dirName(req.Tenant, req.ClusterID, req.Node.ID)
+	n, err := l.running(name)
+	if err != nil {
+		return provider.Node{}, err
+	}
+	if n == nil {
+		return provider.Node{}, fmt.Errorf("local: node %s does not exist (was it created?)", req.Node.ID)
+	}
+	facts := l.facts(name, n.state)
+	pinned := req.Node.HostKey
+	if pinned == "" {
+		pinned = facts.HostKey
+	}
+	presented, err := provider.WaitForSSH(ctx, sshexec.Target{
+		Node: req.Node.ID, Address: net.JoinHostPort("127.0.0.1", strconv.Itoa(facts.SSHPort)),
+		User: facts.SSHUser, Key: req.Key.Signer(), HostKey: pinned,
+	}, l.probe)
+	if err != nil {
+		return provider.Node{}, fmt.Errorf("local: confirm: %w", err)
+	}
+	facts.HostKey = presented
+	return facts, nil
+}
+
+// Delete stops the node's server, killing its running commands, and
+// removes its directory. A node that does not exist is already deleted.
+func (l *Local) Delete(_ context.Context, req provider.Request) error {
+	name := dirName(req.Tenant, req.ClusterID, req.Node.ID)
+	defer l.lock(name)()
+	l.mu.Lock()
+	n := l.nodes[name]
+	delete(l.nodes, name)
+	l.mu.Unlock()
+	if n != nil {
+		n.server.close()
+	}
+	if err := os.RemoveAll(l.nodeDir(name)); err != nil {
+		return fmt.Errorf("local: remove node %s: %w", req.Node.ID, err)
+	}
+	if n != nil {
+		l.log.Info("local node deleted", "node", req.Node.ID, "cluster", req.ClusterID)
+	}
+	return nil
+}
+
+// Restore starts the server of every node on disk that does not run yet,
+// on its recorded port with its host key. Nodes that cannot start (their
+// port was taken meanwhile) are reported together; the others run.
+func (l *Local) Restore(context.Context) error {
+	entries, err := os.ReadDir(filepath.Join(l.dir, "nodes"))
+	if err != nil {
+		return fmt.Errorf("local: %w", err)
+	}
+	var errs []error
+	restored := 0
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		name := e.Name()
+		if _, err := os.Stat(filepath.Join(l.nodeDir(name), "node.json")); err != nil {
+			continue // a create that never finished: Create clears it
+		}
+		unlock := l.lock(name)
+		n, err := l.running(name)
+		unlock()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if n != nil {
+			restored++
+		}
+	}
+	l.log.Info("local nodes restored", "nodes", restored, "failed", len(errs))
+	return errors.Join(errs...)
+}
+
+// Close stops every node's server; the nodes stay on disk for Restore.
+func (l *Local) Close() {
+	l.mu.Lock()
+	nodes := l.nodes
+	l.nodes = map[string]*node{}
+	l.mu.Unlock()
+	for _, n := range nodes {
+		n.server.close()
+	}
+}
+
+// Nodes counts the nodes whose servers run.
+func (l *Local) Nodes() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.nodes)
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}

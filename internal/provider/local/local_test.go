@@ -1,0 +1,281 @@
+package local
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/secrets"
+	"github.com/heddle-io/heddle/internal/sshexec"
+	"github.com/stretchr/testify/require"
+)
+
+// leakCheck is set in heddle's (the test binary's) environment: a node's
+// commands must not see it.
+const leakCheck = "AWS_SECRET_ACCESS_KEY"
+
+func TestMain(m *testing.M) {
+	os.Setenv(leakCheck, "must-not-reach-nodes")
+	os.Exit(m.Run())
+}
+
+func clusterKey(t testing.TB) *secrets.SSHKey {
+	t.Helper()
+	kp, err := sshexec.GenerateKeyPair()
+	require.NoError(t, err)
+	k, err := secrets.NewSSHKey(kp.PrivateKey)
+	require.NoError(t, err)
+	return k
+}
+
+func setup(t testing.TB) (*Local, string) {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := New(Config{Dir: dir})
+	require.NoError(t, err)
+	t.Cleanup(l.Close)
+	return l, dir
+}
+
+func request(key *secrets.SSHKey, nodeID string) provider.Request {
+	return provider.Request{
+		Tenant: "acme", ClusterID: "c1", Node: domain.Node{ID: nodeID, ClusterID: "c1", Num: 1000},
+		Token: "tok-" + nodeID, Hostname: nodeID + ".local", Flavor: "small", Image: "host", Key: key,
+	}
+}
+
+func testCtx(t testing.TB) context.Context {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func target(n provider.Node, key *secrets.SSHKey) sshexec.Target {
+	return sshexec.Target{
+		Node: "n", Address: net.JoinHostPort(n.Addresses[provider.AddressAccess], strconv.Itoa(n.SSHPort)),
+		User: n.SSHUser, Key: key.Signer(), HostKey: n.HostKey, NoSudo: n.NoSudo,
+	}
+}
+
+// login runs a script on the node the way the automator would.
+func login(t testing.TB, n provider.Node, key *secrets.SSHKey, script string) (sshexec.Result, error) {
+	t.Helper()
+	c, err := sshexec.Dial(testCtx(t), target(n, key))
+	if err != nil {
+		return sshexec.Result{}, err
+	}
+	defer c.Close()
+	return c.Run(testCtx(t), sshexec.Command{Script: script})
+}
+
+func TestCreateConfirmRunDelete(t *testing.T) {
+	t.Parallel()
+	l, _ := setup(t)
+	key := clusterKey(t)
+	req := request(key, "c1-1000")
+
+	created, err := l.Create(testCtx(t), req)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1", created.Addresses[provider.AddressAccess])
+	require.NotZero(t, created.SSHPort)
+	require.True(t, strings.HasPrefix(created.HostKey, "ssh-ed25519 "))
+	require.True(t, created.NoSudo)
+	require.Equal(t, "c1-1000.local", created.Hostname)
+	require.Equal(t, "small", created.Flavor)
+	require.True(t, strings.HasPrefix(created.ProviderID, "local:c1-1000~"))
+
+	req.Node.HostKey = created.HostKey
+	confirmed, err := l.Confirm(testCtx(t), req)
+	require.NoError(t, err)
+	require.Equal(t, created, confirmed)
+
+	res, err := login(t, confirmed, key, `echo "home=$HOME pwd=$(pwd) leak=${`+leakCheck+`:-none}"; touch made-here`)
+	require.NoError(t, err)
+	home := filepath.Dir(confirmed.WorkDir)
+	require.Equal(t, "home="+home+" pwd="+home+" leak=none\n", res.Stdout.Text)
+	require.FileExists(t, filepath.Join(home, "made-here"))
+
+	// Another key is refused.
+	_, err = login(t, confirmed, clusterKey(t), "true")
+	var te *sshexec.TransportError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, "authenticate", te.Op)
+
+	require.NoError(t, l.Delete(testCtx(t), req))
+	require.NoDirExists(t, home)
+	_, err = login(t, confirmed, key, "true")
+	var unreachable *sshexec.UnreachableError
+	require.ErrorAs(t, err, &unreachable)
+	require.NoError(t, l.Delete(testCtx(t), req), "deleting a deleted node succeeds")
+	_, err = l.Confirm(testCtx(t), req)
+	require.ErrorContains(t, err, "does not exist")
+}
+
+func TestCreateIsIdempotentOnTheToken(t *testing.T) {
+	t.Parallel()
+	l, _ := setup(t)
+	key := clusterKey(t)
+	req := request(key, "c1-1000")
+	first, err := l.Create(testCtx(t), req)
+	require.NoError(t, err)
+	again, err := l.Create(testCtx(t), req)
+	require.NoError(t, err)
+	require.Equal(t, first, again)
+	require.Equal(t, 1, l.Nodes())
+
+	other := req
+	other.Token = "another-task"
+	_, err = l.Create(testCtx(t), other)
+	require.ErrorContains(t, err, "made by another create")
+
+	// The same node id in another cluster or tenant is another node.
+	elsewhere := req
+	elsewhere.ClusterID = "c2"
+	n2, err := l.Create(testCtx(t), elsewhere)
+	require.NoError(t, err)
+	require.NotEqual(t, first.SSHPort, n2.SSHPort)
+	require.NotEqual(t, first.HostKey, n2.HostKey)
+}
+
+func TestNodesComeBackAfterARestart(t *testing.T) {
+	t.Parallel()
+	l, dir := setup(t)
+	key := clusterKey(t)
+	var nodes []provider.Node
+	for i := range 3 {
+		n, err := l.Create(testCtx(t), request(key, "c1-"+strconv.Itoa(1000+i)))
+		require.NoError(t, err)
+		_, err = login(t, n, key, "echo kept > state")
+		require.NoError(t, err)
+		nodes = append(nodes, n)
+	}
+	l.Close() // heddle stops
+	_, err := login(t, nodes[0], key, "true")
+	require.Error(t, err)
+
+	restarted, err := New(Config{Dir: dir})
+	require.NoError(t, err)
+	t.Cleanup(restarted.Close)
+	require.NoError(t, restarted.Restore(testCtx(t)))
+	require.Equal(t, 3, restarted.Nodes())
+	for i, n := range nodes {
+		// Same address, same pinned host key, same files.
+		res, err := login(t, n, key, "cat state")
+		require.NoError(t, err, "node %d", i)
+		require.Equal(t, "kept\n", res.Stdout.Text)
+		req := request(key, "c1-"+strconv.Itoa(1000+i))
+		req.Node.HostKey = n.HostKey
+		confirmed, err := restarted.Confirm(testCtx(t), req)
+		require.NoError(t, err)
+		require.Equal(t, n, confirmed)
+	}
+	// A repeated create after the restart still finds the node.
+	again, err := restarted.Create(testCtx(t), request(key, "c1-1000"))
+	require.NoError(t, err)
+	require.Equal(t, nodes[0], again)
+}
+
+func TestNodeOnDiskStartsWithoutRestore(t *testing.T) {
+	t.Parallel()
+	l, dir := setup(t)
+	key := clusterKey(t)
+	req := request(key, "c1-1000")
+	n, err := l.Create(testCtx(t), req)
+	require.NoError(t, err)
+	l.Close()
+
+	fresh, err := New(Config{Dir: dir})
+	require.NoError(t, err)
+	t.Cleanup(fresh.Close)
+	req.Node.HostKey = n.HostKey
+	confirmed, err := fresh.Confirm(testCtx(t), req)
+	require.NoError(t, err)
+	require.Equal(t, n.SSHPort, confirmed.SSHPort)
+}
+
+func TestRestoreReportsATakenPort(t *testing.T) {
+	t.Parallel()
+	l, dir := setup(t)
+	key := clusterKey(t)
+	n, err := l.Create(testCtx(t), request(key, "c1-1000"))
+	require.NoError(t, err)
+	_, err = l.Create(testCtx(t), request(key, "c1-1001"))
+	require.NoError(t, err)
+	l.Close()
+
+	squatter, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(n.SSHPort)))
+	require.NoError(t, err)
+	defer squatter.Close()
+	restarted, err := New(Config{Dir: dir})
+	require.NoError(t, err)
+	t.Cleanup(restarted.Close)
+	err = restarted.Restore(testCtx(t))
+	require.ErrorContains(t, err, "node c1-1000: listen on port "+strconv.Itoa(n.SSHPort))
+	require.Equal(t, 1, restarted.Nodes(), "the other node runs")
+}
+
+func TestHalfCreatedNodeIsStartedOver(t *testing.T) {
+	t.Parallel()
+	l, dir := setup(t)
+	key := clusterKey(t)
+	req := request(key, "c1-1000")
+	// A crash after the host key was written but before node.json.
+	half := filepath.Join(dir, "nodes", dirName("acme", "c1", "c1-1000"))
+	require.NoError(t, os.MkdirAll(filepath.Join(half, "home"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(half, "host_key"), []byte("garbage"), 0o600))
+	require.NoError(t, l.Restore(testCtx(t)), "Restore skips it")
+	n, err := l.Create(testCtx(t), req)
+	require.NoError(t, err)
+	req.Node.HostKey = n.HostKey
+	_, err = l.Confirm(testCtx(t), req)
+	require.NoError(t, err)
+}
+
+func TestDeleteKillsRunningCommands(t *testing.T) {
+	t.Parallel()
+	l, _ := setup(t)
+	key := clusterKey(t)
+	req := request(key, "c1-1000")
+	n, err := l.Create(testCtx(t), req)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := login(t, n, key, "sleep 60")
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	require.NoError(t, l.Delete(testCtx(t), req))
+	require.Less(t, time.Since(start), 10*time.Second)
+	require.Error(t, <-done)
+}
+
+func TestTypeRegisters(t *testing.T) {
+	t.Parallel()
+	l, _ := setup(t)
+	r := provider.NewRegistry()
+	require.NoError(t, r.Register(Type(), l))
+	require.Empty(t, r.Validate(&domain.Provider{ProviderType: TypeName}))
+	ps := r.Validate(&domain.Provider{ProviderType: TypeName, Fields: map[string]string{"region": "x"}})
+	require.Len(t, ps, 1)
+	require.Equal(t, domain.CodeUnknownField, ps[0].Code)
+}
+
+func TestDirNameSeparatesTenantsAndClusters(t *testing.T) {
+	t.Parallel()
+	names := map[string]bool{}
+	for _, k := range [][3]string{{"a", "c1", "n"}, {"b", "c1", "n"}, {"a", "c2", "n"}, {"a", "c1", "n/../x"}, {"a", "c1\x00n", ""}} {
+		d := dirName(k[0], k[1], k[2])
+		require.False(t, names[d])
+		require.NotContains(t, d, "/")
+		names[d] = true
+	}
+}
