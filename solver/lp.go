@@ -18,7 +18,7 @@ func (w lpWeights) need(r []int) int {
 	sum := 0.0
 	for u, x := range w {
 		if x > 0 {
-			sum += float64(r[u]) * x
+			sum += float64(float64(r[u]) * x)
 		}
 	}
 	return int(math.Ceil(sum - lpTolerance*math.Max(1, sum)))
@@ -138,6 +138,9 @@ func (p *problem) lpBoundOn(pats []bitset, units []int, b []int) (int, lpWeights
 
 // pivot exchanges the basic variable of row r with the nonbasic variable of
 // column j in the dictionary x_B = rhs - a x_N, objective z = cost x_N.
+// Products are converted explicitly, which keeps the compiler from fusing
+// them into multiply-adds on some architectures (arm64, for one): the same
+// request must give the same layout on every machine.
 func pivot(a [][]float64, rhs, cost []float64, r, j int) {
 	row := a[r]
 	inv := 1 / row[j]
@@ -156,10 +159,10 @@ func pivot(a [][]float64, rhs, cost []float64, r, j int) {
 		if f == 0 {
 			continue
 		}
-		rhs[i] -= f * rhs[r]
+		rhs[i] -= float64(f * rhs[r])
 		for k := range a[i] {
 			if k != j {
-				a[i][k] -= f * row[k]
+				a[i][k] -= float64(f * row[k])
 			}
 		}
 		a[i][j] = -f * inv
@@ -167,7 +170,7 @@ func pivot(a [][]float64, rhs, cost []float64, r, j int) {
 	f := cost[j]
 	for k := range cost {
 		if k != j {
-			cost[k] -= f * row[k]
+			cost[k] -= float64(f * row[k])
 		}
 	}
 	cost[j] = -f * inv
@@ -200,7 +203,7 @@ func (p *problem) roundCover(ci int, pats []bitset, lpRows []float64, b []int, m
 			downRows += lo
 		}
 	}
-	if upRows <= m {
+	if upRows <= m && p.covers(ci, up, b) {
 		return p.trim(cloneSegs(up), b), true, nil
 	}
 	if downRows > m {
@@ -217,8 +220,8 @@ func (p *problem) roundCover(ci int, pats []bitset, lpRows []float64, b []int, m
 		if err != nil {
 			return nil, false, err
 		}
-		if rows <= m-downRows {
-			return p.trim(append(cloneSegs(down), rest...), b), true, nil
+		if all := append(cloneSegs(down), rest...); rows <= m-downRows && p.covers(ci, all, b) {
+			return p.trim(all, b), true, nil
 		}
 	}
 	return nil, false, nil
@@ -231,4 +234,21 @@ func cloneSegs(segs []seg) []seg {
 		out[i] = seg{set: s.set.clone(), hw: s.hw, img: s.img, n: s.n}
 	}
 	return out
+}
+
+// covers checks that segs hold every unit of component ci at least b[u]
+// times: rounded floating-point rows are checked, not trusted.
+func (p *problem) covers(ci int, segs []seg, b []int) bool {
+	cov := make([]int, len(p.units))
+	for _, s := range segs {
+		for _, u := range s.set.members() {
+			cov[u] += s.n
+		}
+	}
+	for _, u := range p.comps[ci] {
+		if cov[u] < b[u] {
+			return false
+		}
+	}
+	return true
 }
