@@ -21,7 +21,7 @@ func (w lpWeights) need(r []int) int {
 			sum += float64(float64(r[u]) * x)
 		}
 	}
-	return int(math.Ceil(sum - lpTolerance*math.Max(1, sum)))
+	return int(math.Ceil(sum - float64(lpTolerance*math.Max(1, sum))))
 }
 
 // lpBound solves the linear relaxation of covering demands b with the
