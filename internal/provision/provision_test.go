@@ -1,0 +1,348 @@
+package provision
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heddle-io/heddle/internal/automator"
+	"github.com/heddle-io/heddle/internal/automator/shell"
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/secrets"
+	"github.com/heddle-io/heddle/internal/sshexec"
+	"github.com/heddle-io/heddle/internal/sshexec/sshtest"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLocalClusterEndToEnd(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 3)
+
+	created := w.must(domain.ActionCreate, "")
+	for _, r := range created {
+		require.NotNil(t, r.Node)
+		require.Equal(t, "127.0.0.1", r.Node.Addresses[provider.AddressAccess])
+		require.NotEmpty(t, r.Node.HostKey)
+		require.NotEmpty(t, r.Node.Properties[provider.PropSSHPort])
+		require.Equal(t, "true", r.Node.Properties[provider.PropNoSudo])
+		require.Equal(t, "host", r.Node.Flavor)
+		require.Equal(t, "host-os", r.Node.Image)
+		require.Contains(t, r.Stdout, "created node c1-100")
+	}
+	require.Equal(t, "zk-ensemble-1000.example.test", w.clusters.node("c1-1000").Hostname)
+	w.must(domain.ActionConfirm, "")
+	boot := w.must(domain.ActionBootstrap, "")
+	require.Contains(t, boot[0].Stdout, "heddle: bootstrapped as ")
+
+	install := w.must(domain.ActionInstall, "zookeeper")
+	out := install[1].Stdout
+	require.Contains(t, out, "installing on zk-ensemble-1001.example.test as instance 2 of 3\n")
+	require.Contains(t, out, "servers=zk-ensemble-1000.example.test:2181,zk-ensemble-1001.example.test:2181,zk-ensemble-1002.example.test:2181\n")
+	require.Contains(t, out, "greeting=hello from 127.0.0.1\n")
+	require.Contains(t, out, `"quorum":"3"`)
+
+	configure := w.must(domain.ActionConfigure, "zookeeper")
+	require.Equal(t, "installed\nconfigured c1-1002\n", configure[2].Stdout)
+	w.must(domain.ActionStart, "zookeeper")
+	// A service action the service does not define is skipped.
+	check := w.must(domain.ActionCheck, "zookeeper")
+	require.Contains(t, check[0].Stdout, "defines no check action")
+	w.must(domain.ActionStop, "zookeeper")
+	w.must(domain.ActionRemove, "zookeeper")
+	deleted := w.must(domain.ActionDelete, "")
+	require.Contains(t, deleted[0].Stdout, "deleted node c1-1000")
+	require.Equal(t, 0, w.local.Nodes())
+	entries, err := os.ReadDir(filepath.Join(w.dataDir, "nodes"))
+	require.NoError(t, err)
+	require.Empty(t, entries)
+}
+
+func TestLocalNodesAnswerAfterARestart(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 2)
+	w.must(domain.ActionCreate, "")
+	w.must(domain.ActionConfirm, "")
+	w.must(domain.ActionInstall, "zookeeper")
+	pinned := w.clusters.node("c1-1000").HostKey
+
+	w.restart()
+	// Same addresses, same pinned host keys, same files.
+	res := w.must(domain.ActionConfigure, "zookeeper")
+	require.Equal(t, "installed\nconfigured c1-1000\n", res[0].Stdout)
+	require.Equal(t, pinned, w.clusters.node("c1-1000").HostKey)
+	w.must(domain.ActionDelete, "")
+}
+
+func TestRetriedCreateMakesOneNode(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	ctx := context.Background()
+	first := w.d.Execute(ctx, w.attempt(domain.ActionCreate, "c1-1000", "", 1))
+	require.NoError(t, first.Err)
+	// The worker died before recording the result; the engine retries.
+	second := w.d.Execute(ctx, w.attempt(domain.ActionCreate, "c1-1000", "", 2))
+	require.NoError(t, second.Err)
+	require.Equal(t, first.Node, second.Node)
+	require.Equal(t, 1, w.local.Nodes())
+
+	// A create from another job for the same node id is another token: the
+	// local provider refuses to hand out a node another task made.
+	w.job++
+	third := w.d.Execute(ctx, w.attempt(domain.ActionCreate, "c1-1000", "", 1))
+	require.ErrorContains(t, third.Err, "made by another create")
+}
+
+func TestChangedHostKeyFailsTheTask(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	w.must(domain.ActionCreate, "")
+	w.must(domain.ActionConfirm, "")
+	real := w.clusters.node("c1-1000").HostKey
+	realKey, err := sshexec.ParsePublicKey(real)
+	require.NoError(t, err)
+	impostor := sshtest.NewHostKey(t).PublicKey()
+	// The node as recorded pins a key the node no longer presents (it was
+	// rebuilt, or something sits in between).
+	w.clusters.update(func(s *ClusterSpec) { s.Nodes[0].HostKey = sshexec.FormatPublicKey(impostor) })
+
+	res := w.exec(domain.ActionInstall, "c1-1000", "zookeeper")
+	var hk *sshexec.HostKeyError
+	require.ErrorAs(t, res.Err, &hk)
+	msg := res.Err.Error()
+	require.Contains(t, msg, "install of zookeeper on node c1-1000")
+	require.Contains(t, msg, sshexec.Fingerprint(impostor))
+	require.Contains(t, msg, sshexec.Fingerprint(realKey))
+	require.Equal(t, -1, res.ExitCode)
+	require.Nil(t, res.Node, "a refused key is not re-pinned")
+	require.Empty(t, res.Stdout)
+
+	// Confirm refuses it too.
+	conf := w.exec(domain.ActionConfirm, "c1-1000", "")
+	require.ErrorAs(t, conf.Err, &hk)
+}
+
+func TestFailingScriptReportsItsStatus(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	w.must(domain.ActionCreate, "")
+	w.must(domain.ActionConfirm, "")
+	w.clusters.update(func(s *ClusterSpec) {
+		svc := s.Services["zookeeper"]
+		svc.Actions = map[domain.Action]domain.ServiceAction{
+			domain.ActionStart: {Type: shell.Type, Fields: map[string]string{"script": "echo 'port 2181 in use' >&2; exit 7"}},
+		}
+		s.Services["zookeeper"] = svc
+	})
+	res := w.exec(domain.ActionStart, "c1-1000", "zookeeper")
+	require.Error(t, res.Err)
+	require.Equal(t, 7, res.ExitCode)
+	require.Equal(t, "port 2181 in use\n", res.Stderr)
+	require.ErrorContains(t, res.Err, "start of zookeeper on node c1-1000")
+}
+
+func TestConfigurationErrors(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 2)
+	w.must(domain.ActionCreate, "")
+	w.must(domain.ActionConfirm, "")
+	tests := []struct {
+		name   string
+		change func(s *ClusterSpec)
+		action domain.Action
+		want   string
+	}{
+		{"out-of-range macro", func(s *ClusterSpec) {
+			svc := zookeeper()
+			svc.Actions[domain.ActionInstall] = domain.ServiceAction{Type: shell.Type, Fields: map[string]string{"script": "echo %host.service.zookeeper[5]%"}}
+			s.Services["zookeeper"] = svc
+		}, domain.ActionInstall, "field script, for node c1-1000"},
+		{"bad macro in the config", func(s *ClusterSpec) { s.Config = []byte(`{"a":"%nope.self%"}`) }, domain.ActionInstall, "cluster config for node c1-1000"},
+		{"unknown automator", func(s *ClusterSpec) {
+			svc := zookeeper()
+			svc.Actions[domain.ActionInstall] = domain.ServiceAction{Type: "chef-solo"}
+			s.Services["zookeeper"] = svc
+		}, domain.ActionInstall, `automator type "chef-solo"`},
+		{"missing service", func(s *ClusterSpec) { delete(s.Services, "zookeeper") }, domain.ActionInstall, `service "zookeeper", which the cluster's spec lacks`},
+		{"no flavor for the provider", func(s *ClusterSpec) {
+			s.HardwareTypes["small"] = domain.HardwareType{Meta: domain.Meta{Name: "small"}, ProviderMap: map[string]domain.HardwareFlavor{"aws": {Flavor: "t3.micro"}}}
+		}, domain.ActionCreate, "hardware type small has no flavor for provider laptop"},
+		{"unknown provider type", func(s *ClusterSpec) { s.Provider.ProviderType = "openstack" }, domain.ActionCreate, `type "openstack", which this worker does not have`},
+		{"key of another cluster", func(s *ClusterSpec) {
+			k, err := secrets.NewClusterKey(context.Background(), w.keyring, tenant, "c2")
+			require.NoError(t, err)
+			s.Key = k
+		}, domain.ActionInstall, "secrets: sealed value does not open"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Not parallel: each case changes the shared spec and restores it.
+			saved := w.clusters.spec
+			saved.Services = map[string]domain.Service{"zookeeper": zookeeper()}
+			saved.HardwareTypes = map[string]domain.HardwareType{"small": w.clusters.spec.HardwareTypes["small"]}
+			defer w.clusters.update(func(s *ClusterSpec) {
+				s.Services, s.HardwareTypes, s.Config, s.Provider, s.Key = saved.Services, saved.HardwareTypes, saved.Config, saved.Provider, saved.Key
+			})
+			w.clusters.update(tt.change)
+			res := w.exec(tt.action, "c1-1000", map[bool]string{true: "zookeeper"}[tt.action.IsServiceAction()])
+			require.ErrorContains(t, res.Err, tt.want)
+			require.Equal(t, -1, res.ExitCode)
+		})
+	}
+	unknown := w.d.Execute(context.Background(), w.attempt("reboot", "c1-1000", "", 1))
+	require.ErrorContains(t, unknown.Err, `action "reboot"`)
+	missing := w.attempt(domain.ActionInstall, "c1-1000", "zookeeper", 1)
+	missing.Node, missing.Task.NodeID = nil, "c1-9999"
+	require.ErrorContains(t, w.d.Execute(context.Background(), missing).Err, `node "c1-9999"`)
+}
+
+func TestTokenIsStablePerTaskAndDistinctAcrossTasks(t *testing.T) {
+	t.Parallel()
+	base := domain.Task{ID: "create:c1-1000", JobID: "c1-job-1", ClusterID: "c1", Attempt: 1}
+	tok := Token("acme", base)
+	require.Len(t, tok, 40)
+	retry := base
+	retry.Attempt = 3
+	require.Equal(t, tok, Token("acme", retry), "every attempt of a task shares the token")
+	seen := map[string]bool{tok: true}
+	variants := []func(*domain.Task) string{
+		func(t *domain.Task) string { t.ID = "create:c1-1001"; return "acme" },
+		func(t *domain.Task) string { t.JobID = "c1-job-2"; return "acme" },
+		func(t *domain.Task) string { t.ClusterID = "c2"; return "acme" },
+		func(t *domain.Task) string { return "other" },
+	}
+	for _, v := range variants {
+		task := base
+		tn := v(&task)
+		got := Token(tn, task)
+		require.False(t, seen[got])
+		seen[got] = true
+	}
+}
+
+func TestHostname(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, suffix, want string
+	}{
+		{"ZK Ensemble", "example.test.", "zk-ensemble-1000.example.test"},
+		{"", "", "c1-1000.local"},
+		{"---", "", "node-1000.local"},
+		{"Ünïcode & co", "", "n-code-co-1000.local"},
+		{strings.Repeat("long", 30), "", strings.Repeat("long", 10) + "-1000.local"},
+	} {
+		got := Hostname(&ClusterSpec{ClusterID: "c1", Name: tt.name, DNSSuffix: tt.suffix}, &domain.Node{Num: 1000})
+		require.Equal(t, tt.want, got)
+	}
+	require.Equal(t, "kept", Hostname(&ClusterSpec{}, &domain.Node{Hostname: "kept"}))
+}
+
+// recorder is a provider type with a sensitive field whose calls are
+// recorded, to check what the dispatcher hands a provider.
+type recorder struct {
+	mu    sync.Mutex
+	calls []provider.Request
+	err   error
+}
+
+func (r *recorder) Create(_ context.Context, req provider.Request) (provider.Node, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, req)
+	if r.err != nil {
+		return provider.Node{}, r.err
+	}
+	return provider.Node{ProviderID: "r-" + req.Token[:8], Addresses: map[string]string{provider.AddressAccess: "192.0.2.1"}}, nil
+}
+func (r *recorder) Confirm(context.Context, provider.Request) (provider.Node, error) {
+	return provider.Node{}, errors.New("not used")
+}
+func (r *recorder) Delete(context.Context, provider.Request) error { return nil }
+
+var recorderType = provider.Type{Name: "recorder", Parameters: provider.Parameters{
+	Admin: provider.ParameterSet{Fields: map[string]provider.Field{
+		"region": {Type: provider.FieldText}, "api_secret": {Type: provider.FieldPassword, Sensitive: true},
+	}},
+	User: provider.ParameterSet{Fields: map[string]provider.Field{"project": {Type: provider.FieldText}}},
+}}
+
+func TestProviderGetsOpenedFieldsAndSecretsAreRedacted(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	rec := &recorder{}
+	require.NoError(t, w.registry.Register(recorderType, rec))
+	p := domain.Provider{Meta: domain.Meta{Name: "cloudy"}, ProviderType: "recorder", Fields: map[string]string{"region": "north", "api_secret": "sk-live-123456"}}
+	require.NoError(t, w.registry.SealFields(context.Background(), w.keyring, tenant, &p))
+	w.clusters.update(func(s *ClusterSpec) {
+		s.Provider = p
+		s.ProviderFields = map[string]string{"project": "apollo"}
+		s.HardwareTypes["small"].ProviderMap["cloudy"] = domain.HardwareFlavor{Flavor: "m1"}
+		s.ImageTypes["debian"].ProviderMap["cloudy"] = domain.ImageRef{Image: "img-1", SSHUser: "admin"}
+	})
+	res := w.exec(domain.ActionCreate, "c1-1000", "")
+	require.NoError(t, res.Err)
+	require.Len(t, rec.calls, 1)
+	got := rec.calls[0]
+	require.Equal(t, map[string]string{"region": "north", "api_secret": "sk-live-123456", "project": "apollo"}, got.Fields)
+	require.Equal(t, "m1", got.Flavor)
+	require.Equal(t, "img-1", got.Image)
+	require.Equal(t, "admin", got.SSHUser)
+	require.Equal(t, "admin", res.Node.SSHUser, "the image's login user is recorded when the provider does not say")
+	require.Equal(t, Token(tenant, w.attempt(domain.ActionCreate, "c1-1000", "", 1).Task), got.Token)
+	require.NotNil(t, got.Key)
+
+	rec.err = errors.New("cloud said: bad credentials sk-live-123456")
+	failed := w.exec(domain.ActionCreate, "c1-1000", "")
+	require.Error(t, failed.Err)
+	require.NotContains(t, failed.Err.Error(), "sk-live-123456")
+	require.Contains(t, failed.Err.Error(), secrets.Redacted)
+	require.ErrorIs(t, failed.Err, rec.err, "the chain is kept")
+}
+
+func TestFirstContactAtAnActionPinsTheKey(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	w.must(domain.ActionCreate, "")
+	real := w.clusters.node("c1-1000").HostKey
+	// A provider that reported no host key: the first automator contact
+	// pins it.
+	w.clusters.update(func(s *ClusterSpec) { s.Nodes[0].HostKey = "" })
+	res := w.exec(domain.ActionBootstrap, "c1-1000", "")
+	require.NoError(t, res.Err)
+	require.NotNil(t, res.Node)
+	require.Equal(t, real, res.Node.HostKey)
+	require.Equal(t, real, w.clusters.node("c1-1000").HostKey)
+}
+
+func TestNewRequiresItsParts(t *testing.T) {
+	t.Parallel()
+	_, err := New(Config{})
+	require.Error(t, err)
+}
+
+func TestDetachedActionThroughTheDispatcher(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	w.must(domain.ActionCreate, "")
+	w.must(domain.ActionConfirm, "")
+	w.clusters.update(func(s *ClusterSpec) {
+		svc := zookeeper()
+		svc.Actions[domain.ActionInitialize] = domain.ServiceAction{Type: shell.Type, Timeout: domain.Duration(time.Hour),
+			Fields: map[string]string{"script": "sleep 0.3; echo initialized %num.service.zookeeper%"}}
+		s.Services["zookeeper"] = svc
+	})
+	in := w.attempt(domain.ActionInitialize, "c1-1000", "zookeeper", 1)
+	in.Task.Timeout = domain.Duration(time.Hour) // over the threshold: detached
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res := w.d.Execute(ctx, in)
+	require.NoError(t, res.Err)
+	require.Equal(t, "initialized 1\n", res.Stdout)
+}
+
+var _ automator.Automator = (*shell.Shell)(nil)
