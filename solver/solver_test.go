@@ -402,3 +402,34 @@ func TestBudgetTurnsPathologicalInputIntoAnError(t *testing.T) {
 	require.True(t, errors.As(err, &tc))
 	require.Equal(t, int64(200), tc.Budget)
 }
+
+// TestCreateOverlappingTriplesWithinBudget is a regression test: three
+// cantCoexist triples around svc08 and svc03 made the exact search of an
+// earlier version spend its whole budget on this 10-service template at 114
+// nodes (while choosing how many nodes svc01 gets); no clique or group
+// bound showed that svc03 and svc08 cannot both fit beside svc01.
+func TestCreateOverlappingTriplesWithinBudget(t *testing.T) {
+	t.Parallel()
+	var names []string
+	for i := 0; i < 10; i++ {
+		names = append(names, fmt.Sprintf("svc%02d", i))
+	}
+	tmpl, _ := tiny(names, map[string]domain.ServiceConstraint{
+		"svc02": {Quantities: domain.Quantity{Min: 4, Max: 24}},
+		"svc04": {Quantities: domain.Quantity{Min: 1}},
+		"svc06": {Quantities: domain.Quantity{Min: 1}},
+		"svc08": {Quantities: domain.Quantity{Min: 3, Max: 7}, HardwareTypes: []string{"medium", "xlarge"}},
+	}, nil, [][]string{
+		{"svc01", "svc00", "svc08"}, {"svc01", "svc03", "svc00"}, {"svc08", "svc04", "svc09"},
+		{"svc05", "svc03", "svc08"}, {"svc09", "svc02", "svc07"},
+	})
+	var defs []*domain.Service
+	for _, n := range names {
+		defs = append(defs, svc(n))
+	}
+	cat := catalogOf(defs, []string{"small", "medium", "large", "xlarge"}, []string{"debian"})
+	l, err := Create(CreateRequest{ClusterID: "c", Template: tmpl, Catalog: cat, Size: 114})
+	require.NoError(t, err)
+	requireValid(t, clusterSpec{tmpl: tmpl, cat: cat, provider: "aws", services: names}, l.Nodes)
+	require.Equal(t, 7, nodesRunning(l.Nodes, "svc08"), "svc08 gets its maximum")
+}
