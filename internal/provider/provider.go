@@ -28,6 +28,9 @@ type Provider interface {
 type Request struct {
 	Tenant    string
 	ClusterID string
+	// Provider is the provider entity's name (a static provider's pool is
+	// per entity).
+	Provider string
 	// Node is the node as the store holds it when the attempt starts: its
 	// id and Num, and what earlier tasks recorded (ProviderID, addresses,
 	// the pinned host key, properties).

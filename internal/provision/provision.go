@@ -203,7 +203,7 @@ func (a *attempt) provider(ctx context.Context) engine.Result {
 		a.secrets = s.AppendTo(a.secrets)
 	}
 	req := provider.Request{
-		Tenant: a.in.Tenant, ClusterID: a.spec.ClusterID, Node: *a.node,
+		Tenant: a.in.Tenant, ClusterID: a.spec.ClusterID, Provider: p.Name, Node: *a.node,
 		Token: Token(a.in.Tenant, a.task), Hostname: Hostname(a.spec, a.node),
 		Fields: opened.Fields, Key: a.key,
 	}

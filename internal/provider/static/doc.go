@@ -1,0 +1,22 @@
+// Package static is the provider for machines that already exist: an
+// administrator registers hosts (address, port, login user, private key,
+// optionally the host key) in a provider's pool, and each node of a
+// cluster takes one.
+//
+// The pool lives in the store, per tenant and provider entity. Taking a
+// host is one transaction: the host item moves FREE -> TAKEN on its version,
+// and the node's claim item is created on the condition that it does not
+// exist, so two nodes never get one host and one node never gets two hosts;
+// a repeated create (same token) finds its claim and returns the same host.
+// Hosts' login keys are sealed at rest (secrets) and never returned.
+//
+// Create installs the cluster's public key in the login user's
+// authorized_keys (a line whose comment names the node; edits are locked
+// with flock, or a lock directory where flock is missing, so concurrent
+// edits of one file lose nothing). Confirm logs in with the cluster's key
+// and pins the host key (or checks the registered one). Delete runs the
+// provider's wipe script as root, removes the node's key line and returns
+// the host to the pool in one transaction with the claim's deletion; a
+// failing wipe keeps the host out of the pool and fails the delete, so a
+// dirty host is never handed to the next cluster.
+package static

@@ -1,0 +1,237 @@
+package static
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/sshexec"
+)
+
+// TypeName is the provider type's name.
+const TypeName = "static"
+
+// Fields of a static provider.
+const (
+	FieldWipeScript  = "wipe_script"
+	FieldWipeTimeout = "wipe_timeout"
+)
+
+// Type describes the static provider type.
+func Type() provider.Type {
+	return provider.Type{
+		Name:        TypeName,
+		Label:       "Existing hosts",
+		Description: "A pool of machines an administrator registers (address, port, user, key). A node takes a free host; deleting the node runs the wipe script and returns the host.",
+		Parameters: provider.Parameters{
+			Admin: provider.ParameterSet{Fields: map[string]provider.Field{
+				FieldWipeScript: {Label: "Wipe script", Type: provider.FieldTextArea,
+					Tip: "Runs as root (through sudo when the login user is not) when a node gives its host back; a failure keeps the host out of the pool and fails the delete."},
+				FieldWipeTimeout: {Label: "Wipe timeout (seconds)", Type: provider.FieldNumber, Default: "600", Min: 1, Max: 43200},
+			}},
+			User: provider.ParameterSet{Fields: map[string]provider.Field{}},
+		},
+	}
+}
+
+// Config tunes the provider.
+type Config struct {
+	// ProbeInterval is how often Confirm retries a host that does not
+	// answer; zero means one second.
+	ProbeInterval time.Duration
+}
+
+// Static is the static provider.
+type Static struct {
+	pool  *Pool
+	probe time.Duration
+}
+
+var _ provider.Provider = (*Static)(nil)
+
+// New returns the provider over pool.
+func New(pool *Pool, cfg Config) *Static {
+	if cfg.ProbeInterval <= 0 {
+		cfg.ProbeInterval = time.Second
+	}
+	return &Static{pool: pool, probe: cfg.ProbeInterval}
+}
+
+// keyLine is the authorized_keys line that lets the cluster's key in as
+// the host's user; its comment names the node, so deleting the node
+// removes exactly its own line.
+func keyLine(req provider.Request) string {
+	return req.Key.AuthorizedKey() + " heddle:" + req.Tenant + "/" + req.ClusterID + "/" + req.Node.ID
+}
+
+// Create takes a host for the node (or finds the one it took) and installs
+// the cluster's public key for the host's user.
+func (s *Static) Create(ctx context.Context, req provider.Request) (provider.Node, error) {
+	if req.Key == nil || req.Token == "" || req.Provider == "" {
+		return provider.Node{}, errors.New("static: create needs the cluster's key, a token and the provider's name")
+	}
+	t, err := s.pool.take(ctx, req.Tenant, req.Provider, req.ClusterID, req.Node.ID, req.Token)
+	if err != nil {
+		return provider.Node{}, err
+	}
+	// Installed with the host's own key: the cluster's is not in yet. A
+	// create retried after this failed installs it then (the edit is
+	// idempotent), as the host stays claimed by the node.
+	if err := s.editKeys(ctx, t, req.Node.ID, addKeyScript(keyLine(req))); err != nil {
+		return provider.Node{}, fmt.Errorf("static: install the cluster's key on host %s: %w", t.ID, err)
+	}
+	return facts(req, t, t.HostKey), nil
+}
+
+// Confirm logs in to the node's host with the cluster's key.
+func (s *Static) Confirm(ctx context.Context, req provider.Request) (provider.Node, error) {
+	t, found, err := s.held(ctx, req)
+	if err != nil {
+		return provider.Node{}, err
+	}
+	if !found {
+		return provider.Node{}, fmt.Errorf("static: node %s holds no host (was it created?)", req.Node.ID)
+	}
+	pinned := req.Node.HostKey
+	if pinned == "" {
+		pinned = t.HostKey
+	}
+	hostKey, err := provider.WaitForSSH(ctx, sshexec.Target{
+		Node: req.Node.ID, Address: t.address(), User: t.User, Key: req.Key.Signer(), HostKey: pinned,
+	}, s.probe)
+	if err != nil {
+		return provider.Node{}, fmt.Errorf("static: confirm: %w", err)
+	}
+	return facts(req, t, hostKey), nil
+}
+
+// Delete runs the wipe script, removes the cluster's key and returns the
+// host to the pool. A node that holds no host is already deleted.
+func (s *Static) Delete(ctx context.Context, req provider.Request) error {
+	t, found, err := s.held(ctx, req)
+	if err != nil || !found {
+		return err
+	}
+	if script := req.Fields[FieldWipeScript]; strings.TrimSpace(script) != "" {
+		if err := s.wipe(ctx, req, t, script); err != nil {
+			return err
+		}
+	}
+	if err := s.editKeys(ctx, t, req.Node.ID, removeKeyScript(req)); err != nil {
+		return fmt.Errorf("static: remove the cluster's key from host %s: %w", t.ID, err)
+	}
+	return s.pool.release(ctx, req.Tenant, req.Provider, req.ClusterID, req.Node.ID)
+}
+
+func (s *Static) held(ctx context.Context, req provider.Request) (taken, bool, error) {
+	st, err := s.pool.scoped(req.Tenant)
+	if err != nil {
+		return taken{}, false, err
+	}
+	return s.pool.held(ctx, st, req.Tenant, req.Provider, req.ClusterID, req.Node.ID, "")
+}
+
+// wipe runs the provider's wipe script on the host as root.
+func (s *Static) wipe(ctx context.Context, req provider.Request, t taken, script string) error {
+	timeout := 600 * time.Second
+	if n, err := strconv.Atoi(req.Fields[FieldWipeTimeout]); err == nil && n > 0 {
+		timeout = time.Duration(n) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, err := sshexec.Dial(ctx, s.target(req.Node.ID, t, false))
+	if err != nil {
+		return fmt.Errorf("static: wipe host %s: %w", t.ID, err)
+	}
+	defer c.Close()
+	res, err := c.Run(ctx, sshexec.Command{Script: script, Env: map[string]string{
+		"HEDDLE_TENANT": req.Tenant, "HEDDLE_CLUSTER_ID": req.ClusterID, "HEDDLE_NODE_ID": req.Node.ID, "HEDDLE_HOST_ID": t.ID,
+	}})
+	if err != nil {
+		return fmt.Errorf("static: wipe host %s (it stays out of the pool until a delete succeeds): %w: %s", t.ID, err, strings.TrimSpace(res.Stderr.Text))
+	}
+	return nil
+}
+
+// target logs in with the host's own key.
+func (s *Static) target(node string, t taken, noSudo bool) sshexec.Target {
+	return sshexec.Target{Node: node, Address: t.address(), User: t.User, Key: t.key.Signer(), HostKey: t.HostKey, NoSudo: noSudo}
+}
+
+// editKeys runs an authorized_keys edit as the host's user (its own file:
+// no sudo).
+func (s *Static) editKeys(ctx context.Context, t taken, node, script string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	c, err := sshexec.Dial(ctx, s.target(node, t, true))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	res, err := c.Run(ctx, sshexec.Command{Script: script})
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(res.Stderr.Text))
+	}
+	return nil
+}
+
+func facts(req provider.Request, t taken, hostKey string) provider.Node {
+	return provider.Node{
+		Hostname:   t.Address,
+		Addresses:  map[string]string{provider.AddressAccess: t.Address, provider.AddressBind: t.Address},
+		SSHPort:    t.Port,
+		SSHUser:    t.User,
+		HostKey:    hostKey,
+		ProviderID: TypeName + ":" + req.Provider + "/" + t.ID,
+		Flavor:     req.Flavor,
+		Image:      req.Image,
+	}
+}
+
+// lockedEdit runs body with the user's authorized_keys file locked, so that
+// concurrent edits (several nodes of one user's home) never lose a line:
+// flock where it exists, a lock directory elsewhere.
+func lockedEdit(body string) string {
+	return `set -e
+umask 077
+[ -d "$HOME/.ssh" ] || mkdir -p "$HOME/.ssh"
+f="$HOME/.ssh/authorized_keys"
+if command -v flock >/dev/null 2>&1; then
+	exec 9>>"$HOME/.ssh/.heddle.lock"
+	flock -w 60 9
+else
+	i=0
+	while ! mkdir "$HOME/.ssh/.heddle.lockdir" 2>/dev/null; do
+		i=$((i + 1)); [ $i -lt 600 ] || { echo "heddle: $HOME/.ssh/.heddle.lockdir is held" >&2; exit 1; }
+		sleep 0.1 2>/dev/null || sleep 1
+	done
+	trap 'rmdir "$HOME/.ssh/.heddle.lockdir"' EXIT
+fi
+[ -f "$f" ] || : > "$f"
+` + body
+}
+
+// addKeyScript appends line unless the file has it.
+func addKeyScript(line string) string {
+	return lockedEdit(`line=` + shellQuote(line) + `
+grep -qxF -- "$line" "$f" || printf '%s\n' "$line" >> "$f"
+`)
+}
+
+// removeKeyScript removes the node's line (the exact text it added),
+// rewriting the file in place so its owner and mode stay.
+func removeKeyScript(req provider.Request) string {
+	marker := " heddle:" + req.Tenant + "/" + req.ClusterID + "/" + req.Node.ID
+	return lockedEdit(`marker=` + shellQuote(marker) + `
+t="$f.heddle.$$"
+awk -v m="$marker" '{ n = length($0) - length(m); if (n > 0 && substr($0, n + 1) == m) next; print }' "$f" > "$t"
+cat "$t" > "$f"
+rm -f "$t"
+`)
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -1,0 +1,380 @@
+package static
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/provider/providertest"
+	"github.com/heddle-io/heddle/internal/secrets"
+	"github.com/heddle-io/heddle/internal/sshexec"
+	"github.com/heddle-io/heddle/internal/sshexec/sshtest"
+	"github.com/heddle-io/heddle/internal/store/boltstore"
+	"github.com/stretchr/testify/require"
+)
+
+// home is HOME for this test binary: the in-process SSH servers run their
+// commands as this process, so the provider's authorized_keys edits land
+// here and not in the real user's ~/.ssh.
+var home string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "heddle-static-home-")
+	if err != nil {
+		panic(err)
+	}
+	home = dir
+	os.Setenv("HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type fixture struct {
+	pool    *Pool
+	static  *Static
+	keyring *secrets.Keyring
+}
+
+func setup(t testing.TB) fixture {
+	t.Helper()
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "store.db"), boltstore.Options{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	key, err := secrets.LoadOrCreateKeyFile(filepath.Join(t.TempDir(), "master.key"))
+	require.NoError(t, err)
+	kr := secrets.NewKeyring(key)
+	pool := NewPool(st, kr)
+	return fixture{pool: pool, static: New(pool, Config{ProbeInterval: 50 * time.Millisecond}), keyring: kr}
+}
+
+func newKey(t testing.TB) (*secrets.SSHKey, []byte) {
+	t.Helper()
+	kp, err := sshexec.GenerateKeyPair()
+	require.NoError(t, err)
+	k, err := secrets.NewSSHKey(kp.PrivateKey)
+	require.NoError(t, err)
+	return k, kp.PrivateKey
+}
+
+func testCtx(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func spec(id string, pem []byte) HostSpec {
+	return HostSpec{ID: id, Address: "192.0.2.10", Port: 22, User: "admin", PrivateKey: secrets.NewSecret(string(pem))}
+}
+
+func TestRegisterListRemove(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := testCtx(t)
+	_, pem := newKey(t)
+	h, err := f.pool.Register(ctx, "acme", "rack1", spec("h1", pem))
+	require.NoError(t, err)
+	require.Equal(t, StatusFree, h.Status)
+	_, err = f.pool.Register(ctx, "acme", "rack1", spec("h2", pem))
+	require.NoError(t, err)
+
+	hosts, err := f.pool.List(ctx, "acme", "rack1")
+	require.NoError(t, err)
+	require.Len(t, hosts, 2)
+	other, err := f.pool.List(ctx, "other", "rack1")
+	require.NoError(t, err)
+	require.Empty(t, other, "pools are per tenant")
+	none, err := f.pool.List(ctx, "acme", "rack2")
+	require.NoError(t, err)
+	require.Empty(t, none, "and per provider")
+
+	// Re-registering a free host replaces it.
+	changed := spec("h1", pem)
+	changed.Address = "192.0.2.11"
+	_, err = f.pool.Register(ctx, "acme", "rack1", changed)
+	require.NoError(t, err)
+	hosts, err = f.pool.List(ctx, "acme", "rack1")
+	require.NoError(t, err)
+	require.Equal(t, "192.0.2.11", hosts[0].Address)
+
+	// A taken host can be neither replaced nor removed.
+	_, err = f.pool.take(ctx, "acme", "rack1", "c1", "c1-1000", "tok")
+	require.NoError(t, err)
+	taken := hostsByStatus(t, f, StatusTaken)[0]
+	_, err = f.pool.Register(ctx, "acme", "rack1", spec(taken, pem))
+	require.ErrorIs(t, err, ErrHostTaken)
+	require.ErrorIs(t, f.pool.Remove(ctx, "acme", "rack1", taken), ErrHostTaken)
+	free := hostsByStatus(t, f, StatusFree)[0]
+	require.NoError(t, f.pool.Remove(ctx, "acme", "rack1", free))
+	require.NoError(t, f.pool.Remove(ctx, "acme", "rack1", free), "removing a removed host succeeds")
+}
+
+func hostsByStatus(t testing.TB, f fixture, status string) []string {
+	t.Helper()
+	hosts, err := f.pool.List(testCtx(t), "acme", "rack1")
+	require.NoError(t, err)
+	var ids []string
+	for _, h := range hosts {
+		if h.Status == status {
+			ids = append(ids, h.ID)
+		}
+	}
+	return ids
+}
+
+func TestHostSpecValidation(t *testing.T) {
+	t.Parallel()
+	_, pem := newKey(t)
+	ps := HostSpec{ID: "bad id", Address: "a b", Port: 70000, User: "", PrivateKey: secrets.NewSecret("not a key"), HostKey: "nope"}.Validate()
+	fields := map[string]string{}
+	for _, p := range ps {
+		fields[p.Field] = p.Code
+	}
+	require.Equal(t, map[string]string{"id": domain.CodeInvalid, "address": domain.CodeInvalid, "port": domain.CodeOutOfRange,
+		"user": domain.CodeInvalid, "privateKey": domain.CodeInvalid, "hostKey": domain.CodeInvalid}, fields)
+	require.Empty(t, spec("h1", pem).Validate())
+	missing := spec("h1", pem)
+	missing.PrivateKey = secrets.Secret{}
+	require.Equal(t, domain.CodeRequired, missing.Validate()[0].Code)
+	_, err := setup(t).pool.Register(testCtx(t), "acme", "rack1", HostSpec{ID: "x"})
+	var problems domain.Problems
+	require.ErrorAs(t, err, &problems)
+}
+
+func TestTakingHostsUnderContention(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := testCtx(t)
+	_, pem := newKey(t)
+	for i := range 3 {
+		_, err := f.pool.Register(ctx, "acme", "rack1", spec(fmt.Sprintf("h%d", i), pem))
+		require.NoError(t, err)
+	}
+	// Five nodes race for three hosts.
+	got := make([]string, 5)
+	errs := make([]error, 5)
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tk, err := f.pool.take(ctx, "acme", "rack1", "c1", fmt.Sprintf("c1-%d", 1000+i), fmt.Sprintf("tok-%d", i))
+			got[i], errs[i] = tk.ID, err
+		}()
+	}
+	wg.Wait()
+	hosts := map[string]bool{}
+	noHost := 0
+	for i, err := range errs {
+		if errors.Is(err, ErrNoHost) {
+			noHost++
+			continue
+		}
+		require.NoError(t, err)
+		require.False(t, hosts[got[i]], "host %s given twice", got[i])
+		hosts[got[i]] = true
+	}
+	require.Len(t, hosts, 3)
+	require.Equal(t, 2, noHost)
+	require.ErrorContains(t, errs[slicesIndex(errs)], "3 hosts registered, none free")
+
+	// One node's create repeated at once: one host.
+	f2 := setup(t)
+	for i := range 3 {
+		_, err := f2.pool.Register(ctx, "acme", "rack1", spec(fmt.Sprintf("h%d", i), pem))
+		require.NoError(t, err)
+	}
+	same := make([]string, 4)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tk, err := f2.pool.take(ctx, "acme", "rack1", "c1", "c1-1000", "tok")
+			if err == nil {
+				same[i] = tk.ID
+			}
+		}()
+	}
+	wg.Wait()
+	for _, id := range same {
+		require.Equal(t, same[0], id)
+		require.NotEmpty(t, id)
+	}
+	require.Len(t, hostsByStatus(t, f2, StatusTaken), 1)
+
+	_, err := f2.pool.take(ctx, "acme", "rack1", "c1", "c1-1000", "another-token")
+	require.ErrorContains(t, err, "taken by another create")
+}
+
+func slicesIndex(errs []error) int {
+	for i, err := range errs {
+		if err != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+// inProcessHosts registers n in-process SSH servers. They accept one key,
+// so the hosts' login key is also the cluster's key here; the OpenSSH test
+// shows the cluster's own key being installed and removed.
+func inProcessHosts(t testing.TB, f fixture, n int) (*secrets.SSHKey, []*sshtest.Server) {
+	t.Helper()
+	key, pem := newKey(t)
+	var servers []*sshtest.Server
+	for i := range n {
+		s := sshtest.Start(t, "127.0.0.1:0", nil, key.Signer().PublicKey())
+		servers = append(servers, s)
+		host, port, _ := strings.Cut(s.Addr, ":")
+		var p int
+		fmt.Sscan(port, &p)
+		_, err := f.pool.Register(testCtx(t), "acme", "rack1", HostSpec{ID: fmt.Sprintf("h%d", i), Address: host, Port: p, User: "root", PrivateKey: secrets.NewSecret(string(pem))})
+		require.NoError(t, err)
+	}
+	return key, servers
+}
+
+func request(key *secrets.SSHKey, node string, fields map[string]string) provider.Request {
+	return provider.Request{Tenant: "acme", ClusterID: "c1", Provider: "rack1", Node: domain.Node{ID: node, ClusterID: "c1"},
+		Token: "tok-" + node, Key: key, Fields: fields, Flavor: "any", Image: "any"}
+}
+
+func TestCreateConfirmDeleteInProcess(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	key, servers := inProcessHosts(t, f, 1)
+	marker := filepath.Join(t.TempDir(), "wiped")
+	req := request(key, "c1-1000", map[string]string{FieldWipeScript: `echo "$HEDDLE_NODE_ID on $HEDDLE_HOST_ID" > ` + marker})
+	ctx := testCtx(t)
+
+	created, err := f.static.Create(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1", created.Addresses[provider.AddressAccess])
+	require.Equal(t, "static:rack1/h0", created.ProviderID)
+	require.Empty(t, created.HostKey, "no host key was registered: pinned at confirm")
+	keys, err := os.ReadFile(filepath.Join(home, ".ssh", "authorized_keys"))
+	require.NoError(t, err)
+	require.Contains(t, string(keys), keyLine(req)+"\n")
+
+	again, err := f.static.Create(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, created, again)
+	keys2, err := os.ReadFile(filepath.Join(home, ".ssh", "authorized_keys"))
+	require.NoError(t, err)
+	require.Equal(t, strings.Count(string(keys), keyLine(req)), strings.Count(string(keys2), keyLine(req)), "the key line is added once")
+
+	confirmed, err := f.static.Confirm(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, sshexec.FormatPublicKey(servers[0].HostKey.PublicKey()), confirmed.HostKey)
+
+	require.NoError(t, f.static.Delete(ctx, req))
+	wiped, err := os.ReadFile(marker)
+	require.NoError(t, err)
+	require.Equal(t, "c1-1000 on h0\n", string(wiped))
+	keys, err = os.ReadFile(filepath.Join(home, ".ssh", "authorized_keys"))
+	require.NoError(t, err)
+	require.NotContains(t, string(keys), keyLine(req))
+	require.Equal(t, []string{"h0"}, hostsByStatus(t, f, StatusFree), "the host is back in the pool")
+	require.NoError(t, f.static.Delete(ctx, req), "deleting again succeeds")
+	_, err = f.static.Confirm(ctx, req)
+	require.ErrorContains(t, err, "holds no host")
+}
+
+func TestFailedWipeKeepsTheHostOut(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	key, _ := inProcessHosts(t, f, 1)
+	req := request(key, "c1-1000", map[string]string{FieldWipeScript: "echo 'disk busy' >&2; exit 1"})
+	ctx := testCtx(t)
+	_, err := f.static.Create(ctx, req)
+	require.NoError(t, err)
+	err = f.static.Delete(ctx, req)
+	require.ErrorContains(t, err, "stays out of the pool")
+	require.ErrorContains(t, err, "disk busy")
+	require.Equal(t, []string{"h0"}, hostsByStatus(t, f, StatusTaken))
+
+	// The administrator fixes the script; the retried delete returns it.
+	req.Fields[FieldWipeScript] = "true"
+	require.NoError(t, f.static.Delete(ctx, req))
+	require.Equal(t, []string{"h0"}, hostsByStatus(t, f, StatusFree))
+}
+
+func TestEmptyPool(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	key, _ := newKey(t)
+	_, err := f.static.Create(testCtx(t), request(key, "c1-1000", nil))
+	require.ErrorIs(t, err, ErrNoHost)
+}
+
+// TestAgainstOpenSSH runs the provider against real sshd: the cluster's own
+// key gets in only while the node holds the host, and the wipe runs as root
+// through sudo.
+func TestAgainstOpenSSH(t *testing.T) {
+	t.Parallel()
+	hosts := providertest.StartOpenSSH(t)
+	f := setup(t)
+	ctx := testCtx(t)
+	n := min(3, len(hosts.Hosts))
+	for i, h := range hosts.Hosts[:n] {
+		addr, port, _ := strings.Cut(h.Address, ":")
+		var p int
+		fmt.Sscan(port, &p)
+		_, err := f.pool.Register(ctx, "acme", "rack1", HostSpec{ID: fmt.Sprintf("h%d", i), Address: addr, Port: p, User: hosts.User,
+			PrivateKey: secrets.NewSecret(string(hosts.KeyPEM)), HostKey: h.HostKey})
+		require.NoError(t, err)
+	}
+	cluster, _ := newKey(t)
+	marker := filepath.Join(t.TempDir(), "wiped")
+	login := func(node provider.Node) error {
+		c, err := sshexec.Dial(ctx, sshexec.Target{Node: "probe", Address: fmt.Sprintf("%s:%d", node.Addresses[provider.AddressAccess], node.SSHPort),
+			User: node.SSHUser, Key: cluster.Signer(), HostKey: node.HostKey})
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+
+	var nodes []provider.Node
+	var reqs []provider.Request
+	for i := range n {
+		req := request(cluster, fmt.Sprintf("c1-%d", 1000+i), map[string]string{FieldWipeScript: "id -u >> " + marker})
+		created, err := f.static.Create(ctx, req)
+		require.NoError(t, err)
+		require.Equal(t, hosts.Hosts[i].HostKey, created.HostKey, "the registered host key is pinned from the start")
+		confirmed, err := f.static.Confirm(ctx, req)
+		require.NoError(t, err)
+		require.NoError(t, login(confirmed), "the cluster's key logs in")
+		nodes, reqs = append(nodes, confirmed), append(reqs, req)
+	}
+	for _, req := range reqs {
+		require.NoError(t, f.static.Delete(ctx, req))
+	}
+	// (Every test host shares one home, so the key is gone only once every
+	// node of the cluster is deleted.)
+	var te *sshexec.TransportError
+	require.ErrorAs(t, login(nodes[0]), &te, "the cluster's key no longer logs in")
+	wiped, err := os.ReadFile(marker)
+	require.NoError(t, err)
+	require.Equal(t, strings.Repeat("0\n", n), string(wiped), "the wipe ran as root")
+	require.Len(t, hostsByStatus(t, f, StatusFree), n)
+
+	// A host whose key changed is refused at confirm.
+	req := request(cluster, "c1-2000", nil)
+	_, err = f.static.Create(ctx, req)
+	require.NoError(t, err)
+	req.Node.HostKey = sshexec.FormatPublicKey(sshtest.NewHostKey(t).PublicKey())
+	_, err = f.static.Confirm(ctx, req)
+	var hk *sshexec.HostKeyError
+	require.ErrorAs(t, err, &hk)
+	require.NoError(t, f.static.Delete(ctx, req))
+}
