@@ -91,7 +91,7 @@ func NewPool(s store.Store, kr *secrets.Keyring) *Pool {
 	return &Pool{store: s, keyring: kr, clock: time.Now}
 }
 
-func hostsPK(provider string) string { return "HOSTS#" + provider }
+func hostsPK(provider string) string  { return "HOSTS#" + provider }
 func claimsPK(provider string) string { return "HOSTCLAIM#" + provider }
 func claimSK(clusterID, nodeID string) string {
 	return clusterID + "#" + nodeID
