@@ -21,7 +21,8 @@ type Type struct {
 	Parameters  Parameters `json:"parameters"`
 	// Check validates values beyond what Field declares (a port range, a
 	// list of ids), reporting field paths relative to the field map
-	// ("region"). Nil: nothing more to check. Sealed values are not passed.
+	// ("region"). Nil: nothing more to check. A sealed value is passed as
+	// secrets.Redacted: it is set, its content unknown.
 	Check func(fields map[string]string) domain.Problems `json:"-"`
 }
 

@@ -121,9 +121,10 @@ func (t Type) runCheck(prefix string, fields map[string]string) domain.Problems 
 	}
 	plain := make(map[string]string, len(fields))
 	for k, v := range fields {
-		if !secrets.IsSealed(v) {
-			plain[k] = v
+		if secrets.IsSealed(v) {
+			v = secrets.Redacted // set, content unknown
 		}
+		plain[k] = v
 	}
 	ps := t.Check(plain)
 	for i := range ps {

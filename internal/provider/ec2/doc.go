@@ -1,0 +1,31 @@
+// Package ec2 is the provider for Amazon EC2 (aws-sdk-go-v2/service/ec2):
+// one instance per node.
+//
+//   - Create imports the cluster's public key as the key pair
+//     heddle-<tenant>-<cluster> (once; a duplicate is fine) and calls
+//     RunInstances with a ClientToken derived from the task, so a retried
+//     create returns the instance the first one launched instead of leaking
+//     a second (invariant 8). The instance and its volumes are tagged
+//     heddle:tenant, heddle:cluster and heddle:node (and Name); subnet,
+//     security groups and instance profile come from the provider's fields,
+//     the AMI and instance type from the node's image and hardware types.
+//   - Confirm describes the instance until it runs (waiting out EC2's
+//     eventual consistency right after a launch), then waits until SSH
+//     answers the cluster's key, and reports the private address as bind_v4,
+//     the private or public one (use_public_ip) as access_v4, the private DNS
+//     name and the host key, pinned from then on.
+//   - Delete terminates the instance, and any other live instance tagged for
+//     the node (a launch whose result was never recorded).
+//   - Sweep, for the janitor, terminates live instances and deletes key
+//     pairs tagged for clusters that no longer exist.
+//
+// Credentials: an access key pair in the provider's fields (the secret is a
+// sensitive field, sealed at rest), or none to use heddle's own role (the
+// worker Lambda's or Fargate task's). The endpoint field points the client
+// at an EC2-compatible service (LocalStack).
+//
+// The tests speak EC2's query protocol to an httptest server that answers
+// with XML in the shapes of recorded EC2 responses (testdata/); the SDK's own
+// deserializers read them. scripts/ec2-smoke.sh runs a real create, confirm
+// and delete when AWS credentials are present.
+package ec2
