@@ -10,15 +10,16 @@
 //	detach           "true" or "false": overrides the detach threshold
 //	anything else    passed on to the script
 //
-// For each action the automator writes, in a directory of its own per task
-// attempt (<workdir>/tasks/<job>/<task>-a<attempt>, mode 0700), the task's
-// context as context.json and the script, then runs the script there as
-// root (through sudo -n when the login user is not root) with:
+// For each action the automator saves the task's context in a file of the
+// attempt's own (<workdir>/tasks/<job>~<task>-a<attempt>.json, mode 0600,
+// in a directory of mode 0700 that bootstrap creates), then runs the script
+// in <workdir> as root (through sudo -n when the login user is not root)
+// with:
 //
 //	HEDDLE_CONTEXT      the context file (automator.TaskContext as JSON:
 //	                    task, node, every node of the cluster, expanded
 //	                    fields and cluster config)
-//	HEDDLE_TASK_DIR     the task's directory (also the working directory)
+//	HEDDLE_WORK_DIR     the automator's directory (the working directory)
 //	HEDDLE_TENANT, HEDDLE_CLUSTER_ID, HEDDLE_JOB_ID, HEDDLE_TASK_ID,
 //	HEDDLE_ATTEMPT, HEDDLE_ACTION, HEDDLE_SERVICE, HEDDLE_NODE_ID,
 //	HEDDLE_NODE_NUM, HEDDLE_HOSTNAME, HEDDLE_ACCESS_IP, HEDDLE_BIND_IP,
@@ -26,10 +27,12 @@
 //	HEDDLE_FIELD_<NAME> each action field
 //	HEDDLE_ARGS         the args field; also the positional parameters
 //
+// A plain sh script runs in a subshell of the session's own shell; a script
+// with a #! line is written next to the context file and run from there.
 // Nothing needs scp or sftp on the node: files travel through a session's
 // stdin (see sshexec). The exit status decides success; stdout and stderr
-// are kept as 32 KiB tails with the task's secrets redacted. The task's
-// directory is removed when its result has been read.
+// are kept as 32 KiB tails with the task's secrets redacted. The attempt's
+// files are removed when its result has been read.
 //
 // Synchronous or detached. An action whose timeout is at most DetachAfter
 // (2 minutes by default) runs on an open SSH session: one round trip, the

@@ -5,15 +5,17 @@ import (
 	"testing"
 )
 
-// FuzzCommandScript: for any script body, the here-document that carries it
-// ends exactly after the body's lines, so no body can end it early and run
-// its remainder as the wrapper.
-func FuzzCommandScript(f *testing.F) {
+// FuzzSyncScript: for any script body with a #! line, the here-document
+// that carries it ends exactly after the body's lines, so no body can end it
+// early and run its remainder as the wrapper. (A plain body travels as one
+// single-quoted word; TestPlainScriptsRoundTrip runs those.)
+func FuzzSyncScript(f *testing.F) {
 	for _, s := range []string{"echo hi", "", "a\nHEDDLE_SCRIPT_\nb", "#!/bin/sh\nexit 0\n", "EOF\n'\"$`\\"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		script, err := commandScript(body, true, true)
+		body = "#!" + body
+		script, err := syncScript(body, "/w/tasks/x.script", false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -21,7 +23,7 @@ func FuzzCommandScript(f *testing.F) {
 		start := -1
 		var delim string
 		for i, l := range lines {
-			if d, ok := strings.CutPrefix(l, "cat > script <<'"); ok {
+			if d, ok := strings.CutPrefix(l, "cat > \"$f\" <<'"); ok {
 				start, delim = i, strings.TrimSuffix(d, "' || exit 125")
 				break
 			}

@@ -165,7 +165,7 @@ func (s *Shell) Run(ctx context.Context, req automator.Request) automator.Output
 	if err != nil {
 		return failed(err)
 	}
-	r := run{shell: s, req: req, body: body, contextDoc: doc, dir: taskDir(req.WorkDir, req.Context)}
+	r := run{shell: s, req: req, body: body, contextDoc: doc, base: attemptBase(req.WorkDir, req.Context)}
 	if s.detach(req) {
 		return r.detached(ctx)
 	}
@@ -210,42 +210,53 @@ type run struct {
 	req        automator.Request
 	body       string
 	contextDoc []byte
-	dir        string // the task attempt's directory on the node
+	// base names the attempt's files on the node:
+	// <workdir>/tasks/<job>~<task>-a<attempt>. A synchronous run uses
+	// base.json (and base.script when the script needs a file of its own);
+	// a detached run uses the directory base/.
+	base string
 }
 
 // env is the script's environment: the task's, plus where its files are.
-func (r run) env() map[string]string {
+func (r run) env(contextPath string) map[string]string {
 	env := r.req.Context.Env()
-	env["HEDDLE_TASK_DIR"] = r.dir
-	env["HEDDLE_CONTEXT"] = r.dir + "/context.json"
+	env["HEDDLE_WORK_DIR"] = r.req.WorkDir
+	env["HEDDLE_CONTEXT"] = contextPath
 	env["HEDDLE_ARGS"] = r.req.Context.Fields[FieldArgs]
 	return env
 }
 
-// inlineLimit is the largest script embedded in the command line; a bigger
+// inlineLimit is the largest script carried in the command line; a bigger
 // one is uploaded first (Linux caps one exec argument at 128 KiB, and the
 // command line also carries the environment and the sudo wrapper).
 const inlineLimit = 64 << 10
 
+// sync runs the action on one session: the context is saved from stdin,
+// the script runs, the context file is removed. Every process started on
+// the node counts when an action runs on a thousand nodes at once, so a
+// plain sh script runs inside the session's own shell (a subshell, no
+// exec) instead of from a file; only a script with a #! line, or one too
+// big for the command line, gets a file.
 func (r run) sync(ctx context.Context) automator.Output {
+	contextPath, scriptPath := r.base+".json", r.base+".script"
+	upload := len(r.body) > inlineLimit
 	var out automator.Output
 	err := r.shell.pool.Do(ctx, r.req.Target, func(c *sshexec.Client) error {
-		embed := len(r.body) <= inlineLimit
-		if !embed {
-			if err := c.Upload(ctx, sshexec.File{Path: r.dir + "/script", Data: []byte(r.body), Mode: 0o700}); err != nil {
+		if upload {
+			if err := c.Upload(ctx, sshexec.File{Path: scriptPath, Data: []byte(r.body), Mode: 0o700}); err != nil {
 				out = fromResult(sshexec.Result{ExitCode: -1}, c)
 				return err
 			}
 		}
-		script, err := commandScript(r.body, embed, true)
+		script, err := syncScript(r.body, scriptPath, upload)
 		if err != nil {
 			return err
 		}
 		res, err := c.Run(ctx, sshexec.Command{
 			Script:      script,
-			Env:         r.env(),
+			Env:         r.env(contextPath),
 			Stdin:       bytes.NewReader(r.contextDoc),
-			SaveStdinTo: r.dir + "/context.json",
+			SaveStdinTo: contextPath,
 			Secrets:     r.req.Secrets,
 		})
 		out = fromResult(res, c)
@@ -263,21 +274,18 @@ func (r run) sync(ctx context.Context) automator.Output {
 // stopped). A Run repeated for the same attempt (a worker that restarted)
 // finds the command already started and only polls.
 func (r run) detached(ctx context.Context) automator.Output {
-	runDir := r.dir + "/run"
+	dir := r.base
+	runDir := dir + "/run"
 	out := automator.Output{ExitCode: -1}
 	err := r.shell.pool.Do(ctx, r.req.Target, func(c *sshexec.Client) error {
 		out.HostKey, _ = c.NewlyPinned()
-		if err := c.Upload(ctx, sshexec.File{Path: r.dir + "/context.json", Data: r.contextDoc}); err != nil {
+		if err := c.Upload(ctx, sshexec.File{Path: dir + "/context.json", Data: r.contextDoc}); err != nil {
 			return err
 		}
-		if err := c.Upload(ctx, sshexec.File{Path: r.dir + "/script", Data: []byte(r.body), Mode: 0o700}); err != nil {
+		if err := c.Upload(ctx, sshexec.File{Path: dir + "/script", Data: []byte(r.body), Mode: 0o700}); err != nil {
 			return err
 		}
-		script, err := commandScript(r.body, false, false)
-		if err != nil {
-			return err
-		}
-		_, err = c.StartDetached(ctx, sshexec.Detached{Dir: runDir, Script: script, Env: r.env()})
+		_, err := c.StartDetached(ctx, sshexec.Detached{Dir: runDir, Script: detachedScript(r.body, dir+"/script"), Env: r.env(dir + "/context.json")})
 		return err
 	})
 	if err != nil {
@@ -330,46 +338,64 @@ func (r run) stop(runDir string) {
 	_ = r.shell.pool.Do(ctx, r.req.Target, func(c *sshexec.Client) error { return c.StopDetached(ctx, runDir) })
 }
 
-// cleanup removes the task's directory once its result is read: the context
-// file may hold configuration that should not linger.
+// cleanup removes a detached run's directory once its result is read: the
+// context file may hold configuration that should not linger.
 func (r run) cleanup(ctx context.Context) {
-	_ = r.shell.pool.Do(ctx, r.req.Target, func(c *sshexec.Client) error { return c.RemoveDetached(ctx, r.dir) })
+	_ = r.shell.pool.Do(ctx, r.req.Target, func(c *sshexec.Client) error { return c.RemoveDetached(ctx, r.base) })
 }
 
-// commandScript is the shell text that runs the action's script from the
-// task directory: it writes the script there first when embed is set (a
-// here-document with a delimiter the script does not contain), sets the
-// positional parameters from HEDDLE_ARGS, runs the script (directly when it
-// has a #! line, else with /bin/sh) and, when cleanup is set, removes the
-// task directory (the context file may hold configuration that should not
-// linger) and exits with the script's status.
-func commandScript(body string, embed, cleanup bool) (string, error) {
+// prologue starts every action: the working directory, and the
+// positional parameters from HEDDLE_ARGS.
+const prologue = `cd "$HEDDLE_WORK_DIR" 2>/dev/null || cd /
+eval "set -- $HEDDLE_ARGS" || { echo 'heddle: args do not parse as shell words' >&2; exit 125; }
+`
+
+// syncScript is the shell text of a synchronous action. A plain script
+// runs in a subshell of the session's shell, from a single-quoted literal
+// (eval reports a syntax error in it as status 2 rather than breaking the
+// wrapper). A script with a #! line is written to scriptPath first (a
+// here-document with a delimiter the script does not contain) and run from
+// there; uploaded says it is there already. The context file (and the
+// script file) are removed afterwards, and the script's status returned.
+func syncScript(body, scriptPath string, uploaded bool) (string, error) {
 	var b strings.Builder
-	b.WriteString("cd \"$HEDDLE_TASK_DIR\" || exit 125\n")
-	if embed {
+	b.WriteString(prologue)
+	shebang := strings.HasPrefix(body, "#!")
+	if !shebang && !uploaded {
+		b.WriteString("heddle_script=" + shellQuote(body) + "\n(eval \"$heddle_script\")\ns=$?\n")
+		b.WriteString("rm -f -- \"$HEDDLE_CONTEXT\"\nexit $s\n")
+		return b.String(), nil
+	}
+	b.WriteString("f=" + shellQuote(scriptPath) + "\n")
+	if !uploaded {
 		delim, err := hereDocDelimiter(body)
 		if err != nil {
 			return "", err
 		}
-		b.WriteString("cat > script <<'" + delim + "' || exit 125\n")
+		b.WriteString("cat > \"$f\" <<'" + delim + "' || exit 125\n")
 		b.WriteString(body)
 		if !strings.HasSuffix(body, "\n") {
 			b.WriteByte('\n')
 		}
 		b.WriteString(delim + "\n")
-		b.WriteString("chmod 700 script || exit 125\n")
+		b.WriteString("chmod 700 \"$f\" || exit 125\n")
 	}
-	b.WriteString("eval \"set -- $HEDDLE_ARGS\" || { echo 'heddle: args do not parse as shell words' >&2; exit 125; }\n")
-	run := "/bin/sh ./script \"$@\""
-	if strings.HasPrefix(body, "#!") {
-		run = "./script \"$@\""
+	if shebang {
+		b.WriteString("\"$f\" \"$@\"\n")
+	} else {
+		b.WriteString("/bin/sh \"$f\" \"$@\"\n")
 	}
-	if !cleanup {
-		b.WriteString("exec " + run + "\n")
-		return b.String(), nil
-	}
-	b.WriteString(run + "\ns=$?\ncd / && rm -rf -- \"$HEDDLE_TASK_DIR\"\nexit $s\n")
+	b.WriteString("s=$?\nrm -f -- \"$HEDDLE_CONTEXT\" \"$f\"\nexit $s\n")
 	return b.String(), nil
+}
+
+// detachedScript runs the uploaded script file of a detached action.
+func detachedScript(body, scriptPath string) string {
+	run := "exec /bin/sh " + shellQuote(scriptPath) + " \"$@\"\n"
+	if strings.HasPrefix(body, "#!") {
+		run = "exec " + shellQuote(scriptPath) + " \"$@\"\n"
+	}
+	return prologue + run
 }
 
 // hereDocDelimiter picks a delimiter that is no line of body.
@@ -387,12 +413,12 @@ func hereDocDelimiter(body string) (string, error) {
 	return "", errors.New("shell: no here-document delimiter fits the script")
 }
 
-// taskDir is the directory of one task attempt on the node:
-// <workdir>/tasks/<job>/<task>-a<attempt>, each id made path-safe (and
-// suffixed by a hash when that changed it, so two ids never share a
-// directory).
-func taskDir(workDir string, tc automator.TaskContext) string {
-	return path.Join(workDir, "tasks", pathSafe(tc.JobID), fmt.Sprintf("%s-a%d", pathSafe(tc.TaskID), tc.Attempt))
+// attemptBase names one task attempt's files on the node:
+// <workdir>/tasks/<job>~<task>-a<attempt>, each id made path-safe (and
+// suffixed by a hash when that changed it, so two ids never share a name).
+// One flat directory, which bootstrap creates: no mkdir per task.
+func attemptBase(workDir string, tc automator.TaskContext) string {
+	return path.Join(workDir, "tasks", fmt.Sprintf("%s~%s-a%d", pathSafe(tc.JobID), pathSafe(tc.TaskID), tc.Attempt))
 }
 
 func pathSafe(id string) string {

@@ -1,7 +1,9 @@
 package shell
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -28,7 +30,7 @@ echo "uid=$(id -u) pwd=$(pwd)"
 grep -o '"clusterId":"c1"' "$HEDDLE_CONTEXT"
 grep -o '"port":2181' "$HEDDLE_CONTEXT"
 grep -o 'cfg-secret-123' "$HEDDLE_CONTEXT"
-ls -ld "$HEDDLE_TASK_DIR" | cut -c1-10
+ls -l "$HEDDLE_CONTEXT" | cut -c1-10
 echo to-stderr >&2`,
 			"zk.port": "2181",
 			FieldArgs: `--flag 'two words'`,
@@ -43,19 +45,17 @@ echo to-stderr >&2`,
 		if b.sudo || os.Geteuid() == 0 {
 			require.Contains(t, stdout, "uid=0 ", "actions run as root (through sudo when the login user is not root)")
 		}
-		require.Contains(t, stdout, "pwd="+filepath.Join(dir, "tasks", "c1-job-1"))
+		require.Contains(t, stdout, "pwd="+dir+"\n")
 		require.Contains(t, stdout, `"clusterId":"c1"`)
 		require.Contains(t, stdout, `"port":2181`)
-		require.Contains(t, stdout, "drwx------")
+		require.Contains(t, stdout, "-rw-------")
 		require.NotContains(t, stdout, "cfg-secret-123", "secrets are redacted from the output")
 		require.Contains(t, stdout, sshexec.Redacted)
 		require.Equal(t, "to-stderr\n", out.Stderr.Text)
 		require.Empty(t, out.HostKey, "the host key was pinned already")
 
-		// The task's directory is gone: its context held the config.
-		entries, err := os.ReadDir(filepath.Join(dir, "tasks", "c1-job-1"))
-		require.NoError(t, err)
-		require.Empty(t, entries)
+		// The context file is gone: it held the config.
+		requireNoTaskFiles(t, dir)
 	})
 }
 
@@ -218,9 +218,7 @@ func TestDetachedRun(t *testing.T) {
 		require.Equal(t, 4, out.ExitCode)
 		require.Equal(t, "detached install\nhas-context\n", out.Stdout.Text)
 		require.Equal(t, sshexec.Redacted+"\n", out.Stderr.Text)
-		entries, err := os.ReadDir(filepath.Join(dir, "tasks", "c1-job-1"))
-		require.NoError(t, err)
-		require.Empty(t, entries, "the task's directory is removed once its result is read")
+		requireNoTaskFiles(t, dir)
 	})
 }
 
@@ -251,7 +249,7 @@ func TestDetachedRunLostWhenItsDirectoryVanishes(t *testing.T) {
 		// The script moves its own run directory away (atomically, so no
 		// poll sees it half removed), as a reboot into a
 		// fresh /tmp would.
-		FieldScript: `sleep 0.5; mv "$HEDDLE_TASK_DIR/run" "$HEDDLE_TASK_DIR/gone"; sleep 1`,
+		FieldScript: `sleep 0.5; d=$(dirname "$HEDDLE_CONTEXT"); mv "$d/run" "$d/gone"; sleep 1`,
 		FieldDetach: "true",
 	})
 	out := sh.Run(runCtx(t, 30*time.Second), req)
@@ -387,11 +385,11 @@ func TestValidateAction(t *testing.T) {
 	}
 }
 
-func TestTaskDirIsSafeAndDistinct(t *testing.T) {
+func TestAttemptBaseIsSafeAndDistinct(t *testing.T) {
 	t.Parallel()
 	seen := map[string]string{}
 	for _, id := range []string{"install:zk:c1-1000", "install_zk_c1-1000", "rollback:delete:c1-1000", "../../etc", ".hidden", "", strings.Repeat("a", 200)} {
-		d := taskDir("/var/tmp/heddle", automator.TaskContext{JobID: "job/1", TaskID: id, Attempt: 2})
+		d := attemptBase("/var/tmp/heddle", automator.TaskContext{JobID: "job/1", TaskID: id, Attempt: 2})
 		require.True(t, strings.HasPrefix(d, "/var/tmp/heddle/tasks/"), d)
 		require.Equal(t, filepath.Clean(d), d)
 		for _, part := range strings.Split(d, "/") {
@@ -400,5 +398,47 @@ func TestTaskDirIsSafeAndDistinct(t *testing.T) {
 		prev, dup := seen[d]
 		require.False(t, dup, "%q and %q share %s", prev, id, d)
 		seen[d] = id
+	}
+}
+
+// requireNoTaskFiles checks that no attempt left files behind.
+func requireNoTaskFiles(t testing.TB, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(dir, "tasks"))
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.Empty(t, names, "the attempt's files are removed once its result is read")
+}
+
+func TestPlainScriptsRoundTrip(t *testing.T) {
+	t.Parallel()
+	// Bodies that would break a careless wrapper: quotes, a lone
+	// parenthesis, exit, a syntax error, set -e.
+	for _, tt := range []struct {
+		body, stdout string
+		status       int
+	}{
+		{`echo "it's" 'quoted' \$HOME`, "it's quoted $HOME\n", 0},
+		{"echo one; exit 3; echo two", "one\n", 3},
+		{"echo )", "", 2},
+		{"set -e\nfalse\necho no", "", 1},
+		{"case x in x) echo matched;; esac", "matched\n", 0},
+		{"printf '%s|' \"$@\"", "a|b c|", 0},
+	} {
+		script, err := syncScript(tt.body, "/unused", false)
+		require.NoError(t, err)
+		cmd := exec.Command("/bin/sh", "-c", script)
+		cmd.Env = []string{"HEDDLE_WORK_DIR=/", "HEDDLE_CONTEXT=/nonexistent/context.json", `HEDDLE_ARGS=a 'b c'`, "PATH=/usr/bin:/bin"}
+		out, err := cmd.Output()
+		status := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			status = exit.ExitCode()
+		}
+		require.Equal(t, tt.status, status, tt.body)
+		require.Equal(t, tt.stdout, string(out), tt.body)
 	}
 }
