@@ -157,7 +157,7 @@ func Token(tenant string, t domain.Task) string {
 }
 
 // Hostname is the name heddle gives a node: <cluster name>-<num>.<suffix>,
-// reduced to what DNS accepts.
+// every label reduced to what DNS accepts.
 func Hostname(spec *ClusterSpec, n *domain.Node) string {
 	if n.Hostname != "" {
 		return n.Hostname
@@ -166,27 +166,38 @@ func Hostname(spec *ClusterSpec, n *domain.Node) string {
 	if name == "" {
 		name = spec.ClusterID
 	}
+	label := dnsLabel(name, 40)
+	if label == "" {
+		label = "node"
+	}
+	var suffix []string
+	for _, part := range strings.Split(spec.DNSSuffix, ".") {
+		if l := dnsLabel(part, 63); l != "" {
+			suffix = append(suffix, l)
+		}
+	}
+	if len(suffix) == 0 {
+		suffix = []string{"local"}
+	}
+	return label + "-" + strconv.Itoa(n.Num) + "." + strings.Join(suffix, ".")
+}
+
+// dnsLabel lower-cases s and keeps letters and digits, turning each run of
+// anything else into one inner hyphen, within max characters.
+func dnsLabel(s string, max int) string {
 	var b strings.Builder
-	for _, r := range strings.ToLower(name) {
+	for _, r := range strings.ToLower(s) {
 		switch {
 		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
 			b.WriteRune(r)
 		case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
 			b.WriteByte('-')
 		}
-		if b.Len() >= 40 {
+		if b.Len() >= max {
 			break
 		}
 	}
-	label := strings.Trim(b.String(), "-")
-	if label == "" {
-		label = "node"
-	}
-	suffix := strings.Trim(spec.DNSSuffix, ".")
-	if suffix == "" {
-		suffix = "local"
-	}
-	return label + "-" + strconv.Itoa(n.Num) + "." + suffix
+	return strings.Trim(b.String(), "-")
 }
 
 func (a *attempt) provider(ctx context.Context) engine.Result {

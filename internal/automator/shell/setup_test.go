@@ -4,13 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/heddle-io/heddle/internal/automator"
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/provider/local"
+	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/provider/providertest"
 	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/heddle-io/heddle/internal/sshexec/sshtest"
@@ -34,10 +39,38 @@ func eachBackend(t *testing.T, n int, fn func(t *testing.T, b backend)) {
 		t.Parallel()
 		fn(t, inProcess(t, n))
 	})
+	t.Run("local", func(t *testing.T) {
+		t.Parallel()
+		fn(t, localNodes(t, n))
+	})
 	t.Run("openssh", func(t *testing.T) {
 		t.Parallel()
 		fn(t, openSSH(t, n))
 	})
+}
+
+// localNodes are nodes of the local provider: SSH servers inside this
+// process, as the embedded server gives a new user.
+func localNodes(t testing.TB, n int) backend {
+	t.Helper()
+	l, err := local.New(local.Config{Dir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(l.Close)
+	kp, err := sshexec.GenerateKeyPair()
+	require.NoError(t, err)
+	key, err := secrets.NewSSHKey(kp.PrivateKey)
+	require.NoError(t, err)
+	b := backend{name: "local"}
+	for i := range n {
+		id := fmt.Sprintf("c1-%d", 1000+i)
+		node, err := l.Create(context.Background(), provider.Request{Tenant: "acme", ClusterID: "c1", Node: domain.Node{ID: id}, Token: "tok-" + id, Key: key})
+		require.NoError(t, err)
+		b.targets = append(b.targets, sshexec.Target{
+			Node: id, Address: net.JoinHostPort(node.Addresses[provider.AddressAccess], strconv.Itoa(node.SSHPort)),
+			User: node.SSHUser, Key: key.Signer(), HostKey: node.HostKey, NoSudo: node.NoSudo,
+		})
+	}
+	return b
 }
 
 func inProcess(t testing.TB, n int) backend {
