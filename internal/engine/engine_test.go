@@ -365,6 +365,51 @@ func TestRetryContinuesAFailedJobFromItsFailedTasks(t *testing.T) {
 	})
 }
 
+// interleavingStore runs hook once, just before the first transaction: the
+// place where a worker's progress count lands between a read and a write.
+type interleavingStore struct {
+	store.Store
+	once sync.Once
+	hook func()
+}
+
+func (s *interleavingStore) Transact(ctx context.Context, ops []store.Op) error {
+	s.once.Do(s.hook)
+	return s.Store.Transact(ctx, ops)
+}
+
+func TestRetrySurvivesAProgressCountLandingMeanwhile(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	sub := createSubmission(t, "c1", 3, func(pt planner.Task) map[string]string {
+		if pt.Service == "app" && pt.Action == domain.ActionStart {
+			return map[string]string{SimFailAttempts: strconv.Itoa(pt.MaxAttempts)}
+		}
+		return nil
+	})
+	sub.Plan.Rollback = nil
+	job, err := b.eng.Submit(b.ctx, sub)
+	require.NoError(t, err)
+	stop := b.run(t, 2, 50*time.Millisecond)
+	require.Equal(t, domain.JobFailed, b.waitJob(t, "c1", job.ID, 30*time.Second).Status)
+	stop() // no worker flushes progress now but the hook below
+
+	landed := false
+	racing := &interleavingStore{Store: b.counts, hook: func() {
+		require.NoError(t, b.eng.AddProgress(b.ctx, tenant, "c1", job.ID, 1))
+		landed = true
+	}}
+	eng := New(racing, b.q, b.rec, b.eng.cfg)
+	_, err = eng.Retry(b.ctx, tenant, "c1", job.ID, "ann")
+	require.NoError(t, err, "a progress count is no reason to refuse a retry")
+	require.True(t, landed, "the hook ran inside the retry")
+
+	stop = b.run(t, 2, 50*time.Millisecond)
+	defer stop()
+	require.Equal(t, domain.JobSucceeded, b.waitJob(t, "c1", job.ID, 30*time.Second).Status)
+	checkInvariants(t, b)
+}
+
 func TestRetryRefusesARolledBackJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, Config{})

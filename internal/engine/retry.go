@@ -68,52 +68,9 @@ func (e *Engine) Retry(ctx context.Context, tenant, cluster, jobID, by string) (
 	}
 
 	// Step 2: job, cluster lock and quota in one transaction.
-	cit, c, err := e.loadCluster(ctx, tenant, cluster)
+	job, err = e.reopenJob(ctx, tenant, cluster, jobID, rollback)
 	if err != nil {
 		return domain.Job{}, err
-	}
-	if c.ActiveJobID != "" {
-		return domain.Job{}, fmt.Errorf("%w: job %s holds cluster %s", ErrClusterBusy, c.ActiveJobID, cluster)
-	}
-	next := domain.JobRunning
-	if rollback {
-		next = domain.JobRollingBack
-	}
-	job.Status, job.EndedAt, job.Aborted = next, time.Time{}, false
-	job.StatusMessage = "" // the next failure, if any, says what it was
-	job.Retries++
-	status := string(next)
-	ops := []store.Op{store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
-		store.Changes{Status: &status, Data: mustJSON(job), Index: jobIndex(jobID, e.now())})}
-	c.ActiveJobID, c.LatestJobID = jobID, jobID
-	if job.RunningStatus != "" {
-		c.Status = job.RunningStatus
-	}
-	c.StatusMessage = ""
-	effect := job.OnFailure // what the failure did, undone
-	c.NodeCount -= effect.NodeCountDelta
-	ci := clusterItem(tenant, c)
-	ops = append(ops, store.Update(cit.Key, store.Condition{Version: cit.Version},
-		store.Changes{Data: ci.Data, Status: &ci.Status, Index: ci.Index, ClearIndex: ci.Index == nil}))
-	quotaAt := -1
-	if effect.ReleaseClusters > 0 || effect.ReleaseNodes > 0 {
-		quotaAt = len(ops)
-		ops = append(ops, store.Update(tenantKey(tenant),
-			store.Condition{StatusIn: []string{"active"}, CountersAtLeast: map[string]int64{"freeClusters": int64(effect.ReleaseClusters), "freeNodes": int64(effect.ReleaseNodes)}},
-			store.Changes{Add: map[string]int64{"freeClusters": -int64(effect.ReleaseClusters), "freeNodes": -int64(effect.ReleaseNodes)}}))
-	}
-	if err := e.store.Transact(ctx, ops); err != nil {
-		var terr *store.TransactionError
-		if errors.As(err, &terr) {
-			switch {
-			case quotaAt >= 0 && terr.Reasons[quotaAt] != nil:
-				return domain.Job{}, ErrQuota
-			case terr.Reasons[1] != nil:
-				return domain.Job{}, ErrClusterBusy
-			}
-			return domain.Job{}, fmt.Errorf("%w: job %s changed meanwhile; look again", ErrJobState, jobID)
-		}
-		return domain.Job{}, fmt.Errorf("retrying job %s: %w", jobID, err)
 	}
 	e.log.InfoContext(ctx, "job retried", "tenant", tenant, "cluster", cluster, "job", jobID, "tasks", len(reset), "rollback", rollback)
 	// Every READY task of the phase, not only those reset now: an earlier
@@ -126,6 +83,73 @@ func (e *Engine) Retry(ctx context.Context, tenant, cluster, jobID, by string) (
 		return domain.Job{}, err
 	}
 	return job.Job, nil
+}
+
+// reopenJob moves a FAILED or ABORTED job back to running, takes its
+// cluster's lock and the quota its failure gave back, in one transaction.
+// Progress counts land on the job item at any time and bump its version; a
+// conflict with one is not a reason to refuse, so it reads again and rechecks.
+func (e *Engine) reopenJob(ctx context.Context, tenant, cluster, jobID string, rollback bool) (jobRecord, error) {
+	for range maxSettleAttempts {
+		lj, err := e.loadJob(ctx, tenant, cluster, jobID)
+		if err != nil {
+			return jobRecord{}, err
+		}
+		job := lj.job
+		if job.Status != domain.JobFailed && job.Status != domain.JobAborted {
+			return jobRecord{}, fmt.Errorf("%w: job %s is %s; it was retried meanwhile", ErrJobState, jobID, job.Status)
+		}
+		cit, c, err := e.loadCluster(ctx, tenant, cluster)
+		if err != nil {
+			return jobRecord{}, err
+		}
+		if c.ActiveJobID != "" {
+			return jobRecord{}, fmt.Errorf("%w: job %s holds cluster %s", ErrClusterBusy, c.ActiveJobID, cluster)
+		}
+		next := domain.JobRunning
+		if rollback {
+			next = domain.JobRollingBack
+		}
+		job.Status, job.EndedAt, job.Aborted = next, time.Time{}, false
+		job.StatusMessage = "" // the next failure, if any, says what it was
+		job.Retries++
+		status := string(next)
+		ops := []store.Op{store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
+			store.Changes{Status: &status, Data: mustJSON(job), Index: jobIndex(jobID, e.now())})}
+		c.ActiveJobID, c.LatestJobID = jobID, jobID
+		if job.RunningStatus != "" {
+			c.Status = job.RunningStatus
+		}
+		c.StatusMessage = ""
+		effect := job.OnFailure // what the failure did, undone
+		c.NodeCount -= effect.NodeCountDelta
+		ci := clusterItem(tenant, c)
+		ops = append(ops, store.Update(cit.Key, store.Condition{Version: cit.Version},
+			store.Changes{Data: ci.Data, Status: &ci.Status, Index: ci.Index, ClearIndex: ci.Index == nil}))
+		quotaAt := -1
+		if effect.ReleaseClusters > 0 || effect.ReleaseNodes > 0 {
+			quotaAt = len(ops)
+			ops = append(ops, store.Update(tenantKey(tenant),
+				store.Condition{StatusIn: []string{"active"}, CountersAtLeast: map[string]int64{"freeClusters": int64(effect.ReleaseClusters), "freeNodes": int64(effect.ReleaseNodes)}},
+				store.Changes{Add: map[string]int64{"freeClusters": -int64(effect.ReleaseClusters), "freeNodes": -int64(effect.ReleaseNodes)}}))
+		}
+		err = e.store.Transact(ctx, ops)
+		if err == nil {
+			return job, nil
+		}
+		var terr *store.TransactionError
+		if !errors.As(err, &terr) {
+			return jobRecord{}, fmt.Errorf("retrying job %s: %w", jobID, err)
+		}
+		switch {
+		case quotaAt >= 0 && terr.Reasons[quotaAt] != nil:
+			return jobRecord{}, ErrQuota
+		case terr.Reasons[0] != nil, terr.Reasons[1] != nil:
+			continue // the job or the cluster changed: look again
+		}
+		return jobRecord{}, fmt.Errorf("retrying job %s: %w", jobID, err)
+	}
+	return jobRecord{}, fmt.Errorf("%w: job %s kept changing; try again", ErrJobState, jobID)
 }
 
 // rollbackStarted reports whether any rollback task left its gate.

@@ -234,30 +234,35 @@ func (e *Engine) fail(ctx context.Context, ref TaskRef, lt loadedTask, res Resul
 // failing job calls it, and so does the janitor; only the first conditional
 // write wins.
 func (e *Engine) settleFailing(ctx context.Context, tenant, cluster, jobID string) error {
-	lj, err := e.loadJob(ctx, tenant, cluster, jobID)
-	if err != nil {
-		return err
+	// Progress counts may bump the job's version between the read and the
+	// write; that is no reason to leave the job FAILING for the janitor.
+	for range maxSettleAttempts {
+		lj, err := e.loadJob(ctx, tenant, cluster, jobID)
+		if err != nil {
+			return err
+		}
+		if lj.job.Status != domain.JobFailing {
+			return nil
+		}
+		running, err := e.anyRunning(ctx, tenant, jobID, false)
+		if err != nil || running {
+			return err
+		}
+		if len(lj.job.RollbackRoots) == 0 {
+			return e.finish(ctx, tenant, cluster, jobID, domain.JobFailing, endFailed, "")
+		}
+		status := string(domain.JobRollingBack)
+		_, err = e.store.Write(ctx, store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
+			store.Changes{Status: &status, Index: jobIndex(jobID, e.now())}))
+		if errors.Is(err, store.ErrConditionFailed) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		return e.releaseRollback(ctx, tenant, cluster, jobID, lj.job.RollbackRoots)
 	}
-	if lj.job.Status != domain.JobFailing {
-		return nil
-	}
-	running, err := e.anyRunning(ctx, tenant, jobID, false)
-	if err != nil || running {
-		return err
-	}
-	if len(lj.job.RollbackRoots) == 0 {
-		return e.finish(ctx, tenant, cluster, jobID, domain.JobFailing, endFailed, "")
-	}
-	status := string(domain.JobRollingBack)
-	_, err = e.store.Write(ctx, store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
-		store.Changes{Status: &status, Index: jobIndex(jobID, e.now())}))
-	if errors.Is(err, store.ErrConditionFailed) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return e.releaseRollback(ctx, tenant, cluster, jobID, lj.job.RollbackRoots)
+	return fmt.Errorf("settling failing job %s: it kept changing; the janitor will settle it", jobID)
 }
 
 // releaseRollback opens the gate on each rollback root still closed, and
