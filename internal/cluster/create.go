@@ -1,0 +1,278 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/catalog"
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/secrets"
+	"github.com/heddle-io/heddle/internal/store"
+	"github.com/heddle-io/heddle/planner"
+	"github.com/heddle-io/heddle/solver"
+)
+
+// CreateRequest asks for a new cluster from a template.
+type CreateRequest struct {
+	Name            string `json:"name"`
+	Description     string `json:"description,omitempty"`
+	Template        string `json:"template"`
+	TemplateVersion int    `json:"templateVersion,omitempty"` // 0: the latest
+	Size            int    `json:"size"`
+	// Services default to the template's; Provider, HardwareType and
+	// ImageType to its defaults.
+	Services     []string `json:"services,omitempty"`
+	Provider     string   `json:"provider,omitempty"`
+	HardwareType string   `json:"hardwareType,omitempty"`
+	ImageType    string   `json:"imageType,omitempty"`
+	// ProviderFields are the provider type's user fields (a region, a
+	// credential); sensitive ones are sealed at rest.
+	ProviderFields map[string]string `json:"providerFields,omitempty"`
+	// Config replaces the template's default config; DNSSuffix its suffix.
+	Config    json.RawMessage `json:"config,omitempty"`
+	DNSSuffix string          `json:"dnsSuffix,omitempty"`
+	// Lease asks for a shorter first lease than the template's initial one.
+	Lease domain.Duration `json:"lease,omitempty"`
+	// KeepOnFailure keeps what a failed create made (for debugging) instead
+	// of deleting it.
+	KeepOnFailure bool `json:"keepOnFailure,omitempty"`
+}
+
+func (r *CreateRequest) validate() domain.Problems {
+	var ps domain.Problems
+	add := func(field, code, msg string) { ps = append(ps, domain.Problem{Field: field, Code: code, Message: msg}) }
+	switch {
+	case r.Name == "":
+		add("name", domain.CodeRequired, "give the cluster a name")
+	case len(r.Name) > 64:
+		add("name", domain.CodeOutOfRange, "is longer than 64 characters")
+	}
+	if r.Template == "" {
+		add("template", domain.CodeRequired, "name the cluster template to build from")
+	}
+	if r.TemplateVersion < 0 {
+		add("templateVersion", domain.CodeOutOfRange, "versions are whole numbers from 1 (or 0 for the latest)")
+	}
+	if r.Size < 1 || r.Size > domain.MaxClusterSize {
+		add("size", domain.CodeOutOfRange, fmt.Sprintf("must be between 1 and %d nodes", domain.MaxClusterSize))
+	}
+	if r.Lease < 0 {
+		add("lease", domain.CodeOutOfRange, "a lease cannot be negative")
+	}
+	if len(r.Config) > 0 {
+		var v map[string]any
+		if err := json.Unmarshal(r.Config, &v); err != nil {
+			add("config", domain.CodeWrongType, "must be a JSON object")
+		}
+	}
+	return ps
+}
+
+// Result is what a mutation answers: the cluster and its job, or, for a dry
+// run, the plan preview and nothing written.
+type Result struct {
+	Cluster domain.Cluster   `json:"cluster"`
+	Job     *domain.Job      `json:"job,omitempty"`
+	Preview *planner.Preview `json:"preview,omitempty"`
+	Layout  []solver.Group   `json:"layout,omitempty"`
+	DryRun  bool             `json:"dryRun,omitempty"`
+}
+
+// Create solves, plans and submits a new cluster. With dryRun it stops
+// after planning and changes nothing.
+func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequest, dryRun bool) (*Result, error) {
+	if ps := req.validate(); len(ps) > 0 {
+		return nil, ps
+	}
+	tenant := p.Tenant
+	rev, err := s.cfg.Catalog.Revision(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := s.cfg.Catalog.Resolve(ctx, tenant, req.Template, req.TemplateVersion)
+	if err != nil {
+		return nil, fieldNotFound(err, "template")
+	}
+	doc, err := s.cfg.Catalog.Export(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	sp := specFromDocument(doc)
+	providerName := firstOf(req.Provider, tmpl.Defaults.Provider)
+	if providerName == "" {
+		return nil, domain.Problems{{Field: "provider", Code: domain.CodeRequired, Message: "the template names no default provider; name one"}}
+	}
+	prov, ok := findProvider(doc, providerName)
+	if !ok {
+		return nil, domain.Problems{{Field: "provider", Code: domain.CodeUnknownRef, Message: fmt.Sprintf("provider %q does not exist in this tenant's catalog", providerName)}}
+	}
+	sp.Provider = *prov
+	if _, ok := s.cfg.Providers.Type(prov.ProviderType); !ok {
+		return nil, domain.Problems{{Field: "provider", Code: domain.CodeInvalid, Message: fmt.Sprintf("provider %q is of type %q, which this heddle does not run", providerName, prov.ProviderType)}}
+	}
+	if ps := s.cfg.Providers.ValidateUserFields(prov.ProviderType, req.ProviderFields); len(ps) > 0 {
+		return nil, prefixProblems(ps, "providerFields")
+	}
+
+	now := s.now()
+	id := newClusterID(now)
+	layout, err := solver.Create(solver.CreateRequest{
+		ClusterID: id, Template: tmpl, Catalog: sp.solverCatalog(), Provider: providerName, Size: req.Size,
+		Services: req.Services, HardwareType: req.HardwareType, ImageType: req.ImageType,
+	})
+	if err != nil {
+		return nil, err
+	}
+	config := req.Config
+	if len(config) == 0 {
+		config = tmpl.Defaults.Config
+	}
+	services := sp.plannerServices(servicesOn(layout.Nodes))
+	refs, err := configReferences(services, config)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := planner.Build(planner.Request{Operation: domain.OpCreate, New: layout.Nodes, Services: services, ConfigReferences: refs})
+	if err != nil {
+		return nil, err
+	}
+	if req.KeepOnFailure {
+		plan.Rollback = nil
+	}
+	c := domain.Cluster{
+		ID: id, TenantID: tenant, Owner: p.User, Name: req.Name, Description: req.Description,
+		Template: domain.TemplateRef{Name: tmpl.Name, Version: tmpl.Version}, Resolved: tmpl,
+		Provider: providerName, Services: servicesOn(layout.Nodes), Config: config,
+		DNSSuffix: firstOf(req.DNSSuffix, tmpl.Defaults.DNSSuffix), Status: domain.ClusterPending, CreatedAt: now,
+	}
+	lease, err := firstLease(tmpl.Administration.Lease, time.Duration(req.Lease))
+	if err != nil {
+		return nil, err
+	}
+	if lease > 0 {
+		c.ExpiresAt = now.Add(lease)
+	}
+	if dryRun {
+		pv, err := planner.NewPreview(plan, s.cfg.Estimates)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Cluster: c, Preview: pv, Layout: layout.Groups, DryRun: true}, nil
+	}
+	if err := s.checkQuota(ctx, tenant, 1, len(layout.Nodes)); err != nil {
+		return nil, err
+	}
+
+	// The spec is written first: a crash before the job leaves an orphan spec
+	// nobody reads, never a job whose executor cannot find its key.
+	key, err := secrets.NewClusterKey(ctx, s.cfg.Keyring, tenant, id)
+	if err != nil {
+		return nil, fmt.Errorf("making the cluster's SSH key: %w", err)
+	}
+	sp.Key = key
+	sp.ProviderFields, err = s.cfg.Providers.SealUserFields(ctx, s.cfg.Keyring, tenant, id, prov.ProviderType, req.ProviderFields)
+	if err != nil {
+		return nil, fmt.Errorf("sealing provider fields: %w", err)
+	}
+	if _, err := s.cfg.Store.Write(ctx, store.Put(store.Item{Key: specKey(tenant, id), Data: mustJSON(sp)}, store.Condition{MustNotExist: true})); err != nil {
+		return nil, fmt.Errorf("writing the spec of cluster %s: %w", id, err)
+	}
+	ids := nodeIDs(layout.Nodes)
+	onRollback := engine.Effect{ClusterStatus: domain.ClusterTerminated, Message: "create failed; everything it made was deleted",
+		ReleaseClusters: 1, ReleaseNodes: len(ids), NodeStatus: domain.NodeDeleted, Nodes: ids}
+	job, err := s.cfg.Engine.Submit(ctx, engine.Submission{
+		Tenant: tenant, Cluster: c, Create: true, ClusterStatus: domain.ClusterPending,
+		NewNodes: layout.Nodes, Operation: domain.OpCreate, RequestedBy: p.User, Plan: plan,
+		TakeClusters: 1, TakeNodes: len(ids),
+		OnSuccess:  engine.Effect{ClusterStatus: domain.ClusterActive, NodeStatus: domain.NodeActive, Nodes: ids},
+		OnFailure:  engine.Effect{ClusterStatus: domain.ClusterFailed},
+		OnRollback: onRollback,
+		Checks:     []store.Op{catalog.RevisionCheck(rev)},
+	})
+	if err != nil {
+		return nil, s.submitError(ctx, tenant, err, 1, len(ids))
+	}
+	s.log.InfoContext(ctx, "cluster create submitted", "tenant", tenant, "cluster", id, "nodes", len(ids), "job", job.ID)
+	c, _ = s.cfg.Engine.Cluster(ctx, tenant, id)
+	return &Result{Cluster: c, Job: &job, Layout: layout.Groups}, nil
+}
+
+// firstLease is how long a new cluster lives before it expires (0: never).
+func firstLease(policy domain.LeasePolicy, asked time.Duration) (time.Duration, error) {
+	initial := time.Duration(policy.Initial)
+	if asked == 0 {
+		return initial, nil
+	}
+	if initial > 0 && asked > initial {
+		return 0, domain.Problems{{Field: "lease", Code: domain.CodeOutOfRange,
+			Message: fmt.Sprintf("the template allows a first lease of at most %s; ask for less and extend it later", initial)}}
+	}
+	return asked, nil
+}
+
+func specFromDocument(doc *catalog.Document) *spec {
+	sp := &spec{HardwareTypes: map[string]domain.HardwareType{}, ImageTypes: map[string]domain.ImageType{}, Services: map[string]domain.Service{}}
+	for _, h := range doc.HardwareTypes {
+		sp.HardwareTypes[h.Name] = *h
+	}
+	for _, i := range doc.ImageTypes {
+		sp.ImageTypes[i.Name] = *i
+	}
+	for _, svc := range doc.Services {
+		sp.Services[svc.Name] = *svc
+	}
+	return sp
+}
+
+func findProvider(doc *catalog.Document, name string) (*domain.Provider, bool) {
+	for _, p := range doc.Providers {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+func firstOf(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func prefixProblems(ps domain.Problems, prefix string) domain.Problems {
+	out := make(domain.Problems, len(ps))
+	for i, p := range ps {
+		if p.Field == "" {
+			p.Field = prefix
+		} else {
+			p.Field = prefix + "." + p.Field
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// fieldNotFound turns "template does not exist" into a problem at the
+// request's field, so a person sees which part of the request to fix.
+func fieldNotFound(err error, field string) error {
+	if errors.Is(err, catalog.ErrNotFound) {
+		return domain.Problems{{Field: field, Code: domain.CodeUnknownRef, Message: err.Error()}}
+	}
+	return err
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("cluster: cannot encode %T: %v", v, err))
+	}
+	return b
+}

@@ -1,0 +1,335 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/planner"
+	"github.com/heddle-io/heddle/solver"
+)
+
+// live is an existing cluster ready for an operation: no job holds it.
+type live struct {
+	c     domain.Cluster
+	nodes []domain.Node // live nodes, by Num
+	sp    *spec
+}
+
+func (s *Service) loadLive(ctx context.Context, p access.Principal, id string) (*live, error) {
+	c, err := s.visible(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.Status.Terminal() {
+		return nil, &StateError{Cluster: id, Status: c.Status, Reason: "it was deleted; create a new cluster"}
+	}
+	if c.ActiveJobID != "" {
+		return nil, fmt.Errorf("%w: job %s is working on cluster %s; wait for it, or abort it", engine.ErrClusterBusy, c.ActiveJobID, id)
+	}
+	nodes, err := s.cfg.Engine.Nodes(ctx, p.Tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	sp, _, err := s.loadSpec(ctx, p.Tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	return &live{c: c, nodes: liveNodes(nodes), sp: sp}, nil
+}
+
+func (l *live) solverCluster() solver.Cluster {
+	return solver.Cluster{ID: l.c.ID, Template: l.c.Resolved, Provider: l.c.Provider, Services: l.c.Services, Nodes: l.nodes}
+}
+
+// operation is one planned job on a live cluster.
+type operation struct {
+	req       planner.Request
+	newNodes  []domain.Node
+	takeNodes int
+	status    domain.ClusterStatus // while it runs; "" leaves it
+	onSuccess engine.Effect
+	// onRollback applies when the plan has a rollback plan and it ran.
+	onRollback engine.Effect
+	edit       func(c *domain.Cluster) // changes the cluster record carries
+	layout     []solver.Group
+}
+
+// run plans op on l and submits it (or previews it).
+func (s *Service) run(ctx context.Context, p access.Principal, l *live, op operation, dryRun bool) (*Result, error) {
+	services := map[string]*domain.Service{}
+	for n, svc := range op.req.Services {
+		services[n] = svc
+	}
+	if op.req.Services == nil {
+		services = l.sp.plannerServices(servicesOn(l.nodes), servicesOn(op.req.New))
+	}
+	op.req.Services = services
+	if op.req.Old == nil {
+		op.req.Old = l.nodes
+	}
+	c := l.c
+	if op.edit != nil {
+		op.edit(&c)
+	}
+	if op.req.ConfigReferences == nil {
+		refs, err := configReferences(services, c.Config)
+		if err != nil {
+			return nil, err
+		}
+		op.req.ConfigReferences = refs
+	}
+	plan, err := planner.Build(op.req)
+	if err != nil {
+		return nil, err
+	}
+	if dryRun {
+		pv, err := planner.NewPreview(plan, s.cfg.Estimates)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Cluster: c, Preview: pv, Layout: op.layout, DryRun: true}, nil
+	}
+	if op.takeNodes > 0 {
+		if err := s.checkQuota(ctx, p.Tenant, 0, op.takeNodes); err != nil {
+			return nil, err
+		}
+	}
+	if op.onSuccess.ClusterStatus == "" {
+		op.onSuccess.ClusterStatus = domain.ClusterActive
+	}
+	job, err := s.cfg.Engine.Submit(ctx, engine.Submission{
+		Tenant: p.Tenant, Cluster: c, ClusterStatus: op.status, NewNodes: op.newNodes,
+		Operation: op.req.Operation, RequestedBy: p.User, Plan: plan, TakeNodes: op.takeNodes,
+		OnSuccess: op.onSuccess,
+		OnFailure: engine.Effect{ClusterStatus: domain.ClusterInconsistent,
+			Message: fmt.Sprintf("%s failed; retry the job or run another operation to repair the cluster", op.req.Operation)},
+		OnRollback: op.onRollback,
+	})
+	if err != nil {
+		return nil, s.submitError(ctx, p.Tenant, err, 0, op.takeNodes)
+	}
+	s.log.InfoContext(ctx, "cluster job submitted", "tenant", p.Tenant, "cluster", c.ID, "operation", op.req.Operation, "job", job.ID)
+	c, _ = s.cfg.Engine.Cluster(ctx, p.Tenant, c.ID)
+	return &Result{Cluster: c, Job: &job, Layout: op.layout}, nil
+}
+
+// DeleteRequest: Force deletes the nodes without stopping and removing
+// their services first.
+type DeleteRequest struct {
+	Force bool `json:"force,omitempty"`
+}
+
+// Delete submits the cluster's delete job.
+func (s *Service) Delete(ctx context.Context, p access.Principal, id string, req DeleteRequest, dryRun bool) (*Result, error) {
+	l, err := s.loadLive(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	ids := nodeIDs(l.nodes)
+	return s.run(ctx, p, l, operation{
+		req:    planner.Request{Operation: domain.OpDelete, Force: req.Force},
+		status: domain.ClusterDeleting,
+		onSuccess: engine.Effect{ClusterStatus: domain.ClusterTerminated, Message: "deleted",
+			ReleaseClusters: 1, ReleaseNodes: len(ids), NodeStatus: domain.NodeDeleted, Nodes: ids},
+	}, dryRun)
+}
+
+// ExpandRequest adds Count nodes.
+type ExpandRequest struct {
+	Count        int    `json:"count"`
+	HardwareType string `json:"hardwareType,omitempty"`
+	ImageType    string `json:"imageType,omitempty"`
+	// Restart restarts the services whose configuration the new nodes change.
+	Restart bool `json:"restart,omitempty"`
+}
+
+// Expand adds nodes that mirror the cluster's layouts; existing nodes only
+// reconfigure what refers to the services that grew.
+func (s *Service) Expand(ctx context.Context, p access.Principal, id string, req ExpandRequest, dryRun bool) (*Result, error) {
+	if req.Count < 1 {
+		return nil, domain.Problems{{Field: "count", Code: domain.CodeOutOfRange, Message: "expand by at least one node"}}
+	}
+	l, err := s.loadLive(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	layout, err := solver.Expand(solver.ExpandRequest{Cluster: l.solverCluster(), Catalog: l.sp.solverCatalog(),
+		Count: req.Count, HardwareType: req.HardwareType, ImageType: req.ImageType})
+	if err != nil {
+		return nil, err
+	}
+	var added []domain.Node
+	for _, n := range layout.Nodes {
+		if slices.Contains(layout.NewNodes, n.ID) {
+			added = append(added, n)
+		}
+	}
+	return s.run(ctx, p, l, operation{
+		req:       planner.Request{Operation: domain.OpExpand, New: layout.Nodes, Restart: req.Restart},
+		newNodes:  added,
+		takeNodes: len(added),
+		layout:    layout.Groups,
+		onSuccess: engine.Effect{NodeStatus: domain.NodeActive, Nodes: layout.NewNodes},
+		onRollback: engine.Effect{ClusterStatus: domain.ClusterActive, Message: "expand failed; the new nodes were deleted",
+			ReleaseNodes: len(added), NodeCountDelta: -len(added), NodeStatus: domain.NodeDeleted, Nodes: layout.NewNodes},
+	}, dryRun)
+}
+
+// ShrinkRequest removes Count nodes (newest first) or the nodes named.
+type ShrinkRequest struct {
+	Count   int      `json:"count,omitempty"`
+	NodeIDs []string `json:"nodeIds,omitempty"`
+	Force   bool     `json:"force,omitempty"`
+	Restart bool     `json:"restart,omitempty"`
+}
+
+// Shrink decommissions nodes: their services stop and are removed (unless
+// forced), the remaining nodes reconfigure what referred to them, and they
+// are deleted.
+func (s *Service) Shrink(ctx context.Context, p access.Principal, id string, req ShrinkRequest, dryRun bool) (*Result, error) {
+	if (req.Count < 1) == (len(req.NodeIDs) == 0) {
+		return nil, domain.Problems{{Field: "count", Code: domain.CodeInvalid, Message: "give either a count of nodes to remove or the nodeIds to remove"}}
+	}
+	l, err := s.loadLive(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	layout, err := solver.Shrink(solver.ShrinkRequest{Cluster: l.solverCluster(), Count: req.Count, NodeIDs: req.NodeIDs})
+	if err != nil {
+		return nil, err
+	}
+	k := len(layout.RemovedNodes)
+	return s.run(ctx, p, l, operation{
+		req:    planner.Request{Operation: domain.OpShrink, New: layout.Nodes, Force: req.Force, Restart: req.Restart},
+		layout: layout.Groups,
+		onSuccess: engine.Effect{ReleaseNodes: k, NodeCountDelta: -k,
+			NodeStatus: domain.NodeDeleted, Nodes: layout.RemovedNodes},
+	}, dryRun)
+}
+
+// ReconfigureRequest re-runs configure on the selected services (all when
+// empty), with a new cluster config when Config is set.
+type ReconfigureRequest struct {
+	Services []string        `json:"services,omitempty"`
+	Config   json.RawMessage `json:"config,omitempty"`
+	Restart  bool            `json:"restart,omitempty"`
+}
+
+// Reconfigure submits a reconfigure job.
+func (s *Service) Reconfigure(ctx context.Context, p access.Principal, id string, req ReconfigureRequest, dryRun bool) (*Result, error) {
+	if len(req.Config) > 0 {
+		var v map[string]any
+		if err := json.Unmarshal(req.Config, &v); err != nil {
+			return nil, domain.Problems{{Field: "config", Code: domain.CodeWrongType, Message: "must be a JSON object"}}
+		}
+	}
+	l, err := s.loadLive(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := knownServices(l, req.Services, "services"); err != nil {
+		return nil, err
+	}
+	op := operation{req: planner.Request{Operation: domain.OpReconfigure, Selected: req.Services, Restart: req.Restart}}
+	if len(req.Config) > 0 {
+		op.edit = func(c *domain.Cluster) { c.Config = req.Config }
+	}
+	return s.run(ctx, p, l, op, dryRun)
+}
+
+// ServiceActionRequest starts, stops or restarts services (all when empty);
+// a rolling restart restarts BatchSize nodes at a time.
+type ServiceActionRequest struct {
+	Services  []string `json:"services,omitempty"`
+	BatchSize int      `json:"batchSize,omitempty"`
+}
+
+// ServiceAction runs start, stop, restart or rolling-restart.
+func (s *Service) ServiceAction(ctx context.Context, p access.Principal, id string, op domain.Operation, req ServiceActionRequest, dryRun bool) (*Result, error) {
+	switch op {
+	case domain.OpStartServices, domain.OpStopServices, domain.OpRestartServices, domain.OpRollingRestart:
+	default:
+		return nil, domain.Problems{{Field: "action", Code: domain.CodeInvalid, Message: fmt.Sprintf("%q is not start, stop, restart or rolling-restart", op)}}
+	}
+	if req.BatchSize < 0 {
+		return nil, domain.Problems{{Field: "batchSize", Code: domain.CodeOutOfRange, Message: "a batch is at least one node"}}
+	}
+	l, err := s.loadLive(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := knownServices(l, req.Services, "services"); err != nil {
+		return nil, err
+	}
+	return s.run(ctx, p, l, operation{req: planner.Request{Operation: op, Selected: req.Services, BatchSize: req.BatchSize}}, dryRun)
+}
+
+func knownServices(l *live, names []string, field string) error {
+	on := servicesOn(l.nodes)
+	var ps domain.Problems
+	for i, n := range names {
+		if !slices.Contains(on, n) {
+			ps = append(ps, domain.Problem{Field: fmt.Sprintf("%s[%d]", field, i), Code: domain.CodeUnknownRef,
+				Message: fmt.Sprintf("service %q is not on this cluster; it runs %v", n, on)})
+		}
+	}
+	if len(ps) > 0 {
+		return ps
+	}
+	return nil
+}
+
+// ExtendRequest asks for the lease to run By longer.
+type ExtendRequest struct {
+	By domain.Duration `json:"by"`
+}
+
+// ExtendLease moves the cluster's expiry within its template's policy.
+func (s *Service) ExtendLease(ctx context.Context, p access.Principal, id string, req ExtendRequest) (domain.Cluster, error) {
+	c, err := s.visible(ctx, p, id)
+	if err != nil {
+		return domain.Cluster{}, err
+	}
+	if c.Status.Terminal() || c.Status == domain.ClusterDeleting {
+		return domain.Cluster{}, &StateError{Cluster: id, Status: c.Status, Reason: "a lease only matters while the cluster lives"}
+	}
+	by := time.Duration(req.By)
+	if by <= 0 {
+		return domain.Cluster{}, domain.Problems{{Field: "by", Code: domain.CodeOutOfRange, Message: "extend the lease by a positive duration, such as \"24h\""}}
+	}
+	if c.ExpiresAt.IsZero() {
+		return domain.Cluster{}, domain.Problems{{Field: "by", Code: domain.CodeInvalid, Message: "this cluster never expires; there is nothing to extend"}}
+	}
+	var policy domain.LeasePolicy
+	if c.Resolved != nil {
+		policy = c.Resolved.Administration.Lease
+	}
+	if step := time.Duration(policy.Step); step > 0 && by > step {
+		return domain.Cluster{}, domain.Problems{{Field: "by", Code: domain.CodeOutOfRange,
+			Message: fmt.Sprintf("the template allows at most %s per extension", step)}}
+	}
+	next := c.ExpiresAt.Add(by)
+	if now := s.now(); next.Before(now) {
+		next = now.Add(by)
+	}
+	if maxLife := time.Duration(policy.Max); maxLife > 0 && next.After(c.CreatedAt.Add(maxLife)) {
+		return domain.Cluster{}, domain.Problems{{Field: "by", Code: domain.CodeOutOfRange,
+			Message: fmt.Sprintf("the template lets a cluster live at most %s from its creation, until %s", maxLife, c.CreatedAt.Add(maxLife).Format(time.RFC3339))}}
+	}
+	return s.cfg.Engine.SetLease(ctx, p.Tenant, c, next)
+}
+
+// ExpireLease is the janitor's hook (engine.Config.ExpireLease): a cluster
+// whose lease ran out is deleted by an ordinary delete job, in the owner's
+// name so the job history says whose cluster it was.
+func (s *Service) ExpireLease(ctx context.Context, tenant string, c domain.Cluster) error {
+	p := access.Principal{Tenant: tenant, User: c.Owner, Role: domain.RoleAdmin}
+	_, err := s.Delete(ctx, p, c.ID, DeleteRequest{}, false)
+	return err
+}

@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/store"
+)
+
+// ErrNotFound: no such cluster, job or task in the tenant.
+var ErrNotFound = errors.New("engine: not found")
+
+// The read side of the engine: what the API shows and the cluster service
+// plans from. Every read is scoped to one tenant by key.
+
+func notFound(err error, what string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w: %s", ErrNotFound, what)
+	}
+	return err
+}
+
+// Cluster returns one cluster as stored (Version set).
+func (e *Engine) Cluster(ctx context.Context, tenant, cluster string) (domain.Cluster, error) {
+	_, c, err := e.loadCluster(ctx, tenant, cluster)
+	return c, notFound(err, "cluster "+cluster)
+}
+
+// Clusters returns one page of the tenant's clusters, by id (ids sort by
+// creation time).
+func (e *Engine) Clusters(ctx context.Context, tenant string, limit int, cursor string, newestFirst bool) ([]domain.Cluster, string, error) {
+	page, err := e.store.Query(ctx, clusterKey(tenant, "").PK, store.Query{Limit: limit, Cursor: cursor, Descending: newestFirst})
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]domain.Cluster, 0, len(page.Items))
+	for _, it := range page.Items {
+		var c domain.Cluster
+		if err := decodeInto(it, &c); err != nil {
+			return nil, "", err
+		}
+		c.Version = it.Version
+		out = append(out, c)
+	}
+	return out, page.Next, nil
+}
+
+// Nodes returns every node record of a cluster, deleted ones included, by id.
+func (e *Engine) Nodes(ctx context.Context, tenant, cluster string) ([]domain.Node, error) {
+	var out []domain.Node
+	cursor := ""
+	for {
+		page, err := e.store.Query(ctx, nodeKey(tenant, cluster, "").PK, store.Query{Limit: store.MaxPageSize, Cursor: cursor})
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range page.Items {
+			var n domain.Node
+			if err := decodeInto(it, &n); err != nil {
+				return nil, err
+			}
+			n.Status = domain.NodeStatus(it.Status)
+			out = append(out, n)
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		cursor = page.Next
+	}
+}
+
+// Job returns one job of a cluster.
+func (e *Engine) Job(ctx context.Context, tenant, cluster, jobID string) (domain.Job, error) {
+	lj, err := e.loadJob(ctx, tenant, cluster, jobID)
+	if err != nil {
+		return domain.Job{}, notFound(err, "job "+jobID+" of cluster "+cluster)
+	}
+	return lj.job.Job, nil
+}
+
+// Jobs returns one page of a cluster's jobs, newest first.
+func (e *Engine) Jobs(ctx context.Context, tenant, cluster string, limit int, cursor string) ([]domain.Job, string, error) {
+	page, err := e.store.Query(ctx, jobKey(tenant, cluster, "").PK, store.Query{Limit: limit, Cursor: cursor, Descending: true})
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]domain.Job, 0, len(page.Items))
+	for _, it := range page.Items {
+		var j jobRecord
+		if err := decodeInto(it, &j); err != nil {
+			return nil, "", err
+		}
+		j.Version, j.Status = it.Version, domain.JobStatus(it.Status)
+		j.TaskDone = int(it.Counter(counterDone))
+		if j.Status == domain.JobSucceeded {
+			j.TaskDone = j.TaskTotal
+		}
+		out = append(out, j.Job)
+	}
+	return out, page.Next, nil
+}
+
+// Tasks returns every task of a job (forward and rollback plans), in id order.
+func (e *Engine) Tasks(ctx context.Context, tenant, jobID string) ([]domain.Task, error) {
+	var out []domain.Task
+	err := e.eachTask(ctx, tenant, jobID, func(it store.Item, t domain.Task) (bool, error) {
+		t.Status = domain.TaskStatus(it.Status)
+		t.Remaining = int(it.Counter(counterRemaining))
+		out = append(out, t)
+		return true, nil
+	})
+	return out, err
+}
+
+// SetLease moves a cluster's lease expiry under the cluster's version, so it
+// cannot race a job that takes or releases the cluster meanwhile. A zero
+// expiry means the cluster never expires.
+func (e *Engine) SetLease(ctx context.Context, tenant string, c domain.Cluster, expires time.Time) (domain.Cluster, error) {
+	c.ExpiresAt = expires
+	it := clusterItem(tenant, c)
+	written, err := e.store.Write(ctx, store.Update(it.Key, store.Condition{Version: c.Version},
+		store.Changes{Data: it.Data, Index: it.Index, ClearIndex: it.Index == nil}))
+	if errors.Is(err, store.ErrConditionFailed) {
+		return domain.Cluster{}, fmt.Errorf("%w: cluster %s changed meanwhile; read it again", ErrClusterBusy, c.ID)
+	}
+	if err != nil {
+		return domain.Cluster{}, err
+	}
+	c.Version = written.Version
+	return c, nil
+}
