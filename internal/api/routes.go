@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
 )
 
@@ -35,6 +36,25 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/v1/users/{user}/keys", user, s.listKeys},
 		{http.MethodPost, "/v1/users/{user}/keys", user, s.createKey},
 		{http.MethodDelete, "/v1/users/{user}/keys/{key}", user, s.deleteKey},
+
+		{http.MethodGet, "/v1/clusters", user, s.listClusters},
+		{http.MethodPost, "/v1/clusters", user, s.createCluster},
+		{http.MethodGet, "/v1/clusters/{cluster}", user, s.getCluster},
+		{http.MethodDelete, "/v1/clusters/{cluster}", user, s.deleteCluster},
+		{http.MethodPost, "/v1/clusters/{cluster}/expand", user, s.expandCluster()},
+		{http.MethodPost, "/v1/clusters/{cluster}/shrink", user, s.shrinkCluster()},
+		{http.MethodPost, "/v1/clusters/{cluster}/reconfigure", user, s.reconfigureCluster()},
+		{http.MethodPost, "/v1/clusters/{cluster}/start", user, s.serviceAction(domain.OpStartServices)},
+		{http.MethodPost, "/v1/clusters/{cluster}/stop", user, s.serviceAction(domain.OpStopServices)},
+		{http.MethodPost, "/v1/clusters/{cluster}/restart", user, s.serviceAction(domain.OpRestartServices)},
+		{http.MethodPost, "/v1/clusters/{cluster}/rolling-restart", user, s.serviceAction(domain.OpRollingRestart)},
+		{http.MethodPost, "/v1/clusters/{cluster}/lease", user, s.extendLease},
+		{http.MethodGet, "/v1/clusters/{cluster}/jobs", user, s.listJobs},
+		{http.MethodGet, "/v1/clusters/{cluster}/jobs/{job}", user, s.getJob},
+		{http.MethodPost, "/v1/clusters/{cluster}/jobs/{job}/abort", user, s.controlJob(cluster.JobAbort)},
+		{http.MethodPost, "/v1/clusters/{cluster}/jobs/{job}/pause", user, s.controlJob(cluster.JobPause)},
+		{http.MethodPost, "/v1/clusters/{cluster}/jobs/{job}/resume", user, s.controlJob(cluster.JobResume)},
+		{http.MethodPost, "/v1/clusters/{cluster}/jobs/{job}/retry", user, s.controlJob(cluster.JobRetry)},
 
 		{http.MethodGet, "/v1/catalog", admin, s.exportCatalog},
 		{http.MethodPost, "/v1/catalog", admin, s.importCatalog},

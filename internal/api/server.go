@@ -18,6 +18,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/catalog"
+	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/store"
 )
@@ -29,6 +30,9 @@ const MaxBodyBytes = 1 << 20
 type Config struct {
 	Catalog *catalog.Catalog
 	Access  *access.Access
+	// Clusters runs cluster operations; nil serves the catalog only, and
+	// cluster routes answer 503.
+	Clusters *cluster.Service
 	// Backend names the store backend in /v1/status ("bolt", "dynamodb").
 	Backend string
 	// Version is heddle's build version, reported by /v1/status.
@@ -38,8 +42,9 @@ type Config struct {
 
 // Server is the /v1 API as an http.Handler.
 type Server struct {
-	catalog *catalog.Catalog
-	access  *access.Access
+	catalog  *catalog.Catalog
+	access   *access.Access
+	clusters *cluster.Service
 	backend string
 	version string
 	log     *slog.Logger
@@ -49,7 +54,7 @@ type Server struct {
 
 // New builds the API handler.
 func New(cfg Config) *Server {
-	s := &Server{catalog: cfg.Catalog, access: cfg.Access, backend: cfg.Backend, version: cfg.Version,
+	s := &Server{catalog: cfg.Catalog, access: cfg.Access, clusters: cfg.Clusters, backend: cfg.Backend, version: cfg.Version,
 		log: cfg.Logger, mux: http.NewServeMux(), started: time.Now()}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))

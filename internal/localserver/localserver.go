@@ -9,21 +9,39 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/api"
+	"github.com/heddle-io/heddle/internal/automator"
+	"github.com/heddle-io/heddle/internal/automator/shell"
 	"github.com/heddle-io/heddle/internal/catalog"
+	"github.com/heddle-io/heddle/internal/cluster"
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/provider/local"
+	"github.com/heddle-io/heddle/internal/provider/static"
+	"github.com/heddle-io/heddle/internal/provision"
+	"github.com/heddle-io/heddle/internal/queue/memqueue"
+	"github.com/heddle-io/heddle/internal/secrets"
+	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
 )
 
 // Config says where the server keeps its data and listens.
 type Config struct {
-	DataDir      string // created if missing; holds heddle.db
+	DataDir      string // created if missing; holds heddle.db, the key file and the local nodes
 	Listen       string // host:port; port 0 picks a free one
 	BootstrapKey string // optional fixed superadmin key (HEDDLE_BOOTSTRAP_KEY)
 	Version      string
 	Logger       *slog.Logger
+	// JanitorPeriod is how often the janitor runs; zero means 5 s.
+	JanitorPeriod time.Duration
+	// Engine tunes the engine; zero fields take local defaults (short leases
+	// and resend delays: a local heddle has no reason to wait minutes).
+	Engine engine.Config
 }
 
 // Server is a running local heddle.
@@ -34,16 +52,35 @@ type Server struct {
 	// when the data directory already had one.
 	BootstrapSecret string
 
+	log      *slog.Logger
 	db       *boltstore.Store
 	http     *http.Server
 	listener net.Listener
 	done     chan error
+	local    *local.Local
+	shell    *shell.Shell
+	access   *access.Access
+	queue    *memqueue.Queue
+	engine   *engine.Engine
+
+	stop    context.CancelFunc // ends the workers and the janitor
+	running sync.WaitGroup
+	pools   map[string]*pool // by tenant, owned by the supervisor goroutine
 }
 
-// Start opens the store, bootstraps the superadmin and starts serving.
+type pool struct {
+	workers int
+	cancel  context.CancelFunc
+}
+
+// Start opens the store, bootstraps the superadmin, restores the local
+// nodes, and starts the API, the worker pools and the janitor.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if cfg.JanitorPeriod == 0 {
+		cfg.JanitorPeriod = 5 * time.Second
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory %s: %w", cfg.DataDir, err)
@@ -52,38 +89,100 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the store in %s: %w", cfg.DataDir, err)
 	}
-	acc := access.New(db)
-	secret, err := acc.Bootstrap(ctx, cfg.BootstrapKey)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("bootstrapping the superadmin: %w", err)
+	s := &Server{log: cfg.Logger, db: db, done: make(chan error, 1), pools: map[string]*pool{}}
+	fail := func(err error) (*Server, error) {
+		s.close()
+		return nil, err
 	}
+	s.access = access.New(db)
+	secret, err := s.access.Bootstrap(ctx, cfg.BootstrapKey)
+	if err != nil {
+		return fail(fmt.Errorf("bootstrapping the superadmin: %w", err))
+	}
+	masterKey, err := secrets.LoadOrCreateKeyFile(filepath.Join(cfg.DataDir, "master.key"))
+	if err != nil {
+		return fail(fmt.Errorf("loading the local master key: %w", err))
+	}
+	keyring := secrets.NewKeyring(masterKey)
+	s.local, err = local.New(local.Config{Dir: filepath.Join(cfg.DataDir, "nodes"), Logger: cfg.Logger})
+	if err != nil {
+		return fail(fmt.Errorf("starting the local provider: %w", err))
+	}
+	if err := s.local.Restore(ctx); err != nil {
+		return fail(fmt.Errorf("restoring local nodes: %w", err))
+	}
+	registry := provider.NewRegistry()
+	if err := registry.Register(local.Type(), s.local); err != nil {
+		return fail(err)
+	}
+	if err := registry.Register(static.Type(), static.New(static.NewPool(db, keyring), static.Config{})); err != nil {
+		return fail(err)
+	}
+	s.shell = shell.New(shell.Config{Scripts: shell.NewScripts(db)})
+
+	// The catalog asks the cluster service which clusters are live, and the
+	// cluster service reads the catalog: the closure breaks the cycle.
+	var clusters *cluster.Service
+	cat := catalog.New(db, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) })
+	s.queue = memqueue.New(memqueue.Options{})
+	ecfg := localEngineConfig(cfg.Engine, cfg.Logger)
+	// The janitor hands expired clusters to the cluster service, which
+	// submits through the engine: the closure breaks this cycle too.
+	ecfg.ExpireLease = func(ctx context.Context, tenant string, c domain.Cluster) error {
+		return clusters.ExpireLease(ctx, tenant, c)
+	}
+	var exec lazyExecutor
+	s.engine = engine.New(db, s.queue, &exec, ecfg)
+	clusters, err = cluster.New(cluster.Config{Store: db, Catalog: cat, Access: s.access, Engine: s.engine,
+		Keyring: keyring, Providers: registry, Logger: cfg.Logger})
+	if err != nil {
+		return fail(err)
+	}
+	exec.Executor, err = provision.New(provision.Config{Clusters: clusters, Providers: registry, Keyring: keyring,
+		Automators: map[string]automator.Automator{shell.Type: s.shell}, Logger: cfg.Logger})
+	if err != nil {
+		return fail(err)
+	}
+
 	handler := api.New(api.Config{
-		Catalog: catalog.New(db, nil),
-		Access:  acc,
-		Backend: "bolt",
-		Version: cfg.Version,
-		Logger:  cfg.Logger,
+		Catalog:  cat,
+		Access:   s.access,
+		Clusters: clusters,
+		Backend:  "bolt",
+		Version:  cfg.Version,
+		Logger:   cfg.Logger,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+		return fail(fmt.Errorf("listening on %s: %w", cfg.Listen, err))
 	}
-	s := &Server{
-		Addr:            ln.Addr().String(),
-		BootstrapSecret: secret,
-		db:              db,
-		listener:        ln,
-		done:            make(chan error, 1),
-		http: &http.Server{
-			Handler:           handler,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       60 * time.Second,
-			WriteTimeout:      60 * time.Second,
-			IdleTimeout:       120 * time.Second,
-		},
+	s.Addr, s.BootstrapSecret, s.listener = ln.Addr().String(), secret, ln
+	s.http = &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
 	}
+
+	// The in-process queue starts empty: whatever was READY when the last
+	// process stopped is sent again now rather than after ResendAfter.
+	// RUNNING attempts of the dead process fail when their lease runs out
+	// and are retried.
+	if err := s.resendAll(ctx, ecfg, &exec); err != nil {
+		s.log.WarnContext(ctx, "resending ready tasks at start failed; the janitor will", "error", err)
+	}
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = stop
+	s.running.Add(2)
+	go func() {
+		defer s.running.Done()
+		s.superviseWorkers(bg)
+	}()
+	go func() {
+		defer s.running.Done()
+		s.runJanitor(bg, cfg.JanitorPeriod)
+	}()
 	go func() {
 		err := s.http.Serve(ln)
 		if errors.Is(err, http.ErrServerClosed) {
@@ -94,6 +193,147 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// lazyExecutor lets the engine be built before the dispatcher that needs
+// the cluster service that needs the engine.
+type lazyExecutor struct{ engine.Executor }
+
+func localEngineConfig(c engine.Config, log *slog.Logger) engine.Config {
+	if c.ResendAfter == 0 {
+		c.ResendAfter = 20 * time.Second
+	}
+	if c.TaskLease == 0 {
+		c.TaskLease = 15 * time.Second
+	}
+	if c.Visibility == 0 {
+		c.Visibility = 30 * time.Second
+	}
+	if c.SubmitTimeout == 0 {
+		c.SubmitTimeout = 30 * time.Second
+	}
+	if c.Backoff == 0 {
+		c.Backoff = time.Second
+	}
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		c.WorkerID = fmt.Sprintf("local-%s-%d", host, os.Getpid())
+	}
+	c.Logger = log
+	return c
+}
+
+// resendAll sends every READY task again (an engine whose resend delay is
+// nil); tenants' queues are created first.
+func (s *Server) resendAll(ctx context.Context, cfg engine.Config, exec engine.Executor) error {
+	if err := s.syncQueues(ctx); err != nil {
+		return err
+	}
+	cfg.ResendAfter = time.Nanosecond
+	_, err := engine.New(s.db, s.queue, exec, cfg).RunJanitor(ctx)
+	return err
+}
+
+// syncQueues makes sure every tenant has its in-process queue.
+func (s *Server) syncQueues(ctx context.Context) error {
+	tenants, err := s.tenants(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range tenants {
+		if err := s.queue.CreateTenantQueue(ctx, t.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) tenants(ctx context.Context) ([]access.TenantView, error) {
+	var out []access.TenantView
+	cursor := ""
+	for {
+		page, next, err := s.access.ListTenants(ctx, store.MaxPageSize, cursor)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if next == "" {
+			return out, nil
+		}
+		cursor = next
+	}
+}
+
+// superviseWorkers keeps one worker pool per tenant, sized by the tenant's
+// worker count: new tenants get one within a second, a changed count
+// restarts the pool, a deleted tenant's pool stops.
+func (s *Server) superviseWorkers(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		tenants, err := s.tenants(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "listing tenants for worker pools failed", "error", err)
+		}
+		seen := map[string]bool{}
+		for _, t := range tenants {
+			if t.ID == domain.SystemTenant {
+				continue
+			}
+			seen[t.ID] = true
+			workers := max(t.Workers, 1)
+			if p, ok := s.pools[t.ID]; ok && p.workers == workers {
+				continue
+			} else if ok {
+				p.cancel()
+			}
+			if err := s.queue.CreateTenantQueue(ctx, t.ID); err != nil {
+				s.log.WarnContext(ctx, "creating a tenant queue failed", "tenant", t.ID, "error", err)
+				continue
+			}
+			pctx, cancel := context.WithCancel(ctx)
+			s.pools[t.ID] = &pool{workers: workers, cancel: cancel}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.engine.RunWorkers(pctx, t.ID, workers)
+			}()
+			s.log.InfoContext(ctx, "worker pool started", "tenant", t.ID, "workers", workers)
+		}
+		for id, p := range s.pools {
+			if !seen[id] && err == nil {
+				p.cancel()
+				delete(s.pools, id)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *Server) runJanitor(ctx context.Context, period time.Duration) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		r, err := s.engine.RunJanitor(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "janitor pass failed", "error", err)
+		}
+		if r != (engine.JanitorReport{}) {
+			s.log.InfoContext(ctx, "janitor", "timedOut", r.TimedOut, "resent", r.Resent, "jobsMovedOn", r.JobsMovedOn,
+				"undone", r.Undone, "leasesExpired", r.LeasesExpired)
+		}
+	}
+}
+
 // URL is the base URL of the API.
 func (s *Server) URL() string { return "http://" + s.Addr }
 
@@ -101,11 +341,26 @@ func (s *Server) URL() string { return "http://" + s.Addr }
 func (s *Server) Wait() error { return <-s.done }
 
 // Shutdown stops accepting requests, lets those in flight finish (until ctx
-// ends), then closes the store.
+// ends), stops the workers (a task cut short is retried after the next
+// start) and the janitor, then closes the nodes' servers and the store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.http.Shutdown(ctx)
-	if cerr := s.db.Close(); err == nil {
-		err = cerr
-	}
+	s.close()
 	return err
+}
+
+func (s *Server) close() {
+	if s.stop != nil {
+		s.stop()
+		s.running.Wait()
+	}
+	if s.shell != nil {
+		s.shell.Close()
+	}
+	if s.local != nil {
+		s.local.Close()
+	}
+	if s.db != nil {
+		_ = s.db.Close()
+	}
 }

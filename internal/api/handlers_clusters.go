@@ -1,0 +1,350 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/cluster"
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/planner"
+	"github.com/heddle-io/heddle/solver"
+)
+
+// Error codes of cluster operations.
+const (
+	CodeNoLayout       = "no_layout"
+	CodeTooComplex     = "too_complex"
+	CodeQuotaExceeded  = "quota_exceeded"
+	CodeClusterBusy    = "cluster_busy"
+	CodeClusterState   = "cluster_state"
+	CodeJobState       = "job_state"
+	CodeCatalogChanged = "catalog_changed"
+	CodeDependency     = "dependency_cycle"
+	CodeUnavailable    = "unavailable"
+)
+
+// describeCluster maps the cluster service's and the engine's errors.
+func describeCluster(err error) (ErrorDetail, bool) {
+	var (
+		noLayout *solver.NoLayoutError
+		badReq   *solver.RequestError
+		quota    *cluster.QuotaError
+		state    *cluster.StateError
+		cycle    *planner.CycleError
+	)
+	switch {
+	case errors.As(err, &noLayout):
+		return ErrorDetail{Status: http.StatusUnprocessableEntity, Code: CodeNoLayout,
+			Message: "no layout satisfies the template for this request: " + noLayout.Error(), Details: reasonProblems(noLayout.Reasons)}, true
+	case errors.As(err, &badReq):
+		return ErrorDetail{Status: http.StatusUnprocessableEntity, Code: CodeValidationFailed,
+			Message: "the request cannot be solved as asked: " + badReq.Error(), Details: reasonProblems(badReq.Reasons)}, true
+	case errors.Is(err, solver.ErrTooComplex):
+		return ErrorDetail{Status: http.StatusUnprocessableEntity, Code: CodeTooComplex,
+			Message: err.Error() + "; simplify the template's constraints or ask for a different size"}, true
+	case errors.As(err, &cycle):
+		return ErrorDetail{Status: http.StatusUnprocessableEntity, Code: CodeDependency, Message: cycle.Error()}, true
+	case errors.As(err, &quota):
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeQuotaExceeded, Message: quota.Error(),
+			Details: []domain.Problem{{Field: "quota." + quota.Limit, Code: domain.CodeOutOfRange, Message: quota.Error()}}}, true
+	case errors.As(err, &state):
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeClusterState, Message: state.Error()}, true
+	case errors.Is(err, engine.ErrNotFound):
+		return ErrorDetail{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()[len(engine.ErrNotFound.Error())+2:] + " does not exist"}, true
+	case errors.Is(err, engine.ErrClusterBusy):
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeClusterBusy, Message: err.Error()}, true
+	case errors.Is(err, engine.ErrJobState), errors.Is(err, engine.ErrNothingToRetry):
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeJobState, Message: err.Error()}, true
+	case errors.Is(err, engine.ErrStale):
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeCatalogChanged,
+			Message: "the catalog changed while the request was being planned; send it again"}, true
+	case errors.Is(err, errNoClusters):
+		return ErrorDetail{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: err.Error()}, true
+	}
+	return ErrorDetail{}, false
+}
+
+var errNoClusters = errors.New("this heddle serves the catalog only: cluster operations need the engine (run `heddle server`, or deploy the worker stack)")
+
+func reasonProblems(rs []solver.Reason) []domain.Problem {
+	out := make([]domain.Problem, 0, len(rs))
+	for _, r := range rs {
+		field := "template"
+		switch {
+		case len(r.Constraints) > 0:
+			field = r.Constraints[0]
+		case len(r.Services) > 0:
+			field = "services." + r.Services[0]
+		}
+		out = append(out, domain.Problem{Field: field, Code: r.Code, Message: r.Message})
+	}
+	return out
+}
+
+func boolParam(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, badParam(name, fmt.Sprintf("%q is not true or false", v))
+	}
+	return b, nil
+}
+
+func (s *Server) clusterService() (*cluster.Service, error) {
+	if s.clusters == nil {
+		return nil, errNoClusters
+	}
+	return s.clusters, nil
+}
+
+// writeResult answers a mutation: 202 with the job and a Location to watch
+// it, or 200 with the preview of a dry run.
+func writeResult(w http.ResponseWriter, res *cluster.Result) {
+	if res.DryRun {
+		writeJSON(w, http.StatusOK, res)
+		return
+	}
+	w.Header().Set("Location", fmt.Sprintf("/v1/clusters/%s/jobs/%s", res.Cluster.ID, res.Job.ID))
+	writeJSON(w, http.StatusAccepted, res)
+}
+
+func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	svc, err := s.clusterService()
+	if err != nil {
+		return err
+	}
+	dry, err := boolParam(r, "dryRun")
+	if err != nil {
+		return err
+	}
+	var req cluster.CreateRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	res, err := svc.Create(r.Context(), p, req, dry)
+	if err != nil {
+		return err
+	}
+	writeResult(w, res)
+	return nil
+}
+
+func (s *Server) listClusters(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	svc, err := s.clusterService()
+	if err != nil {
+		return err
+	}
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	all, err := boolParam(r, "all")
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := cluster.ListFilter{Status: domain.ClusterStatus(q.Get("status")), Template: q.Get("template"), Owner: q.Get("owner"), All: all}
+	items, next, err := svc.List(r.Context(), p, f, limit, cursor)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, Page[domain.Cluster]{Items: items, NextCursor: next})
+	return nil
+}
+
+func pathID(r *http.Request, param string) (string, error) {
+	v := r.PathValue(param)
+	if !domain.ValidName(v) {
+		return "", errNotFound(fmt.Sprintf("%s %q does not exist", param, v))
+	}
+	return v, nil
+}
+
+func (s *Server) getCluster(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	svc, err := s.clusterService()
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r, "cluster")
+	if err != nil {
+		return err
+	}
+	v, err := svc.Get(r.Context(), p, id)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", versionETag(v.Version))
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	svc, err := s.clusterService()
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r, "cluster")
+	if err != nil {
+		return err
+	}
+	dry, err := boolParam(r, "dryRun")
+	if err != nil {
+		return err
+	}
+	force, err := boolParam(r, "force")
+	if err != nil {
+		return err
+	}
+	res, err := svc.Delete(r.Context(), p, id, cluster.DeleteRequest{Force: force}, dry)
+	if err != nil {
+		return err
+	}
+	writeResult(w, res)
+	return nil
+}
+
+// mutation decodes a body of type Req and runs op on the cluster in the path.
+func mutation[Req any](s *Server, op func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req Req, dry bool) (*cluster.Result, error)) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+		svc, err := s.clusterService()
+		if err != nil {
+			return err
+		}
+		id, err := pathID(r, "cluster")
+		if err != nil {
+			return err
+		}
+		dry, err := boolParam(r, "dryRun")
+		if err != nil {
+			return err
+		}
+		var req Req
+		if err := decode(r, &req); err != nil {
+			return err
+		}
+		res, err := op(svc, r, p, id, req, dry)
+		if err != nil {
+			return err
+		}
+		writeResult(w, res)
+		return nil
+	}
+}
+
+func (s *Server) expandCluster() handlerFunc {
+	return mutation(s, func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req cluster.ExpandRequest, dry bool) (*cluster.Result, error) {
+		return svc.Expand(r.Context(), p, id, req, dry)
+	})
+}
+
+func (s *Server) shrinkCluster() handlerFunc {
+	return mutation(s, func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req cluster.ShrinkRequest, dry bool) (*cluster.Result, error) {
+		return svc.Shrink(r.Context(), p, id, req, dry)
+	})
+}
+
+func (s *Server) reconfigureCluster() handlerFunc {
+	return mutation(s, func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req cluster.ReconfigureRequest, dry bool) (*cluster.Result, error) {
+		return svc.Reconfigure(r.Context(), p, id, req, dry)
+	})
+}
+
+func (s *Server) serviceAction(op domain.Operation) handlerFunc {
+	return mutation(s, func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req cluster.ServiceActionRequest, dry bool) (*cluster.Result, error) {
+		return svc.ServiceAction(r.Context(), p, id, op, req, dry)
+	})
+}
+
+func (s *Server) extendLease(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	svc, err := s.clusterService()
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r, "cluster")
+	if err != nil {
+		return err
+	}
+	var req cluster.ExtendRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	c, err := svc.ExtendLease(r.Context(), p, id, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, c)
+	return nil
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	svc, err := s.clusterService()
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r, "cluster")
+	if err != nil {
+		return err
+	}
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	jobs, next, err := svc.Jobs(r.Context(), p, id, limit, cursor)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, Page[domain.Job]{Items: jobs, NextCursor: next})
+	return nil
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	svc, err := s.clusterService()
+	if err != nil {
+		return err
+	}
+	id, err := pathID(r, "cluster")
+	if err != nil {
+		return err
+	}
+	jobID, err := pathID(r, "job")
+	if err != nil {
+		return err
+	}
+	v, err := svc.Job(r.Context(), p, id, jobID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (s *Server) controlJob(what cluster.JobControl) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+		svc, err := s.clusterService()
+		if err != nil {
+			return err
+		}
+		id, err := pathID(r, "cluster")
+		if err != nil {
+			return err
+		}
+		jobID, err := pathID(r, "job")
+		if err != nil {
+			return err
+		}
+		job, err := svc.ControlJob(r.Context(), p, id, jobID, what)
+		if err != nil {
+			return err
+		}
+		w.Header().Set("Location", fmt.Sprintf("/v1/clusters/%s/jobs/%s", id, jobID))
+		writeJSON(w, http.StatusAccepted, job)
+		return nil
+	}
+}

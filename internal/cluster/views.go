@@ -1,0 +1,287 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/planner"
+)
+
+// View is a cluster as the API shows it: the record, its live nodes and the
+// progress of its latest job.
+type View struct {
+	domain.Cluster
+	Nodes    []domain.Node `json:"nodes"`
+	Progress *Progress     `json:"progress,omitempty"`
+}
+
+// Progress is a job's done/total and its stage view (Sahara's "provision
+// progress"): stages are how Coopr would have grouped the tasks; heddle runs
+// each task as soon as its own dependencies are done, so several stages may
+// be under way at once.
+type Progress struct {
+	JobID     string           `json:"jobId"`
+	Operation domain.Operation `json:"operation"`
+	Status    domain.JobStatus `json:"status"`
+	Done      int              `json:"done"`
+	Total     int              `json:"total"`
+	Stages    []StageProgress  `json:"stages,omitempty"`
+}
+
+// StageProgress counts one stage's tasks by status.
+type StageProgress struct {
+	Stage   int `json:"stage"`
+	Total   int `json:"total"`
+	Done    int `json:"done"`
+	Running int `json:"running"`
+	Failed  int `json:"failed"`
+}
+
+// Get returns a cluster the caller may see, with nodes and progress.
+func (s *Service) Get(ctx context.Context, p access.Principal, id string) (*View, error) {
+	c, err := s.visible(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := s.cfg.Engine.Nodes(ctx, p.Tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	v := &View{Cluster: c, Nodes: liveNodes(nodes)}
+	if v.Nodes == nil {
+		v.Nodes = []domain.Node{}
+	}
+	if c.LatestJobID != "" {
+		job, err := s.cfg.Engine.Job(ctx, p.Tenant, id, c.LatestJobID)
+		if err != nil {
+			return nil, err
+		}
+		tasks, err := s.cfg.Engine.Tasks(ctx, p.Tenant, job.ID)
+		if err != nil {
+			return nil, err
+		}
+		v.Progress = &Progress{JobID: job.ID, Operation: job.Operation, Status: job.Status, Done: job.TaskDone, Total: job.TaskTotal,
+			Stages: stageProgress(tasks)}
+	}
+	return v, nil
+}
+
+// stageProgress rebuilds the forward plan's stage view from stored tasks and
+// counts each stage's tasks by status.
+func stageProgress(tasks []domain.Task) []StageProgress {
+	plan := &planner.Plan{}
+	status := map[string]domain.TaskStatus{}
+	for _, t := range tasks {
+		if t.Rollback {
+			continue
+		}
+		kind := planner.KindWork
+		if t.Join {
+			kind = planner.KindJoin
+		}
+		plan.Tasks = append(plan.Tasks, planner.Task{ID: t.ID, Kind: kind, NodeID: t.NodeID, Service: t.Service, Action: t.Action, DependsOn: t.DependsOn})
+		status[t.ID] = t.Status
+	}
+	// Stages needs plan order (dependencies first); stored tasks come by id.
+	plan.Tasks = topological(plan.Tasks)
+	stages, err := plan.Stages()
+	if err != nil {
+		return nil
+	}
+	out := make([]StageProgress, len(stages))
+	for i, st := range stages {
+		sp := StageProgress{Stage: i + 1, Total: len(st)}
+		for _, id := range st {
+			switch status[id] {
+			case domain.TaskSucceeded:
+				sp.Done++
+			case domain.TaskRunning:
+				sp.Running++
+			case domain.TaskFailed:
+				sp.Failed++
+			}
+		}
+		out[i] = sp
+	}
+	return out
+}
+
+// topological orders tasks so each comes after its dependencies (Kahn's
+// algorithm, ties kept in input order so the result is deterministic).
+func topological(tasks []planner.Task) []planner.Task {
+	index := make(map[string]int, len(tasks))
+	for i, t := range tasks {
+		index[t.ID] = i
+	}
+	remaining := make([]int, len(tasks))
+	dependents := make([][]int, len(tasks))
+	for i, t := range tasks {
+		for _, d := range t.DependsOn {
+			if j, ok := index[d]; ok {
+				remaining[i]++
+				dependents[j] = append(dependents[j], i)
+			}
+		}
+	}
+	var queue []int
+	for i := range tasks {
+		if remaining[i] == 0 {
+			queue = append(queue, i)
+		}
+	}
+	out := make([]planner.Task, 0, len(tasks))
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		out = append(out, tasks[i])
+		for _, j := range dependents[i] {
+			if remaining[j]--; remaining[j] == 0 {
+				queue = append(queue, j)
+			}
+		}
+	}
+	return out
+}
+
+// ListFilter narrows a cluster listing.
+type ListFilter struct {
+	Status   domain.ClusterStatus
+	Template string
+	Owner    string
+	// All includes TERMINATED clusters.
+	All bool
+}
+
+// List returns one page of the clusters the caller may see, newest first.
+// Filtering happens after the page is read, so a page may hold fewer than
+// limit clusters while more remain (follow next).
+func (s *Service) List(ctx context.Context, p access.Principal, f ListFilter, limit int, cursor string) ([]domain.Cluster, string, error) {
+	page, next, err := s.cfg.Engine.Clusters(ctx, p.Tenant, limit, cursor, true)
+	if err != nil {
+		return nil, "", err
+	}
+	out := []domain.Cluster{}
+	for _, c := range page {
+		switch {
+		case p.Role == domain.RoleUser && c.Owner != p.User:
+		case f.Owner != "" && c.Owner != f.Owner:
+		case f.Status != "" && c.Status != f.Status:
+		case f.Template != "" && c.Template.Name != f.Template:
+		case f.Status == "" && !f.All && c.Status.Terminal():
+		default:
+			c.Resolved = nil // the listing stays small; GET the cluster for it
+			out = append(out, c)
+		}
+	}
+	return out, next, nil
+}
+
+// Live lists a tenant's clusters that are not TERMINATED: the catalog's
+// ClusterSource, so an entity a live cluster uses cannot be deleted.
+func (s *Service) Live(ctx context.Context, tenant string) ([]domain.Cluster, error) {
+	var out []domain.Cluster
+	cursor := ""
+	for {
+		page, next, err := s.cfg.Engine.Clusters(ctx, tenant, 1000, cursor, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range page {
+			if !c.Status.Terminal() {
+				out = append(out, c)
+			}
+		}
+		if next == "" {
+			return out, nil
+		}
+		cursor = next
+	}
+}
+
+// JobView is a job with its tasks, their attempts, timings and output tails.
+type JobView struct {
+	domain.Job
+	Tasks  []domain.Task   `json:"tasks"`
+	Stages []StageProgress `json:"stages,omitempty"`
+}
+
+// Job returns one job of a cluster the caller may see.
+func (s *Service) Job(ctx context.Context, p access.Principal, cluster, jobID string) (*JobView, error) {
+	if _, err := s.visible(ctx, p, cluster); err != nil {
+		return nil, err
+	}
+	job, err := s.cfg.Engine.Job(ctx, p.Tenant, cluster, jobID)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := s.cfg.Engine.Tasks(ctx, p.Tenant, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if tasks == nil {
+		tasks = []domain.Task{}
+	}
+	slices.SortStableFunc(tasks, func(a, b domain.Task) int {
+		if a.Rollback != b.Rollback {
+			if a.Rollback {
+				return 1
+			}
+			return -1
+		}
+		return 0
+	})
+	return &JobView{Job: job, Tasks: tasks, Stages: stageProgress(tasks)}, nil
+}
+
+// Jobs lists a cluster's jobs, newest first.
+func (s *Service) Jobs(ctx context.Context, p access.Principal, cluster string, limit int, cursor string) ([]domain.Job, string, error) {
+	if _, err := s.visible(ctx, p, cluster); err != nil {
+		return nil, "", err
+	}
+	jobs, next, err := s.cfg.Engine.Jobs(ctx, p.Tenant, cluster, limit, cursor)
+	if jobs == nil {
+		jobs = []domain.Job{}
+	}
+	return jobs, next, err
+}
+
+// JobControl is what a person can do to a running or ended job.
+type JobControl string
+
+const (
+	JobAbort  JobControl = "abort"
+	JobPause  JobControl = "pause"
+	JobResume JobControl = "resume"
+	JobRetry  JobControl = "retry"
+)
+
+// ControlJob aborts, pauses, resumes or retries a job, and returns it after.
+func (s *Service) ControlJob(ctx context.Context, p access.Principal, cluster, jobID string, what JobControl) (domain.Job, error) {
+	if _, err := s.visible(ctx, p, cluster); err != nil {
+		return domain.Job{}, err
+	}
+	if _, err := s.cfg.Engine.Job(ctx, p.Tenant, cluster, jobID); err != nil {
+		return domain.Job{}, err
+	}
+	var err error
+	switch what {
+	case JobAbort:
+		err = s.cfg.Engine.Abort(ctx, p.Tenant, cluster, jobID, p.User)
+	case JobPause:
+		err = s.cfg.Engine.Pause(ctx, p.Tenant, cluster, jobID)
+	case JobResume:
+		err = s.cfg.Engine.Resume(ctx, p.Tenant, cluster, jobID)
+	case JobRetry:
+		_, err = s.cfg.Engine.Retry(ctx, p.Tenant, cluster, jobID, p.User)
+	default:
+		err = fmt.Errorf("%w: %q is not abort, pause, resume or retry", engine.ErrJobState, what)
+	}
+	if err != nil {
+		return domain.Job{}, err
+	}
+	return s.cfg.Engine.Job(ctx, p.Tenant, cluster, jobID)
+}
