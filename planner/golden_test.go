@@ -54,6 +54,8 @@ func scenarios() []scenario {
 			r.Selected, r.BatchSize = []string{"hadoop-hdfs-datanode", "hbase-regionserver"}, 2
 		})},
 		{"hadoop-sync-template", hadoop(domain.OpSyncTemplate, h6, h6)},
+		{"hadoop-start-all", hadoop(domain.OpStartServices, h6, nil)},
+		{"hadoop-stop-all", hadoop(domain.OpStopServices, h6, nil)},
 
 		{"web-create", web(domain.OpCreate, nil, webNodes(3))},
 		{"web-delete", web(domain.OpDelete, webNodes(3), nil)},
@@ -62,6 +64,11 @@ func scenarios() []scenario {
 			r.Limits = Limits{MaxDependsOn: 6, MaxDependents: 6}
 		})},
 		{"web-shrink", web(domain.OpShrink, webNodes(3), webNodes(2))},
+		{"web-shrink-force", with(web(domain.OpShrink, webNodes(3), webNodes(2)), func(r *Request) { r.Force = true })},
+		{"web-delete-force", with(web(domain.OpDelete, webNodes(3), nil), func(r *Request) { r.Force = true })},
+		{"web-reconfigure", web(domain.OpReconfigure, webNodes(3), nil)},
+		{"web-start-all", web(domain.OpStartServices, webNodes(3), nil)},
+		{"web-stop-all", web(domain.OpStopServices, webNodes(3), nil)},
 		{"web-reconfigure-restart", with(web(domain.OpReconfigure, webNodes(3), nil), func(r *Request) { r.Restart = true })},
 		{"web-add-services", with(web(domain.OpAddServices, webNodes(3), webNodes(3, "memcached")), func(r *Request) { r.Restart = true })},
 		{"web-remove-services", web(domain.OpRemoveServices, webNodes(3, "memcached"), webNodes(3))},

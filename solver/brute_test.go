@@ -7,17 +7,19 @@ import (
 )
 
 // bruteForce decides small instances by trying everything. Like the
-// checker, it shares no code with the solver.
+// checker, it shares no code with the solver. A cluster whose services break
+// a cluster-level rule (serviceProblems) has no valid layout at all.
 type bruteForce struct {
 	clusterSpec
-	index    map[string]int
-	contents []uint // every service set (bit i: services[i]) a node may run on some usable types
-	lo, hi   []int
-	hw, img  []string // usable types
+	servicesOK bool
+	index      map[string]int
+	contents   []uint // every service set (bit i: services[i]) a node may run on some usable types
+	lo, hi     []int
+	hw, img    []string // usable types
 }
 
 func newBruteForce(sp clusterSpec) *bruteForce {
-	b := &bruteForce{clusterSpec: sp, index: map[string]int{}}
+	b := &bruteForce{clusterSpec: sp, servicesOK: len(serviceProblems(sp)) == 0, index: map[string]int{}}
 	for i, s := range sp.services {
 		b.index[s] = i
 		q := sp.tmpl.Constraints.Services[s].Quantities
@@ -172,7 +174,7 @@ func (b *bruteForce) countsOK(count []int) bool {
 // exists reports whether rows new nodes can join nodes (already counted in
 // count) to make a valid cluster.
 func (b *bruteForce) exists(count []int, fixed, rows int) bool {
-	if !b.sizeOK(fixed + rows) {
+	if !b.servicesOK || !b.sizeOK(fixed+rows) {
 		return false
 	}
 	count = append([]int(nil), count...)
@@ -238,7 +240,7 @@ func (b *bruteForce) countNodes(nodes []domain.Node) []int {
 // shrinkExists reports whether some k of nodes can go, leaving a valid
 // cluster (nodes are valid one by one, so only counts and size matter).
 func (b *bruteForce) shrinkExists(nodes []domain.Node, k int) bool {
-	if !b.sizeOK(len(nodes) - k) {
+	if !b.servicesOK || !b.sizeOK(len(nodes)-k) {
 		return false
 	}
 	count := b.countNodes(nodes)
@@ -272,6 +274,9 @@ func (b *bruteForce) shrinkExists(nodes []domain.Node, k int) bool {
 // addExists reports whether the services adding can be put on the existing
 // nodes, plus at most maxNew new nodes, so that the cluster is valid.
 func (b *bruteForce) addExists(nodes []domain.Node, adding []string, maxNew int) bool {
+	if !b.servicesOK {
+		return false
+	}
 	addMask := b.maskOf(adding)
 	count := b.countNodes(nodes)
 	var dfs func(i int) bool
@@ -369,7 +374,9 @@ func (g *byteGen) distinct(names []string, k int) []string {
 
 // randomInstance builds a small random template and catalog: up to maxSvc
 // services with random quantities, type restrictions and layout groups, on
-// up to three hardware and two image types, some missing from the provider.
+// up to three hardware and two image types, some missing from the provider;
+// then random dependencies (randomDependencies). Input that runs out early
+// gives an instance without dependencies.
 func randomInstance(g *byteGen, maxSvc int) clusterSpec {
 	ns := 1 + g.intn(maxSvc)
 	var names []string
@@ -427,7 +434,54 @@ func randomInstance(g *byteGen, maxSvc int) clusterSpec {
 	}
 	tmpl.Defaults.Services = requested
 	tmpl.Defaults.Provider = "aws"
+	randomDependencies(g, tmpl, cat, names)
 	return clusterSpec{tmpl: tmpl, cat: cat, provider: "aws", services: uniqueSorted(requested)}
+}
+
+// providedNames are names no service has but some may provide.
+var providedNames = []string{"x", "y"}
+
+// randomDependencies gives the services names random install and runtime
+// requirements (on other services or on a provided name), provided names
+// and conflicts, and sometimes leaves one service out of the template's
+// compatibility list. Choice 0 always means "none", so the rules stay
+// satisfiable often enough for layouts to be found.
+func randomDependencies(g *byteGen, tmpl *domain.ClusterTemplate, cat Catalog, names []string) {
+	others := func(self string) []string {
+		var out []string
+		for _, n := range names {
+			if n != self {
+				out = append(out, n)
+			}
+		}
+		return append(out, providedNames...)
+	}
+	for _, s := range names {
+		d := &cat.Services[s].Dependencies
+		pool := others(s)
+		if g.intn(4) == 1 {
+			d.Runtime.Requires = append(d.Runtime.Requires, pool[g.intn(len(pool))])
+		}
+		if g.intn(5) == 1 {
+			d.Install.Requires = append(d.Install.Requires, pool[g.intn(len(pool))])
+		}
+		if g.intn(2) == 1 {
+			d.Provides = append(d.Provides, providedNames[g.intn(len(providedNames))])
+		}
+		if g.intn(8) == 1 {
+			d.Conflicts = append(d.Conflicts, pool[g.intn(len(pool))])
+		}
+	}
+	if len(names) > 1 && g.intn(8) == 1 {
+		drop := names[g.intn(len(names))]
+		var compat []string
+		for _, n := range names {
+			if n != drop {
+				compat = append(compat, n)
+			}
+		}
+		tmpl.Compatibility.Services = compat
+	}
 }
 
 // randomNodes builds n nodes, each a random valid node set on random usable

@@ -11,7 +11,10 @@ import (
 )
 
 // randomLargeInstance is randomInstance at realistic scale: up to 14
-// services, hundreds of nodes, several layout groups and restrictions.
+// services, hundreds of nodes, several layout groups and restrictions, and
+// dependencies: a service may require earlier services (at install or run
+// time) or a provided name ("db", "cache") that some service may provide or
+// none does, and now and then conflicts with another service or name.
 func randomLargeInstance(r *rand.Rand) (clusterSpec, int) {
 	ns := 3 + r.IntN(12)
 	var names []string
@@ -54,6 +57,28 @@ func randomLargeInstance(r *rand.Rand) (clusterSpec, int) {
 	}
 	for i, k := 0, r.IntN(6); i < k; i++ {
 		tmpl.Constraints.Layout.CantCoexist = append(tmpl.Constraints.Layout.CantCoexist, pick(names, 2+r.IntN(2)))
+	}
+	provided := []string{"db", "cache"}
+	for i, d := range services {
+		deps := &d.Dependencies
+		if i > 0 && r.IntN(3) == 0 {
+			deps.Runtime.Requires = append(deps.Runtime.Requires, names[r.IntN(i)])
+		}
+		if i > 0 && r.IntN(5) == 0 {
+			deps.Install.Requires = append(deps.Install.Requires, names[r.IntN(i)])
+		}
+		if r.IntN(4) == 0 {
+			deps.Provides = append(deps.Provides, provided[r.IntN(len(provided))])
+		}
+		if r.IntN(10) == 0 {
+			deps.Runtime.Requires = append(deps.Runtime.Requires, provided[r.IntN(len(provided))])
+		}
+		if r.IntN(30) == 0 {
+			targets := append(append([]string(nil), names...), provided...)
+			if c := targets[r.IntN(len(targets))]; c != d.Name {
+				deps.Conflicts = append(deps.Conflicts, c)
+			}
+		}
 	}
 	return clusterSpec{tmpl: tmpl, cat: cat, provider: "aws", services: uniqueSorted(names)}, 1 + r.IntN(300)
 }
@@ -126,8 +151,19 @@ func TestPropertyEveryAnswerIsValid(t *testing.T) {
 		req := CreateRequest{ClusterID: "c", Template: sp.tmpl, Catalog: sp.cat, Size: n}
 		l, err := Create(req)
 		outcomes[outcome(err)]++
+		if broken := serviceProblems(sp); len(broken) > 0 {
+			requireServiceRefusal(t, err, broken)
+			outcomes["broken services"]++
+			continue
+		}
 		if err != nil {
 			requireExplained(t, err)
+			var re *RequestError
+			if errors.As(err, &re) {
+				for _, r := range re.Reasons {
+					require.NotContains(t, serviceCodes, r.Code, "services pass the checker but %v", err)
+				}
+			}
 			continue
 		}
 		requireValid(t, sp, l.Nodes)
