@@ -192,7 +192,7 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 		OnSuccess:  engine.Effect{ClusterStatus: domain.ClusterActive, NodeStatus: domain.NodeActive, Nodes: ids},
 		OnFailure:  engine.Effect{ClusterStatus: domain.ClusterFailed},
 		OnRollback: onRollback,
-		Checks:     []store.Op{catalog.RevisionCheck(rev)},
+		Checks:     []store.Op{revisionCheck(tenant, rev)},
 	})
 	if err != nil {
 		return nil, s.submitError(ctx, tenant, err, 1, len(ids))
@@ -200,6 +200,17 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 	s.log.InfoContext(ctx, "cluster create submitted", "tenant", tenant, "cluster", id, "nodes", len(ids), "job", job.ID)
 	c, _ = s.cfg.Engine.Cluster(ctx, tenant, id)
 	return &Result{Cluster: c, Job: &job, Layout: layout.Groups}, nil
+}
+
+// revisionCheck holds while the tenant's catalog is still at the revision
+// the plan was made from (invariant: a cluster is never built from a
+// catalog that a concurrent delete or edit has already changed). The
+// catalog's op names its key within the tenant's scope; Submit's checks
+// take unscoped keys.
+func revisionCheck(tenant string, rev int64) store.Op {
+	op := catalog.RevisionCheck(rev)
+	op.Key.PK = store.TenantPK(tenant, op.Key.PK)
+	return op
 }
 
 // firstLease is how long a new cluster lives before it expires (0: never).

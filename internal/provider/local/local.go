@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -72,17 +73,55 @@ type node struct {
 
 // nodeState is node.json.
 type nodeState struct {
-	Tenant        string    `json:"tenant"`
-	ClusterID     string    `json:"clusterId"`
-	NodeID        string    `json:"nodeId"`
-	Token         string    `json:"token"`
-	Port          int       `json:"port"`
+	Tenant    string `json:"tenant"`
+	ClusterID string `json:"clusterId"`
+	NodeID    string `json:"nodeId"`
+	Token     string `json:"token"`
+	Port      int    `json:"port"`
+	// Address is the node's own loopback address (127.42.x.y), where its
+	// SSH server listens and its services bind; empty in nodes made before
+	// nodes had one, which share 127.0.0.1.
+	Address       string    `json:"address,omitempty"`
 	AuthorizedKey string    `json:"authorizedKey"`
 	HostKey       string    `json:"hostKey"` // public, authorized_keys form
 	Hostname      string    `json:"hostname"`
 	Flavor        string    `json:"flavor,omitempty"`
 	Image         string    `json:"image,omitempty"`
 	CreatedAt     time.Time `json:"createdAt"`
+}
+
+func (st nodeState) address() string {
+	if st.Address == "" {
+		return "127.0.0.1"
+	}
+	return st.Address
+}
+
+// freeAddress picks the node's own loopback address. Linux routes all of
+// 127.0.0.0/8 to the loopback interface, so every node can have an address
+// of its own: services on different nodes bind the same port, as they would
+// on separate machines, and macros such as %ip.service.web% name distinct
+// hosts. The address starts from a hash of the node's name (stable, and
+// distinct across providers sharing the machine) and skips those in use.
+func (l *Local) freeAddress(name string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	used := map[string]bool{}
+	for _, n := range l.nodes {
+		used[n.state.address()] = true
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	const hosts = 254 * 256 // 127.42.0.1 .. 127.42.255.254
+	start := int(h.Sum32() % hosts)
+	for i := range hosts {
+		k := (start + i) % hosts
+		addr := fmt.Sprintf("127.42.%d.%d", k/254, k%254+1)
+		if !used[addr] {
+			return addr
+		}
+	}
+	return "127.0.0.1"
 }
 
 // New opens the provider's state directory. Call Restore to bring back the
@@ -183,6 +222,7 @@ func (l *Local) Create(_ context.Context, req provider.Request) (provider.Node, 
 		Tenant: req.Tenant, ClusterID: req.ClusterID, NodeID: req.Node.ID, Token: req.Token,
 		AuthorizedKey: req.Key.AuthorizedKey(), HostKey: sshexec.FormatPublicKey(hostKey.PublicKey()),
 		Hostname: hostname, Flavor: req.Flavor, Image: req.Image, CreatedAt: time.Now().UTC(),
+		Address: l.freeAddress(name),
 	}
 	srv, port, err := l.listen(dir, st, hostKey, 0)
 	if err != nil {
@@ -260,7 +300,7 @@ func (l *Local) listen(dir string, st nodeState, hostKey ssh.Signer, port int) (
 	if err != nil {
 		return nil, 0, err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(st.address(), strconv.Itoa(port)))
 	if err != nil {
 		return nil, 0, fmt.Errorf("local: node %s: listen on port %d: %w", st.NodeID, port, err)
 	}
@@ -274,7 +314,7 @@ func (l *Local) facts(name string, st nodeState) provider.Node {
 	home := filepath.Join(l.nodeDir(name), "home")
 	return provider.Node{
 		Hostname:   st.Hostname,
-		Addresses:  map[string]string{provider.AddressAccess: "127.0.0.1", provider.AddressBind: "127.0.0.1"},
+		Addresses:  map[string]string{provider.AddressAccess: st.address(), provider.AddressBind: st.address()},
 		SSHPort:    st.Port,
 		SSHUser:    l.user,
 		HostKey:    st.HostKey,
@@ -307,7 +347,7 @@ func (l *Local) Confirm(ctx context.Context, req provider.Request) (provider.Nod
 		pinned = facts.HostKey
 	}
 	presented, err := provider.WaitForSSH(ctx, sshexec.Target{
-		Node: req.Node.ID, Address: net.JoinHostPort("127.0.0.1", strconv.Itoa(facts.SSHPort)),
+		Node: req.Node.ID, Address: net.JoinHostPort(n.state.address(), strconv.Itoa(facts.SSHPort)),
 		User: facts.SSHUser, Key: req.Key.Signer(), HostKey: pinned,
 	}, l.probe)
 	if err != nil {

@@ -84,7 +84,11 @@ func TestCreateConfirmRunDelete(t *testing.T) {
 
 	created, err := l.Create(testCtx(t), req)
 	require.NoError(t, err)
-	require.Equal(t, "127.0.0.1", created.Addresses[provider.AddressAccess])
+	addr := created.Addresses[provider.AddressAccess]
+	require.True(t, strings.HasPrefix(addr, "127.42."), "each node has a loopback address of its own, got %s", addr)
+	other, err := l.Create(testCtx(t), request(key, "c1-1001"))
+	require.NoError(t, err)
+	require.NotEqual(t, addr, other.Addresses[provider.AddressAccess], "two nodes, two addresses")
 	require.NotZero(t, created.SSHPort)
 	require.True(t, strings.HasPrefix(created.HostKey, "ssh-ed25519 "))
 	require.True(t, created.NoSudo)
@@ -211,7 +215,7 @@ func TestRestoreReportsATakenPort(t *testing.T) {
 	require.NoError(t, err)
 	l.Close()
 
-	squatter, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(n.SSHPort)))
+	squatter, err := net.Listen("tcp", net.JoinHostPort(n.Addresses[provider.AddressAccess], strconv.Itoa(n.SSHPort)))
 	require.NoError(t, err)
 	defer squatter.Close()
 	restarted, err := New(Config{Dir: dir})
