@@ -62,11 +62,41 @@
 //     transaction checks the job still runs, so a pause or failure meanwhile
 //     sends the task through the queue instead.
 //
+// A failed attempt with attempts left goes back to READY with ReadyAt after
+// its backoff, and its message is sent again; a worker that receives it
+// early keeps it (its visibility set to the wait) instead of acknowledging
+// it.
+//
 // Writes per work task: its creation, its claim (or the continuation that
 // readied it), its completion, and one subtraction per dependency beyond
 // the first; plus the job's counters. BenchmarkNoopTasks prints the figure.
 // Progress (done/total) is a view: workers count it in memory and write it
 // once per job per ProgressInterval.
+//
+// # Worker batches (the Lambda SQS event)
+//
+// HandleBatch handles a batch in order and returns the indexes of the
+// messages to report in BatchItemFailures; every other message has been
+// acknowledged, and the event source deletes whatever is not reported. A
+// message stays (is reported) when handling it failed, or when it was
+// delayed (a retry waiting out its backoff, a job not started yet): its
+// visibility already says when it comes back, and were it not reported the
+// event source would delete it and only the janitor's re-send would save the
+// retry. FIFO order holds per group: once a message of a group stays, every
+// later message of that group in the batch stays too, unhandled and made
+// visible at once (the group waits behind the earlier message anyway), while
+// other groups go on; a failure, a message without a group or a worker that
+// is stopping keeps everything after it. A plain "first failed index" would
+// not do: a delayed message is no failure of the batch.
+//
+// # Attempt records
+//
+// A task item keeps its last maxAttemptHistory attempts. Output is made
+// valid UTF-8 with control characters replaced, and bounded by the size of
+// its JSON encoding (a control byte or '<' encodes to six bytes): the latest
+// attempt keeps 32 KiB tails of stdout and stderr and a 4 KiB error, older
+// attempts 1 KiB of each. A task item so stays near 100 KB at most, well
+// under DynamoDB's 400 KB, and every attempt can be recorded.
 //
 // # Retry
 //
@@ -82,9 +112,29 @@
 // running attempts past their deadline, re-sends READY tasks that no worker
 // claimed within ResendAfter (their message was lost), moves on jobs whose
 // last step was lost (a FAILING job whose last task ended, a finish cut
-// short), undoes submissions stuck PENDING, and hands clusters whose lease
-// ran out to ExpireLease. Every action is conditional on what it read, so
-// two janitors at once do no harm.
+// short), undoes submissions stuck PENDING, fails stuck jobs, and hands
+// clusters whose lease ran out to ExpireLease. Every action is conditional on
+// what it read, so two janitors at once do no harm (TestTwoJanitorsAtOnce).
+//
+// A RUNNING or ROLLING_BACK job is stuck, and failed through the path a
+// task's last failure takes (FAILING, then its rollback plan or FAILED;
+// a stuck rollback ends the job FAILED), releasing the cluster's lock, when:
+//
+//   - dead end: sinks remain but no task of its plan is READY or RUNNING.
+//     Nothing can move it: every transition that readies a task is made in
+//     the transaction that ends another. The tasks are walked twice and
+//     every version must match (so the second walk is a snapshot, though
+//     pages are read one by one), and the job item, with its sink
+//     counters, must be unchanged from before the first walk to after the
+//     second. The walk stops at the first READY or RUNNING task, so a
+//     healthy job costs a partial read per pass.
+//   - idle: no task RUNNING, and neither an attempt started or ended nor
+//     the job's status changed for StuckAfter (default an hour): its ready
+//     tasks are never claimed (no worker on the queue, or a message that
+//     always fails before its claim).
+//
+// PAUSED jobs are never failed, however long they wait: a person paused
+// them, and resumes or aborts them.
 //
 // # Failure and rollback
 //

@@ -92,6 +92,13 @@ type Config struct {
 	// SubmitTimeout is how long a job may stay PENDING before the janitor
 	// undoes the submission.
 	SubmitTimeout time.Duration
+	// StuckAfter is how long a RUNNING or ROLLING_BACK job may go with no
+	// task running and no attempt starting or ending before the janitor
+	// fails it as stuck (its ready tasks are never claimed: no worker
+	// consumes the queue, or a message keeps failing before its claim). A
+	// job that cannot progress at all (nothing ready or running) is failed
+	// at once, whatever this says.
+	StuckAfter time.Duration
 	// Visibility is how long a received message stays hidden before the
 	// worker extends it (heartbeat) or it is delivered again.
 	Visibility time.Duration
@@ -128,6 +135,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SubmitTimeout == 0 {
 		c.SubmitTimeout = 2 * time.Minute
+	}
+	if c.StuckAfter == 0 {
+		c.StuckAfter = time.Hour
 	}
 	if c.Visibility == 0 {
 		c.Visibility = 60 * time.Second

@@ -235,6 +235,7 @@ func TestWorkerKilledMidTask(t *testing.T) {
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, lt.task.Attempt, 2, "the killed attempt was failed by the janitor and retried")
 		require.Contains(t, lt.task.Attempts[0].Error, "timed out")
+		checkInvariants(t, b)
 	})
 }
 

@@ -18,12 +18,14 @@ type JanitorReport struct {
 	Undone        int // submissions that never finished, undone
 	LeasesExpired int // clusters past their lease handed to ExpireLease
 	IndexCleared  int // ready tasks of jobs that will not run them
+	Stuck         int // jobs failed because they could never end (see failIfStuck)
 }
 
 // RunJanitor makes one pass over every tenant: it fails running attempts past
 // their deadline (then retries or fails them as any failure), re-sends ready
 // tasks nobody claimed within ResendAfter, undoes submissions stuck PENDING
-// past SubmitTimeout, and moves on jobs whose last step was lost. Every
+// past SubmitTimeout, moves on jobs whose last step was lost, and fails jobs
+// that are stuck (see failIfStuck; paused jobs are left alone). Every
 // action is a conditional write on what it read, so two janitors at once,
 // or a janitor racing a worker, do no harm.
 func (e *Engine) RunJanitor(ctx context.Context) (JanitorReport, error) {
@@ -213,9 +215,14 @@ func (e *Engine) moveJobOn(ctx context.Context, indexed store.Item, r *JanitorRe
 	case domain.JobRunning, domain.JobFailing:
 		r.JobsMovedOn++
 	default:
+		// PAUSED: a person paused it and resumes or aborts it; the janitor
+		// never fails a paused job, however long it waits.
 		return nil
 	}
-	return e.checkJobEnd(ctx, tenant, cluster, lj.job.ID)
+	if err := e.checkJobEnd(ctx, tenant, cluster, lj.job.ID); err != nil {
+		return err
+	}
+	return e.failIfStuck(ctx, tenant, cluster, lj.job.ID, lj.job.Status, r)
 }
 
 // undoSubmission ends a job whose submission never finished: nothing of it

@@ -93,24 +93,57 @@ func (e *Engine) workLoop(ctx context.Context, tenant string, p *progress) {
 	}
 }
 
-// process handles a batch of deliveries one after another (FIFO order within
-// a group matters) and settles each message. It returns the index of the
-// first message left for redelivery (-1 for none; later ones are left too)
-// and the work tasks that succeeded, per job.
-func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery) (failedFrom int, done map[TaskRef]int) {
+// process handles a batch of deliveries in order and settles each message.
+// It returns the indexes (ascending) of the messages that must stay in the
+// queue, and the work tasks that succeeded, per job.
+//
+// A message stays when handling it failed (the store could not be reached:
+// it comes back after its visibility timeout) or when its disposition is a
+// delay (a retry's backoff, a job not started yet): its visibility is set to
+// the delay, so it comes back then. A Lambda event source deletes every
+// message of the batch that the function does not report, so a delayed
+// message must be reported even though nothing went wrong.
+//
+// FIFO order: once a message of a group stays, every later message of the
+// same group in the batch stays too, unhandled, and is made visible again at
+// once (the group stays blocked behind the earlier message anyway; left
+// in flight, it would hold the group until its own visibility ran out).
+// Other groups go on. A message without a group, a failure, or a worker
+// that is stopping blocks the rest of the batch.
+func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery) (keep []int, done map[TaskRef]int) {
 	done = map[TaskRef]int{}
-	failedFrom = -1
+	blocked := map[string]bool{} // groups with a message kept earlier in the batch
+	stopped := false             // every later message is kept, unhandled
 	for i, d := range ds {
+		if stopped || ctx.Err() != nil {
+			stopped = true
+			keep = append(keep, i)
+			continue
+		}
+		if blocked[d.Group] {
+			keep = append(keep, i)
+			if err := e.queue.Extend(ctx, tenant, d.Receipt, 0); err != nil && !errors.Is(err, queue.ErrReceiptInvalid) {
+				e.log.WarnContext(ctx, "releasing a message behind a delayed one failed", "task", d.TaskID, "error", err)
+			}
+			continue
+		}
 		disp, err := e.Handle(ctx, tenant, d)
 		switch {
 		case err != nil:
 			if !errors.Is(err, context.Canceled) {
 				e.log.WarnContext(ctx, "handling a task failed; its message will come back", "tenant", tenant, "task", d.TaskID, "error", err)
 			}
-			failedFrom = i
+			keep = append(keep, i)
+			stopped = true
 		case disp.Delay > 0:
 			if err := e.queue.Extend(ctx, tenant, d.Receipt, min(disp.Delay, queue.MaxVisibility)); err != nil {
 				e.log.WarnContext(ctx, "delaying a message failed", "task", d.TaskID, "error", err)
+			}
+			keep = append(keep, i)
+			if d.Group == "" {
+				stopped = true
+			} else {
+				blocked[d.Group] = true
 			}
 		default:
 			if err := e.queue.Ack(ctx, tenant, d.Receipt); err != nil && !errors.Is(err, queue.ErrReceiptInvalid) {
@@ -120,21 +153,24 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 		if disp.Done > 0 {
 			done[disp.Job] += disp.Done
 		}
-		if failedFrom >= 0 {
-			break // FIFO: later messages of the batch wait for this one
-		}
 	}
-	return failedFrom, done
+	return keep, done
 }
 
 // HandleBatch processes the messages of one delivery batch (the worker
-// Lambda's SQS event) in order, writes their progress, and returns the index
-// of the first message to report as failed (-1 for none): it and every later
-// message stay in the queue, keeping each group's order.
-func (e *Engine) HandleBatch(ctx context.Context, tenant string, ds []queue.Delivery) int {
-	failedFrom, done := e.process(ctx, tenant, ds)
+// Lambda's SQS event) in order, writes their progress, and returns the
+// indexes of the messages to report in BatchItemFailures, ascending (nil for
+// none). Every message it does not return has been acknowledged (the event
+// source's delete then finds it gone, which is harmless); every one it
+// returns must stay: a failure, a delayed message (a retry's backoff; its
+// visibility already says when it comes back), and every later message of
+// the same group, so each group keeps its order. Reporting only the first
+// index would not do: a delayed message is not a failure of the batch, and
+// later messages of other groups are handled normally.
+func (e *Engine) HandleBatch(ctx context.Context, tenant string, ds []queue.Delivery) []int {
+	keep, done := e.process(ctx, tenant, ds)
 	e.flushProgress(ctx, done)
-	return failedFrom
+	return keep
 }
 
 func sleep(ctx context.Context, d time.Duration) {

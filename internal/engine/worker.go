@@ -24,7 +24,8 @@ type Disposition struct {
 	Done int
 }
 
-// maxAttemptHistory bounds the attempts a task item keeps.
+// maxAttemptHistory bounds the attempts a task item keeps (see output.go for
+// the bounds on each attempt's output).
 const maxAttemptHistory = 10
 
 // Handle processes one delivered message: it re-reads the task and its job,
@@ -267,9 +268,7 @@ func (e *Engine) claim(ctx context.Context, ref TaskRef, lt loadedTask) (loadedT
 	t.Attempt++
 	t.Attempts = append(t.Attempts, domain.TaskAttempt{Attempt: t.Attempt, Worker: e.cfg.WorkerID, StartedAt: now, Status: domain.TaskRunning})
 	t.Deadline = e.attemptDeadline(t)
-	if len(t.Attempts) > maxAttemptHistory {
-		t.Attempts = t.Attempts[len(t.Attempts)-maxAttemptHistory:]
-	}
+	compactAttempts(&t)
 	key := taskKey(ref.Tenant, ref.Job, ref.Task)
 	it, err := e.store.Write(ctx, store.Update(key, store.Condition{Version: lt.item.Version}, taskChanges(key, t)))
 	if err != nil {
@@ -284,9 +283,7 @@ func (e *Engine) startAttempt(t *domain.Task) {
 	t.Status = domain.TaskRunning
 	t.Attempt++
 	t.Attempts = append(t.Attempts, domain.TaskAttempt{Attempt: t.Attempt, Worker: e.cfg.WorkerID, StartedAt: e.now(), Status: domain.TaskRunning})
-	if len(t.Attempts) > maxAttemptHistory {
-		t.Attempts = t.Attempts[len(t.Attempts)-maxAttemptHistory:]
-	}
+	compactAttempts(t)
 	t.Deadline = e.attemptDeadline(*t)
 }
 
@@ -295,8 +292,10 @@ func (e *Engine) endAttempt(t *domain.Task, status domain.TaskStatus, res Result
 		return
 	}
 	a := &t.Attempts[len(t.Attempts)-1]
-	a.EndedAt, a.Status, a.ExitCode, a.Stdout, a.Stderr = e.now(), status, res.ExitCode, res.Stdout, res.Stderr
+	a.EndedAt, a.Status, a.ExitCode = e.now(), status, res.ExitCode
+	a.Stdout, a.Stderr = boundTail(res.Stdout, maxTailBytes), boundTail(res.Stderr, maxTailBytes)
 	if res.Err != nil {
-		a.Error = res.Err.Error()
+		a.Error = boundHead(res.Err.Error(), maxErrorBytes)
 	}
+	compactAttempts(t)
 }
