@@ -45,11 +45,11 @@ type Server struct {
 	catalog  *catalog.Catalog
 	access   *access.Access
 	clusters *cluster.Service
-	backend string
-	version string
-	log     *slog.Logger
-	mux     *http.ServeMux
-	started time.Time
+	backend  string
+	version  string
+	log      *slog.Logger
+	mux      *http.ServeMux
+	started  time.Time
 }
 
 // New builds the API handler.

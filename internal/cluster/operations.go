@@ -51,6 +51,7 @@ func (l *live) solverCluster() solver.Cluster {
 type operation struct {
 	req       planner.Request
 	newNodes  []domain.Node
+	retiring  []string
 	takeNodes int
 	status    domain.ClusterStatus // while it runs; "" leaves it
 	onSuccess engine.Effect
@@ -104,7 +105,7 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 		op.onSuccess.ClusterStatus = domain.ClusterActive
 	}
 	job, err := s.cfg.Engine.Submit(ctx, engine.Submission{
-		Tenant: p.Tenant, Cluster: c, ClusterStatus: op.status, NewNodes: op.newNodes,
+		Tenant: p.Tenant, Cluster: c, ClusterStatus: op.status, NewNodes: op.newNodes, RetiringNodes: op.retiring,
 		Operation: op.req.Operation, RequestedBy: p.User, Plan: plan, TakeNodes: op.takeNodes,
 		OnSuccess: op.onSuccess,
 		OnFailure: engine.Effect{ClusterStatus: domain.ClusterInconsistent,
@@ -133,8 +134,9 @@ func (s *Service) Delete(ctx context.Context, p access.Principal, id string, req
 	}
 	ids := nodeIDs(l.nodes)
 	return s.run(ctx, p, l, operation{
-		req:    planner.Request{Operation: domain.OpDelete, Force: req.Force},
-		status: domain.ClusterDeleting,
+		req:      planner.Request{Operation: domain.OpDelete, Force: req.Force},
+		status:   domain.ClusterDeleting,
+		retiring: ids,
 		onSuccess: engine.Effect{ClusterStatus: domain.ClusterTerminated, Message: "deleted",
 			ReleaseClusters: 1, ReleaseNodes: len(ids), NodeStatus: domain.NodeDeleted, Nodes: ids},
 	}, dryRun)
@@ -206,8 +208,9 @@ func (s *Service) Shrink(ctx context.Context, p access.Principal, id string, req
 	}
 	k := len(layout.RemovedNodes)
 	return s.run(ctx, p, l, operation{
-		req:    planner.Request{Operation: domain.OpShrink, New: layout.Nodes, Force: req.Force, Restart: req.Restart},
-		layout: layout.Groups,
+		req:      planner.Request{Operation: domain.OpShrink, New: layout.Nodes, Force: req.Force, Restart: req.Restart},
+		layout:   layout.Groups,
+		retiring: layout.RemovedNodes,
 		onSuccess: engine.Effect{ReleaseNodes: k, NodeCountDelta: -k,
 			NodeStatus: domain.NodeDeleted, Nodes: layout.RemovedNodes},
 	}, dryRun)

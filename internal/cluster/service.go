@@ -147,8 +147,10 @@ func (s *Service) Spec(ctx context.Context, tenant, clusterID string, withNodes 
 		if err != nil {
 			return nil, err
 		}
+		// Nodes a shrink or delete is retiring are out of the layout macros
+		// see, so the remaining nodes reconfigure without them.
 		for _, n := range nodes {
-			if n.Status != domain.NodeDeleted {
+			if n.Status != domain.NodeDeleted && n.Status != domain.NodeDeleting {
 				out.Nodes = append(out.Nodes, n)
 			}
 		}

@@ -41,10 +41,15 @@ type Submission struct {
 	// create, DELETING for a delete, unchanged when empty).
 	ClusterStatus domain.ClusterStatus
 	// NewNodes are written, PLANNED, with the job (create, expand).
-	NewNodes    []domain.Node
-	Operation   domain.Operation
-	RequestedBy string
-	Plan        *planner.Plan
+	NewNodes []domain.Node
+	// RetiringNodes are marked DELETING with the job's tasks (shrink,
+	// delete), before any task runs: from then on they are no longer part of
+	// the layout that macros expand against, so the remaining nodes
+	// reconfigure without them.
+	RetiringNodes []string
+	Operation     domain.Operation
+	RequestedBy   string
+	Plan          *planner.Plan
 	// TakeClusters and TakeNodes are taken from the tenant's free quota in
 	// the job's first transaction.
 	TakeClusters, TakeNodes int
@@ -147,6 +152,15 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 		if len(batch) == store.MaxTransactItems {
 			if err := flush(); err != nil {
 				return domain.Job{}, fmt.Errorf("writing nodes of job %s: %w", job.ID, err)
+			}
+		}
+	}
+	deleting := string(domain.NodeDeleting)
+	for _, id := range sub.RetiringNodes {
+		batch = append(batch, store.Update(nodeKey(sub.Tenant, cluster.ID, id), store.Condition{MustExist: true}, store.Changes{Status: &deleting}))
+		if len(batch) == store.MaxTransactItems {
+			if err := flush(); err != nil {
+				return domain.Job{}, fmt.Errorf("marking nodes of job %s: %w", job.ID, err)
 			}
 		}
 	}

@@ -1,0 +1,367 @@
+package localserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/access"
+)
+
+// The demo catalog is what `make demo` applies: these tests run the same
+// scripts on local-provider nodes, so the README's main job is tested here.
+const demoCatalog = "../../docs/examples/catalog.yaml"
+
+type bundle struct {
+	t     *testing.T
+	srv   *Server
+	super string // the superadmin's key
+	admin string // tenant acme's admin key
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	b := &bundle{t: t, super: access.NewKeySecret()}
+	srv, err := Start(context.Background(), Config{
+		DataDir: t.TempDir(), Listen: "127.0.0.1:0", BootstrapKey: b.super, Version: "test",
+		Logger: slog.New(slog.DiscardHandler), JanitorPeriod: 200 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	b.srv = srv
+	return b
+}
+
+// call sends a JSON (or YAML, for a []byte body) request and decodes the
+// answer into out when out is not nil; it returns the status.
+func (b *bundle) call(key, method, path string, body any, out any) int {
+	b.t.Helper()
+	var rd io.Reader
+	ct := "application/json"
+	switch v := body.(type) {
+	case nil:
+	case []byte:
+		rd, ct = bytes.NewReader(v), "application/yaml"
+	default:
+		data, err := json.Marshal(v)
+		require.NoError(b.t, err)
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, b.srv.URL()+path, rd)
+	require.NoError(b.t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if rd != nil {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(b.t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(b.t, err)
+	if out != nil {
+		require.NoError(b.t, json.Unmarshal(data, out), "%s %s answered %d: %s", method, path, resp.StatusCode, data)
+	}
+	return resp.StatusCode
+}
+
+// tenant creates tenant acme with the given node quota and applies the demo
+// catalog as its admin.
+func (b *bundle) tenant(maxNodes int) {
+	b.t.Helper()
+	var created struct {
+		AdminKey struct {
+			Secret string `json:"secret"`
+		} `json:"adminKey"`
+	}
+	require.Equal(b.t, http.StatusCreated, b.call(b.super, "POST", "/v1/tenants",
+		map[string]any{"id": "acme", "maxClusters": 5, "maxNodes": maxNodes, "workers": 4, "admin": "ann"}, &created))
+	b.admin = created.AdminKey.Secret
+	doc, err := os.ReadFile(demoCatalog)
+	require.NoError(b.t, err)
+	require.Equal(b.t, http.StatusOK, b.call(b.admin, "POST", "/v1/catalog", doc, nil))
+}
+
+type clusterView struct {
+	ID            string `json:"id"`
+	Status        string `json:"status"`
+	StatusMessage string `json:"statusMessage"`
+	NodeCount     int    `json:"nodeCount"`
+	Nodes         []struct {
+		ID        string            `json:"id"`
+		Services  []string          `json:"services"`
+		Addresses map[string]string `json:"addresses"`
+		Status    string            `json:"status"`
+	} `json:"nodes"`
+	Progress *struct {
+		JobID  string `json:"jobId"`
+		Status string `json:"status"`
+		Done   int    `json:"done"`
+		Total  int    `json:"total"`
+		Stages []struct {
+			Total int `json:"total"`
+			Done  int `json:"done"`
+		} `json:"stages"`
+	} `json:"progress"`
+}
+
+type result struct {
+	Cluster struct {
+		ID string `json:"id"`
+	} `json:"cluster"`
+	Job struct {
+		ID string `json:"id"`
+	} `json:"job"`
+	Preview map[string]any `json:"preview"`
+}
+
+// settle waits until the cluster's latest job has ended and returns the
+// cluster.
+func (b *bundle) settle(key, id string) clusterView {
+	b.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		var v clusterView
+		require.Equal(b.t, http.StatusOK, b.call(key, "GET", "/v1/clusters/"+id, nil, &v))
+		if v.Progress != nil && (v.Progress.Status == "SUCCEEDED" || v.Progress.Status == "FAILED" || v.Progress.Status == "ABORTED") {
+			return v
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("cluster %s: job did not end: %+v", id, v)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (b *bundle) jobFailure(id, job string) string {
+	var v struct {
+		Tasks []struct {
+			ID       string `json:"id"`
+			Status   string `json:"status"`
+			Attempts []struct {
+				Error  string `json:"error"`
+				Stderr string `json:"stderr"`
+			} `json:"attempts"`
+		} `json:"tasks"`
+	}
+	b.call(b.admin, "GET", "/v1/clusters/"+id+"/jobs/"+job, nil, &v)
+	var sb strings.Builder
+	for _, t := range v.Tasks {
+		if t.Status == "FAILED" && len(t.Attempts) > 0 {
+			a := t.Attempts[len(t.Attempts)-1]
+			fmt.Fprintf(&sb, "%s: %s %s\n", t.ID, a.Error, a.Stderr)
+		}
+	}
+	return sb.String()
+}
+
+// through asks the cluster's load balancer n times and returns which web
+// nodes answered.
+func through(t *testing.T, v clusterView, n int) map[string]bool {
+	t.Helper()
+	lb := ""
+	for _, nd := range v.Nodes {
+		if len(nd.Services) == 1 && nd.Services[0] == "lb" {
+			lb = nd.Addresses["access_v4"]
+		}
+	}
+	require.NotEmpty(t, lb, "the cluster has a load balancer node")
+	seen := map[string]bool{}
+	for range n {
+		resp, err := http.Get("http://" + lb + ":8000/")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+		fields := strings.Fields(string(body)) // "hello from <host> (<ip>); visits so far: N"
+		require.GreaterOrEqual(t, len(fields), 3, "%s", body)
+		seen[fields[2]] = true
+	}
+	return seen
+}
+
+func TestClusterLifecycleOnLocalNodes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.tenant(20)
+
+	// A dry run plans and changes nothing.
+	var dry result
+	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/clusters?dryRun=true", map[string]any{"name": "shop", "template": "web", "size": 3}, &dry))
+	require.NotEmpty(t, dry.Preview["tasks"])
+	var list struct {
+		Items []clusterView `json:"items"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters", nil, &list))
+	require.Empty(t, list.Items, "a dry run creates nothing")
+
+	var created result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "shop", "template": "web", "size": 3}, &created))
+	id := created.Cluster.ID
+	v := b.settle(b.admin, id)
+	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	require.Len(t, v.Nodes, 3)
+	require.Equal(t, v.Progress.Total, v.Progress.Done)
+	for _, st := range v.Progress.Stages {
+		require.Equal(t, st.Total, st.Done)
+	}
+	require.Len(t, through(t, v, 6), 2, "two web nodes answer through the load balancer")
+
+	var expanded result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/expand", map[string]any{"count": 2}, &expanded))
+	v = b.settle(b.admin, id)
+	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	require.Len(t, v.Nodes, 5)
+	require.Len(t, through(t, v, 12), 4, "the load balancer was reconfigured and reaches the new web nodes")
+
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/shrink", map[string]any{"count": 1}, nil))
+	v = b.settle(b.admin, id)
+	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	require.Len(t, v.Nodes, 4)
+	require.Equal(t, 4, v.NodeCount)
+	require.Len(t, through(t, v, 9), 3, "the removed web node is no longer a backend")
+
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/restart", map[string]any{"services": []string{"kv"}}, nil))
+	v = b.settle(b.admin, id)
+	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	require.Len(t, through(t, v, 3), 3)
+
+	var jobs struct {
+		Items []struct {
+			Operation string `json:"operation"`
+			Status    string `json:"status"`
+		} `json:"items"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id+"/jobs", nil, &jobs))
+	require.Len(t, jobs.Items, 4)
+	require.Equal(t, "restart", jobs.Items[0].Operation, "newest first")
+
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "DELETE", "/v1/clusters/"+id, nil, nil))
+	v = b.settle(b.admin, id)
+	require.Equal(t, "TERMINATED", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	require.Empty(t, v.Nodes)
+	require.Zero(t, b.srv.local.Nodes(), "no node is left")
+	var tenant access.TenantView
+	require.Equal(t, http.StatusOK, b.call(b.super, "GET", "/v1/tenants/acme", nil, &tenant))
+	require.Zero(t, tenant.Usage.Clusters)
+	require.Zero(t, tenant.Usage.Nodes)
+}
+
+type errorBody struct {
+	Error struct {
+		Status  int    `json:"status"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Details []struct {
+			Field   string `json:"field"`
+			Message string `json:"message"`
+		} `json:"details"`
+	} `json:"error"`
+}
+
+func TestRefusalsExplainThemselvesAndChangeNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.tenant(4)
+
+	cases := []struct {
+		name   string
+		body   map[string]any
+		status int
+		code   string
+		says   string
+	}{
+		{"too small for the template", map[string]any{"name": "x", "template": "web", "size": 1}, 422, "", "2"},
+		{"no such template", map[string]any{"name": "x", "template": "nope", "size": 3}, 422, "validation_failed", "nope"},
+		{"quota", map[string]any{"name": "x", "template": "web", "size": 5}, 409, "quota_exceeded", "maxNodes is 4"},
+		{"unknown field", map[string]any{"name": "x", "template": "web", "size": 3, "colour": "red"}, 400, "invalid_body", "colour"},
+		{"a lease longer than the template allows", map[string]any{"name": "x", "template": "web", "size": 3, "lease": "48h"}, 422, "validation_failed", "24h"},
+	}
+	for _, c := range cases {
+		var e errorBody
+		got := b.call(b.admin, "POST", "/v1/clusters", c.body, &e)
+		require.Equal(t, c.status, got, "%s: %+v", c.name, e)
+		if c.code != "" {
+			require.Equal(t, c.code, e.Error.Code, c.name)
+		}
+		text := e.Error.Message
+		for _, d := range e.Error.Details {
+			text += " " + d.Field + ": " + d.Message
+		}
+		require.Contains(t, text, c.says, c.name)
+	}
+	var list struct {
+		Items []clusterView `json:"items"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters?all=true", nil, &list))
+	require.Empty(t, list.Items)
+	var tenant access.TenantView
+	require.Equal(t, http.StatusOK, b.call(b.super, "GET", "/v1/tenants/acme", nil, &tenant))
+	require.Zero(t, tenant.Usage.Nodes)
+
+	var e errorBody
+	require.Equal(t, http.StatusNotFound, b.call(b.admin, "GET", "/v1/clusters/c0000000000000000", nil, &e))
+	require.Equal(t, http.StatusNotFound, b.call(b.admin, "POST", "/v1/clusters/c0000000000000000/expand", map[string]any{"count": 1}, &e))
+}
+
+func TestUsersSeeTheirOwnClustersAndAdminsAll(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.tenant(20)
+	keyOf := func(user string) string {
+		require.Equal(t, http.StatusCreated, b.call(b.admin, "POST", "/v1/users", map[string]any{"name": user, "role": "user"}, nil))
+		var k struct {
+			Secret string `json:"secret"`
+		}
+		require.Equal(t, http.StatusCreated, b.call(b.admin, "POST", "/v1/users/"+user+"/keys", nil, &k))
+		return k.Secret
+	}
+	bob, carol := keyOf("bob"), keyOf("carol")
+	var created result
+	require.Equal(t, http.StatusAccepted, b.call(bob, "POST", "/v1/clusters", map[string]any{"name": "bobs", "template": "web", "size": 2}, &created))
+	id := created.Cluster.ID
+
+	var e errorBody
+	require.Equal(t, http.StatusNotFound, b.call(carol, "GET", "/v1/clusters/"+id, nil, &e), "another user's cluster does not exist for carol")
+	require.Equal(t, http.StatusNotFound, b.call(carol, "DELETE", "/v1/clusters/"+id, nil, &e))
+	var list struct {
+		Items []clusterView `json:"items"`
+	}
+	require.Equal(t, http.StatusOK, b.call(carol, "GET", "/v1/clusters", nil, &list))
+	require.Empty(t, list.Items)
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters", nil, &list))
+	require.Len(t, list.Items, 1, "admins see every cluster of the tenant")
+
+	// The other tenant's admin sees nothing of acme's cluster.
+	var other struct {
+		AdminKey struct {
+			Secret string `json:"secret"`
+		} `json:"adminKey"`
+	}
+	require.Equal(t, http.StatusCreated, b.call(b.super, "POST", "/v1/tenants",
+		map[string]any{"id": "globex", "maxClusters": 1, "maxNodes": 5, "workers": 2, "admin": "gus"}, &other))
+	require.Equal(t, http.StatusNotFound, b.call(other.AdminKey.Secret, "GET", "/v1/clusters/"+id, nil, &e))
+	require.Equal(t, http.StatusNotFound, b.call(other.AdminKey.Secret, "GET", "/v1/clusters/"+id+"/jobs", nil, &e))
+
+	v := b.settle(bob, id)
+	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	// A service the catalog uses cannot be deleted while a live cluster runs it.
+	require.Equal(t, http.StatusConflict, b.call(b.admin, "DELETE", "/v1/services/kv", nil, &e))
+	require.Contains(t, e.Error.Message, "kv")
+
+	require.Equal(t, http.StatusAccepted, b.call(bob, "DELETE", "/v1/clusters/"+id+"?force=true", nil, nil))
+	require.Equal(t, "TERMINATED", b.settle(bob, id).Status)
+}
