@@ -1,12 +1,27 @@
 // Command heddle is heddle's CLI and its all-in-one local server.
 //
-//	heddle server     run the API (and, as they land, workers and janitor) locally
-//	heddle keygen     print a fresh API key, e.g. for HEDDLE_BOOTSTRAP_KEY
-//	heddle version    print the build version
+//	heddle server       run the API (and, as they land, workers and janitor) locally
+//	heddle keygen       print a fresh API key, e.g. for HEDDLE_BOOTSTRAP_KEY
+//	heddle version      print the build version
+//	heddle config       show or set the client's endpoint and key
+//	heddle apply        import a catalog document
+//	heddle tenants      create tenants (superadmin)
+//	heddle clusters     create, inspect and operate clusters
+//	heddle jobs         follow and control a cluster's jobs
+//	heddle completion   shell completion scripts
+//
+// The client commands find the API's endpoint and key in the --endpoint and
+// --key flags, then HEDDLE_ENDPOINT and HEDDLE_KEY, then the config file
+// ($HEDDLE_CONFIG or ~/.config/heddle/config.yaml). They exit 1 when the API
+// answers with an error, or when a job they watch ends FAILED or ABORTED.
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"runtime/debug"
 
@@ -14,20 +29,72 @@ import (
 )
 
 func main() {
-	if err := newRootCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "heddle:", err)
-		os.Exit(1)
-	}
+	os.Exit(run(context.Background(), newRootCommand(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
+// run executes root with args and returns the process's exit code, having
+// printed any error to stderr.
+func run(ctx context.Context, root *cobra.Command, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return reportError(stderr, root.ExecuteContext(ctx))
+}
+
+// exitError ends the process with code; what it means was printed already.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func reportError(stderr io.Writer, err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	var ae *APIError
+	if errors.As(err, &ae) {
+		ae.Write(stderr)
+		return 1
+	}
+	fmt.Fprintln(stderr, "heddle:", err)
+	return 1
+}
+
+// app holds the client commands' global flags.
+type app struct {
+	output string
+	// httpClient replaces the default HTTP client (tests).
+	httpClient *http.Client
+}
+
+func (a *app) jsonOut() bool { return a.output == "json" }
+
 func newRootCommand() *cobra.Command {
+	a := &app{}
 	root := &cobra.Command{
 		Use:           "heddle",
 		Short:         "heddle manages whole clusters as single entities",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			switch a.output {
+			case "table", "json":
+				return nil
+			}
+			return fmt.Errorf("--output is table or json, not %q", a.output)
+		},
 	}
-	root.AddCommand(newServerCommand(), newKeygenCommand(), newVersionCommand())
+	pf := root.PersistentFlags()
+	pf.String("endpoint", "", "the API's base URL (HEDDLE_ENDPOINT, config file; default "+defaultEndpoint+")")
+	pf.String("key", "", "the API key (HEDDLE_KEY, config file)")
+	pf.StringVarP(&a.output, "output", "o", "table", "table or json (json prints the API's answers)")
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	root.AddCommand(newServerCommand(), newKeygenCommand(), newVersionCommand(),
+		newConfigCommand(a), newApplyCommand(a), newTenantsCommand(a), newClustersCommand(a), newJobsCommand(a))
 	return root
 }
 

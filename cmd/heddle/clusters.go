@@ -1,0 +1,592 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/heddle-io/heddle/internal/cluster"
+	"github.com/heddle-io/heddle/internal/domain"
+)
+
+func newClustersCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "clusters",
+		Aliases: []string{"cluster"},
+		Short:   "Create, inspect and operate clusters",
+	}
+	cmd.AddCommand(
+		newClustersCreateCommand(a),
+		newClustersListCommand(a),
+		newClustersShowCommand(a),
+		newClustersDeleteCommand(a),
+		newClustersExpandCommand(a),
+		newClustersShrinkCommand(a),
+		newClustersReconfigureCommand(a),
+		newServiceActionCommand(a, "start", "Start services (all when --services is not given)"),
+		newServiceActionCommand(a, "stop", "Stop services (all when --services is not given)"),
+		newServiceActionCommand(a, "restart", "Restart services (all when --services is not given)"),
+		newServiceActionCommand(a, "rolling-restart", "Restart services a batch of nodes at a time"),
+		newClustersExtendCommand(a),
+	)
+	return cmd
+}
+
+// mutationFlags are what every job-submitting command takes.
+type mutationFlags struct {
+	dryRun bool
+	wait   bool
+}
+
+func (m *mutationFlags) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&m.dryRun, "dry-run", false, "show the plan and change nothing")
+	cmd.Flags().BoolVar(&m.wait, "wait", false, "watch the job until it ends (as `heddle jobs watch`)")
+	cmd.MarkFlagsMutuallyExclusive("dry-run", "wait")
+}
+
+// submit sends a mutation and prints its job, or the preview of a dry run;
+// with --wait it then watches the job.
+func (a *app) submit(cmd *cobra.Command, method, path string, body any, m mutationFlags, extra url.Values) error {
+	c, err := a.client(cmd)
+	if err != nil {
+		return err
+	}
+	q := url.Values{}
+	for k, v := range extra {
+		q[k] = v
+	}
+	if m.dryRun {
+		q.Set("dryRun", "true")
+	}
+	raw, err := c.JSON(cmd.Context(), method, path, q, body)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	res, err := decodeBody[cluster.Result](raw)
+	if err != nil {
+		return err
+	}
+	if a.jsonOut() {
+		if err := printJSON(out, raw); err != nil {
+			return err
+		}
+	} else if res.DryRun || res.Job == nil {
+		printPreview(out, &res)
+	} else {
+		fmt.Fprintf(out, "cluster  %s (%s, %s)\n", res.Cluster.ID, res.Cluster.Name, res.Cluster.Status)
+		fmt.Fprintf(out, "job      %s (%s, %s)\n", res.Job.ID, res.Job.Operation, res.Job.Status)
+		if !m.wait {
+			fmt.Fprintf(out, "watch it with: heddle jobs watch %s %s\n", res.Cluster.ID, res.Job.ID)
+		}
+	}
+	if m.wait && res.Job != nil {
+		return a.watch(cmd, c, res.Cluster.ID, res.Job.ID)
+	}
+	return nil
+}
+
+// printPreview renders a dry run: the layout change, the plan's summary and
+// the layout groups.
+func printPreview(w io.Writer, res *cluster.Result) {
+	pv := res.Preview
+	if pv == nil {
+		fmt.Fprintf(w, "dry run for cluster %s: no plan\n", dash(res.Cluster.ID))
+		return
+	}
+	fmt.Fprintf(w, "dry run: %s", pv.Operation)
+	if res.Cluster.Name != "" {
+		fmt.Fprintf(w, " of cluster %s", res.Cluster.Name)
+	}
+	fmt.Fprintln(w, "; nothing was changed")
+	tw := newTable(w)
+	d := pv.Diff
+	if d.IsEmpty() {
+		fmt.Fprintf(tw, "  layout\tunchanged\n")
+	}
+	for _, n := range d.AddedNodes {
+		fmt.Fprintf(tw, "  + node\t%s\t%s/%s\t%s\n", n.ID, n.HardwareType, n.ImageType, strings.Join(n.Services, ","))
+	}
+	for _, n := range d.RemovedNodes {
+		fmt.Fprintf(tw, "  - node\t%s\t%s/%s\t%s\n", n.ID, n.HardwareType, n.ImageType, strings.Join(n.Services, ","))
+	}
+	for _, n := range d.ChangedNodes {
+		var parts []string
+		for _, s := range n.AddedServices {
+			parts = append(parts, "+"+s)
+		}
+		for _, s := range n.RemovedServices {
+			parts = append(parts, "-"+s)
+		}
+		fmt.Fprintf(tw, "  ~ node\t%s\t\t%s\n", n.ID, strings.Join(parts, " "))
+	}
+	for _, s := range d.Services {
+		fmt.Fprintf(tw, "  ~ service\t%s\t%d -> %d nodes\t\n", s.Service, s.Before, s.After)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "%d work tasks, %d joins, %d edges, %d stages\n",
+		pv.Summary.WorkTasks, pv.Summary.Joins, pv.Summary.Edges, pv.Summary.Stages)
+	if cp := pv.CriticalPath; cp != nil {
+		fmt.Fprintf(w, "critical path %s (strict stages %s)\n", cp.Length, cp.StageMakespan)
+	}
+	if pv.Rollback != nil {
+		fmt.Fprintf(w, "rollback if it fails: %d work tasks\n", pv.Rollback.Summary.WorkTasks)
+	}
+	if len(res.Layout) > 0 {
+		fmt.Fprintln(w, "\nlayout:")
+		tw = newTable(w)
+		fmt.Fprintf(tw, "  NODES\tHARDWARE\tIMAGE\tSERVICES\n")
+		for _, g := range res.Layout {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", g.Count, g.HardwareType, g.ImageType, strings.Join(g.Services, ","))
+		}
+		_ = tw.Flush()
+	}
+}
+
+// configValue reads --config: inline JSON, or @FILE.
+func configValue(v string) (json.RawMessage, error) {
+	if v == "" {
+		return nil, nil
+	}
+	data := []byte(v)
+	if strings.HasPrefix(v, "@") {
+		var err error
+		if data, err = os.ReadFile(v[1:]); err != nil {
+			return nil, err
+		}
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, fmt.Errorf("--config must be a JSON object (or @FILE holding one): %w", err)
+	}
+	return json.RawMessage(data), nil
+}
+
+// leaseValue checks a duration such as 24h or 7d.
+func leaseValue(flag, v string) (domain.Duration, error) {
+	var d domain.Duration
+	if err := d.UnmarshalJSON(strconv.AppendQuote(nil, v)); err != nil {
+		return 0, fmt.Errorf("--%s %q: %w", flag, v, err)
+	}
+	return d, nil
+}
+
+func clusterPath(id string, rest ...string) string {
+	p := "/v1/clusters/" + pathEscape(id)
+	for _, r := range rest {
+		p += "/" + r
+	}
+	return p
+}
+
+func newClustersCreateCommand(a *app) *cobra.Command {
+	var (
+		req          cluster.CreateRequest
+		config       string
+		lease        string
+		providerArgs []string
+		m            mutationFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME --template T --size N",
+		Short: "Create a cluster from a template",
+		Example: `  heddle clusters create web1 --template web --size 5 --dry-run
+  heddle clusters create web1 --template web --size 5 --services nginx,php --lease 24h --wait`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.Name = args[0]
+			var err error
+			if req.Config, err = configValue(config); err != nil {
+				return err
+			}
+			if lease != "" {
+				if req.Lease, err = leaseValue("lease", lease); err != nil {
+					return err
+				}
+			}
+			for _, kv := range providerArgs {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("--provider-field %q is not NAME=VALUE", kv)
+				}
+				if req.ProviderFields == nil {
+					req.ProviderFields = map[string]string{}
+				}
+				req.ProviderFields[k] = v
+			}
+			return a.submit(cmd, http.MethodPost, "/v1/clusters", req, m, nil)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Template, "template", "", "the cluster template to build from")
+	f.IntVar(&req.TemplateVersion, "template-version", 0, "the template's version (default: the latest)")
+	f.IntVar(&req.Size, "size", 0, "how many nodes")
+	f.StringSliceVar(&req.Services, "services", nil, "the services to run (default: the template's)")
+	f.StringVar(&req.Provider, "provider", "", "the provider (default: the template's)")
+	f.StringVar(&req.HardwareType, "hardware-type", "", "the hardware type (default: the template's)")
+	f.StringVar(&req.ImageType, "image-type", "", "the image type (default: the template's)")
+	f.StringArrayVar(&providerArgs, "provider-field", nil, "a provider field as NAME=VALUE (repeatable)")
+	f.StringVar(&config, "config", "", "the cluster config, a JSON object (or @FILE)")
+	f.StringVar(&req.Description, "description", "", "what the cluster is for")
+	f.StringVar(&req.DNSSuffix, "dns-suffix", "", "the DNS suffix of the nodes' hostnames")
+	f.StringVar(&lease, "lease", "", "a first lease shorter than the template's, e.g. 24h or 3d")
+	f.BoolVar(&req.KeepOnFailure, "keep-on-failure", false, "keep what a failed create made, for debugging")
+	m.register(cmd)
+	_ = cmd.MarkFlagRequired("template")
+	_ = cmd.MarkFlagRequired("size")
+	return cmd
+}
+
+func newClustersListCommand(a *app) *cobra.Command {
+	var (
+		status, template, owner string
+		all                     bool
+	)
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List clusters (TERMINATED ones only with --all or --status)",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client(cmd)
+			if err != nil {
+				return err
+			}
+			q := url.Values{}
+			if status != "" {
+				q.Set("status", strings.ToUpper(status))
+			}
+			if template != "" {
+				q.Set("template", template)
+			}
+			if owner != "" {
+				q.Set("owner", owner)
+			}
+			if all {
+				q.Set("all", "true")
+			}
+			var items []json.RawMessage
+			for {
+				raw, err := c.Do(cmd.Context(), http.MethodGet, "/v1/clusters", q, nil, "")
+				if err != nil {
+					return err
+				}
+				page, err := decodeBody[page[json.RawMessage]](raw)
+				if err != nil {
+					return err
+				}
+				items = append(items, page.Items...)
+				if page.NextCursor == "" {
+					break
+				}
+				q.Set("cursor", page.NextCursor)
+			}
+			out := cmd.OutOrStdout()
+			if items == nil {
+				items = []json.RawMessage{}
+			}
+			raw, err := json.Marshal(page[json.RawMessage]{Items: items})
+			if err != nil {
+				return err
+			}
+			if a.jsonOut() {
+				return printJSON(out, raw)
+			}
+			clusters, err := decodeBody[page[domain.Cluster]](raw)
+			if err != nil {
+				return err
+			}
+			if len(clusters.Items) == 0 {
+				fmt.Fprintln(out, "no clusters")
+				return nil
+			}
+			now := time.Now()
+			tw := newTable(out)
+			fmt.Fprintf(tw, "ID\tNAME\tTEMPLATE\tSTATUS\tNODES\tOWNER\tEXPIRES\n")
+			for _, cl := range clusters.Items {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cl.ID, cl.Name, templateName(cl.Template), cl.Status, cl.NodeCount, cl.Owner, clusterExpiry(&cl, now))
+			}
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&status, "status", "", "only clusters in this status (PENDING, ACTIVE, INCONSISTENT, FAILED, DELETING, TERMINATED)")
+	f.StringVar(&template, "template", "", "only clusters from this template")
+	f.StringVar(&owner, "owner", "", "only clusters of this user")
+	f.BoolVar(&all, "all", false, "include TERMINATED clusters")
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"PENDING", "ACTIVE", "INCONSISTENT", "FAILED", "DELETING", "TERMINATED"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// page is the API's listing shape.
+type page[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+func templateName(t domain.TemplateRef) string {
+	if t.Version > 0 {
+		return fmt.Sprintf("%s@%d", t.Name, t.Version)
+	}
+	return t.Name
+}
+
+// clusterExpiry is when the lease ends; a TERMINATED cluster has none.
+func clusterExpiry(c *domain.Cluster, now time.Time) string {
+	if c.Status.Terminal() {
+		return "-"
+	}
+	return expiry(c.ExpiresAt, now)
+}
+
+func newClustersShowCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a cluster: its nodes, the progress of its latest job, its lease",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client(cmd)
+			if err != nil {
+				return err
+			}
+			raw, err := c.Do(cmd.Context(), http.MethodGet, clusterPath(args[0]), nil, nil, "")
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if a.jsonOut() {
+				return printJSON(out, raw)
+			}
+			v, err := decodeBody[cluster.View](raw)
+			if err != nil {
+				return err
+			}
+			printCluster(out, &v, time.Now())
+			return nil
+		},
+	}
+}
+
+func printCluster(w io.Writer, v *cluster.View, now time.Time) {
+	tw := newTable(w)
+	fmt.Fprintf(tw, "id\t%s\n", v.ID)
+	fmt.Fprintf(tw, "name\t%s\n", v.Name)
+	if v.Description != "" {
+		fmt.Fprintf(tw, "description\t%s\n", v.Description)
+	}
+	fmt.Fprintf(tw, "template\t%s\n", templateName(v.Template))
+	status := string(v.Status)
+	if v.StatusMessage != "" {
+		status += ": " + v.StatusMessage
+	}
+	fmt.Fprintf(tw, "status\t%s\n", status)
+	fmt.Fprintf(tw, "owner\t%s\n", v.Owner)
+	fmt.Fprintf(tw, "provider\t%s\n", dash(v.Provider))
+	fmt.Fprintf(tw, "services\t%s\n", dash(strings.Join(v.Services, ", ")))
+	fmt.Fprintf(tw, "created\t%s\n", humanTime(v.CreatedAt))
+	fmt.Fprintf(tw, "lease expires\t%s\n", clusterExpiry(&v.Cluster, now))
+	if p := v.Progress; p != nil {
+		fmt.Fprintf(tw, "progress\t%s\n", progressLine(p))
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	if len(v.Nodes) == 0 {
+		fmt.Fprintln(w, "no nodes")
+		return
+	}
+	tw = newTable(w)
+	fmt.Fprintf(tw, "NODE\tHOSTNAME\tADDRESS\tSERVICES\tSTATUS\n")
+	for _, n := range v.Nodes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.ID, dash(n.Hostname), dash(n.Addresses["access_v4"]), dash(strings.Join(n.Services, ",")), n.Status)
+	}
+	_ = tw.Flush()
+}
+
+func progressLine(p *cluster.Progress) string {
+	s := fmt.Sprintf("job %s (%s) %s, %d/%d tasks", p.JobID, p.Operation, p.Status, p.Done, p.Total)
+	if p.Total > 0 {
+		s += fmt.Sprintf(" (%d%%)", p.Done*100/p.Total)
+	}
+	for _, st := range p.Stages {
+		if st.Done < st.Total {
+			s += fmt.Sprintf("; stage %d of %d: %d/%d done", st.Stage, len(p.Stages), st.Done, st.Total)
+			if st.Running > 0 {
+				s += fmt.Sprintf(", %d running", st.Running)
+			}
+			if st.Failed > 0 {
+				s += fmt.Sprintf(", %d failed", st.Failed)
+			}
+			break
+		}
+	}
+	return s
+}
+
+func newClustersDeleteCommand(a *app) *cobra.Command {
+	var (
+		force bool
+		m     mutationFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "delete ID",
+		Short: "Delete a cluster: stop and remove its services, then delete its nodes",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := url.Values{}
+			if force {
+				q.Set("force", "true")
+			}
+			return a.submit(cmd, http.MethodDelete, clusterPath(args[0]), nil, m, q)
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "delete the nodes without stopping and removing services first")
+	m.register(cmd)
+	return cmd
+}
+
+func newClustersExpandCommand(a *app) *cobra.Command {
+	var (
+		req cluster.ExpandRequest
+		m   mutationFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "expand ID --count N",
+		Short: "Add nodes to a cluster",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.submit(cmd, http.MethodPost, clusterPath(args[0], "expand"), req, m, nil)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&req.Count, "count", 0, "how many nodes to add")
+	f.StringVar(&req.HardwareType, "hardware-type", "", "the new nodes' hardware type")
+	f.StringVar(&req.ImageType, "image-type", "", "the new nodes' image type")
+	f.BoolVar(&req.Restart, "restart", false, "restart the services whose configuration the new nodes change")
+	m.register(cmd)
+	_ = cmd.MarkFlagRequired("count")
+	return cmd
+}
+
+func newClustersShrinkCommand(a *app) *cobra.Command {
+	var (
+		req cluster.ShrinkRequest
+		m   mutationFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "shrink ID (--count N | --nodes a,b)",
+		Short: "Remove nodes from a cluster (the newest first, or the ones named)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.submit(cmd, http.MethodPost, clusterPath(args[0], "shrink"), req, m, nil)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&req.Count, "count", 0, "how many nodes to remove, newest first")
+	f.StringSliceVar(&req.NodeIDs, "nodes", nil, "the ids of the nodes to remove")
+	f.BoolVar(&req.Force, "force", false, "delete the nodes without stopping and removing their services first")
+	f.BoolVar(&req.Restart, "restart", false, "restart the services whose configuration the removal changes")
+	m.register(cmd)
+	cmd.MarkFlagsMutuallyExclusive("count", "nodes")
+	cmd.MarkFlagsOneRequired("count", "nodes")
+	return cmd
+}
+
+func newClustersReconfigureCommand(a *app) *cobra.Command {
+	var (
+		req    cluster.ReconfigureRequest
+		config string
+		m      mutationFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "reconfigure ID",
+		Short: "Re-run configure on services (all when --services is not given), optionally with a new config",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if req.Config, err = configValue(config); err != nil {
+				return err
+			}
+			return a.submit(cmd, http.MethodPost, clusterPath(args[0], "reconfigure"), req, m, nil)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&req.Services, "services", nil, "the services to reconfigure (default: all)")
+	f.StringVar(&config, "config", "", "a new cluster config, a JSON object (or @FILE)")
+	f.BoolVar(&req.Restart, "restart", false, "restart the reconfigured services")
+	m.register(cmd)
+	return cmd
+}
+
+func newServiceActionCommand(a *app, action, short string) *cobra.Command {
+	var (
+		req cluster.ServiceActionRequest
+		m   mutationFlags
+	)
+	use := action + " ID"
+	if action == "rolling-restart" {
+		use += " --batch-size K"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.submit(cmd, http.MethodPost, clusterPath(args[0], action), req, m, nil)
+		},
+	}
+	cmd.Flags().StringSliceVar(&req.Services, "services", nil, "the services (default: all)")
+	if action == "rolling-restart" {
+		cmd.Flags().IntVar(&req.BatchSize, "batch-size", 0, "how many nodes restart at a time")
+		_ = cmd.MarkFlagRequired("batch-size")
+	}
+	m.register(cmd)
+	return cmd
+}
+
+func newClustersExtendCommand(a *app) *cobra.Command {
+	var by string
+	cmd := &cobra.Command{
+		Use:   "extend ID --by 24h",
+		Short: "Extend a cluster's lease (within its template's lease policy)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := leaseValue("by", by)
+			if err != nil {
+				return err
+			}
+			if d <= 0 {
+				return errors.New("--by must be a positive duration, e.g. 24h or 7d")
+			}
+			c, err := a.client(cmd)
+			if err != nil {
+				return err
+			}
+			raw, err := c.JSON(cmd.Context(), http.MethodPost, clusterPath(args[0], "lease"), nil, cluster.ExtendRequest{By: d})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if a.jsonOut() {
+				return printJSON(out, raw)
+			}
+			cl, err := decodeBody[domain.Cluster](raw)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "cluster %s: lease expires %s\n", cl.ID, expiry(cl.ExpiresAt, time.Now()))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&by, "by", "", "how much longer, e.g. 24h or 7d")
+	_ = cmd.MarkFlagRequired("by")
+	return cmd
+}

@@ -1,0 +1,409 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/heddle-io/heddle/internal/cluster"
+	"github.com/heddle-io/heddle/internal/domain"
+)
+
+// pollInterval is how often jobs watch asks for the job.
+var pollInterval = 500 * time.Millisecond
+
+// watchTransientErrors is how many failed polls in a row watch tolerates
+// (the server restarting, a network blip) before it gives up.
+const watchTransientErrors = 10
+
+func newJobsCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "jobs",
+		Aliases: []string{"job"},
+		Short:   "Follow and control a cluster's jobs",
+	}
+	cmd.AddCommand(newJobsListCommand(a), newJobsShowCommand(a), newJobsWatchCommand(a))
+	for _, what := range []struct{ name, short string }{
+		{"abort", "Abort a running job (its rollback, if any, runs)"},
+		{"pause", "Pause a job: running tasks finish, no new ones start"},
+		{"resume", "Resume a paused job"},
+		{"retry", "Retry a failed job's failed tasks"},
+	} {
+		cmd.AddCommand(newJobControlCommand(a, what.name, what.short))
+	}
+	return cmd
+}
+
+func jobPath(clusterID, jobID string) string {
+	return clusterPath(clusterID, "jobs", pathEscape(jobID))
+}
+
+func newJobsListCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:     "list CLUSTER",
+		Aliases: []string{"ls"},
+		Short:   "List a cluster's jobs, newest first",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client(cmd)
+			if err != nil {
+				return err
+			}
+			raw, err := c.Do(cmd.Context(), http.MethodGet, clusterPath(args[0], "jobs"), nil, nil, "")
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if a.jsonOut() {
+				return printJSON(out, raw)
+			}
+			jobs, err := decodeBody[page[domain.Job]](raw)
+			if err != nil {
+				return err
+			}
+			if len(jobs.Items) == 0 {
+				fmt.Fprintln(out, "no jobs")
+				return nil
+			}
+			tw := newTable(out)
+			fmt.Fprintf(tw, "JOB\tOPERATION\tSTATUS\tTASKS\tREQUESTED BY\tCREATED\tDURATION\n")
+			for _, j := range jobs.Items {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.Operation, j.Status, j.TaskDone, j.TaskTotal,
+					dash(j.RequestedBy), humanTime(j.CreatedAt), jobDuration(&j, time.Now()))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func jobDuration(j *domain.Job, now time.Time) string {
+	if j.StartedAt.IsZero() {
+		return "-"
+	}
+	end := j.EndedAt
+	if end.IsZero() {
+		end = now
+	}
+	return humanDuration(end.Sub(j.StartedAt))
+}
+
+// lastAttempt is a task's latest attempt, or nil.
+func lastAttempt(t *domain.Task) *domain.TaskAttempt {
+	if len(t.Attempts) == 0 {
+		return nil
+	}
+	return &t.Attempts[len(t.Attempts)-1]
+}
+
+// taskDuration is how long the task's latest attempt ran (so far).
+func taskDuration(t *domain.Task, now time.Time) (time.Duration, bool) {
+	at := lastAttempt(t)
+	if at == nil || at.StartedAt.IsZero() {
+		return 0, false
+	}
+	end := at.EndedAt
+	if end.IsZero() {
+		end = now
+	}
+	return end.Sub(at.StartedAt), true
+}
+
+func newJobsShowCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show CLUSTER JOB",
+		Short: "Show a job and its tasks",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client(cmd)
+			if err != nil {
+				return err
+			}
+			raw, err := c.Do(cmd.Context(), http.MethodGet, jobPath(args[0], args[1]), nil, nil, "")
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if a.jsonOut() {
+				return printJSON(out, raw)
+			}
+			v, err := decodeBody[cluster.JobView](raw)
+			if err != nil {
+				return err
+			}
+			printJob(out, &v, time.Now())
+			return nil
+		},
+	}
+}
+
+func printJob(w io.Writer, v *cluster.JobView, now time.Time) {
+	tw := newTable(w)
+	fmt.Fprintf(tw, "job\t%s\n", v.ID)
+	fmt.Fprintf(tw, "cluster\t%s\n", v.ClusterID)
+	fmt.Fprintf(tw, "operation\t%s\n", v.Operation)
+	status := string(v.Status)
+	if v.StatusMessage != "" {
+		status += ": " + v.StatusMessage
+	}
+	fmt.Fprintf(tw, "status\t%s\n", status)
+	fmt.Fprintf(tw, "tasks\t%d/%d done\n", v.TaskDone, v.TaskTotal)
+	fmt.Fprintf(tw, "requested by\t%s\n", dash(v.RequestedBy))
+	fmt.Fprintf(tw, "created\t%s\n", humanTime(v.CreatedAt))
+	fmt.Fprintf(tw, "started\t%s\n", humanTime(v.StartedAt))
+	fmt.Fprintf(tw, "ended\t%s\n", humanTime(v.EndedAt))
+	if v.Retries > 0 {
+		fmt.Fprintf(tw, "retries\t%d\n", v.Retries)
+	}
+	_ = tw.Flush()
+	if len(v.Tasks) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw = newTable(w)
+	fmt.Fprintf(tw, "TASK\tSTATUS\tATTEMPT\tDURATION\tLAST ERROR\n")
+	for i := range v.Tasks {
+		t := &v.Tasks[i]
+		id := t.ID
+		if t.Rollback {
+			id += " (rollback)"
+		}
+		dur := "-"
+		if d, ok := taskDuration(t, now); ok {
+			dur = humanDuration(d)
+		}
+		lastErr := "-"
+		if at := lastAttempt(t); at != nil && at.Error != "" {
+			lastErr = oneLine(at.Error, 80)
+		}
+		attempt := "-"
+		if !t.Join {
+			attempt = fmt.Sprintf("%d/%d", t.Attempt, t.MaxAttempts)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, t.Status, attempt, dur, lastErr)
+	}
+	_ = tw.Flush()
+}
+
+func newJobsWatchCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "watch CLUSTER JOB",
+		Short: "Follow a job until it ends; exits 1 if it FAILED or was ABORTED",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client(cmd)
+			if err != nil {
+				return err
+			}
+			return a.watch(cmd, c, args[0], args[1])
+		},
+	}
+}
+
+// watcher shows a job's progress: a progress bar on a terminal, otherwise
+// one line per task status change.
+type watcher struct {
+	out  io.Writer
+	bar  *progressbar.ProgressBar
+	tty  bool
+	seen map[string]domain.TaskStatus
+}
+
+func (w *watcher) update(v *cluster.JobView, now time.Time) {
+	var lines []string
+	for i := range v.Tasks {
+		t := &v.Tasks[i]
+		if t.Join {
+			continue
+		}
+		prev, known := w.seen[t.ID]
+		if known && prev == t.Status {
+			continue
+		}
+		w.seen[t.ID] = t.Status
+		if !known && (t.Status == domain.TaskBlocked || t.Status == domain.TaskReady) {
+			continue // waiting is not news
+		}
+		line := fmt.Sprintf("  %-9s %s", t.Status, t.ID)
+		if t.Status.Terminal() {
+			if d, ok := taskDuration(t, now); ok {
+				line += " (" + humanDuration(d) + ")"
+			}
+		}
+		if t.Status == domain.TaskRunning && t.Attempt > 1 {
+			line += fmt.Sprintf(" (attempt %d/%d)", t.Attempt, t.MaxAttempts)
+		}
+		lines = append(lines, line)
+	}
+	if !w.tty {
+		for _, l := range lines {
+			fmt.Fprintln(w.out, l)
+		}
+		return
+	}
+	desc := fmt.Sprintf("%s %s", v.Operation, v.Status)
+	if w.bar == nil {
+		w.bar = progressbar.NewOptions(max(v.TaskTotal, 1),
+			progressbar.OptionSetWriter(w.out),
+			progressbar.OptionSetDescription(desc),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionSetPredictTime(false),
+			progressbar.OptionSetRenderBlankState(true),
+		)
+	}
+	for _, l := range lines {
+		_, _ = progressbar.Bprintln(w.bar, l)
+	}
+	if v.TaskTotal > 0 && w.bar.GetMax() != v.TaskTotal {
+		w.bar.ChangeMax(v.TaskTotal)
+	}
+	w.bar.Describe(desc)
+	_ = w.bar.Set(v.TaskDone)
+}
+
+func (w *watcher) done() {
+	if w.bar != nil {
+		_ = w.bar.Exit()
+		fmt.Fprintln(w.out)
+	}
+}
+
+// watch polls the job until it ends and prints its progress, then its final
+// status. A FAILED or ABORTED job is an *exitError (its status message and
+// failed tasks are printed to stderr).
+func (a *app) watch(cmd *cobra.Command, c *Client, clusterID, jobID string) error {
+	ctx := cmd.Context()
+	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	w := &watcher{out: out, tty: isTerminal(out) && !a.jsonOut(), seen: map[string]domain.TaskStatus{}}
+	if !a.jsonOut() && !w.tty {
+		fmt.Fprintf(out, "watching job %s of cluster %s\n", jobID, clusterID)
+	}
+	var (
+		raw      []byte
+		v        cluster.JobView
+		failures int
+	)
+	for {
+		var err error
+		raw, err = c.Do(ctx, http.MethodGet, jobPath(clusterID, jobID), nil, nil, "")
+		var ae *APIError
+		switch {
+		case err == nil:
+			failures = 0
+			if v, err = decodeBody[cluster.JobView](raw); err != nil {
+				w.done()
+				return err
+			}
+			if !a.jsonOut() {
+				w.update(&v, time.Now())
+			}
+		case errors.As(err, &ae) && ae.Status < 500, ctx.Err() != nil:
+			w.done()
+			return err
+		default:
+			if failures++; failures >= watchTransientErrors {
+				w.done()
+				return err
+			}
+			fmt.Fprintf(stderr, "heddle: %v (trying again)\n", err)
+		}
+		if err == nil && v.Status.Terminal() {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			w.done()
+			return ctx.Err()
+		case <-time.After(pollInterval):
+		}
+	}
+	w.done()
+	if a.jsonOut() {
+		if err := printJSON(out, raw); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(out, "job %s %s: %d/%d tasks in %s\n", v.ID, v.Status, v.TaskDone, v.TaskTotal, jobDuration(&v.Job, time.Now()))
+	}
+	if v.Status == domain.JobSucceeded {
+		return nil
+	}
+	reportFailure(stderr, &v)
+	return &exitError{code: 1}
+}
+
+// reportFailure prints why a job failed: its status message and each failed
+// task's last error and stderr tail.
+func reportFailure(w io.Writer, v *cluster.JobView) {
+	fmt.Fprintf(w, "heddle: job %s %s", v.ID, v.Status)
+	if v.StatusMessage != "" {
+		fmt.Fprintf(w, ": %s", v.StatusMessage)
+	}
+	fmt.Fprintln(w)
+	for i := range v.Tasks {
+		t := &v.Tasks[i]
+		if t.Status != domain.TaskFailed {
+			continue
+		}
+		fmt.Fprintf(w, "  task %s failed (attempt %d/%d)\n", t.ID, t.Attempt, t.MaxAttempts)
+		at := lastAttempt(t)
+		if at == nil {
+			continue
+		}
+		if at.Error != "" {
+			fmt.Fprintf(w, "    error: %s\n", oneLine(at.Error, 200))
+		}
+		if at.Stderr != "" {
+			fmt.Fprintln(w, "    stderr:")
+			for _, l := range tail(at.Stderr, 10) {
+				fmt.Fprintf(w, "      %s\n", l)
+			}
+		}
+	}
+	fmt.Fprintf(w, "  details: heddle jobs show %s %s\n", v.ClusterID, v.ID)
+}
+
+func newJobControlCommand(a *app, what, short string) *cobra.Command {
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   what + " CLUSTER JOB",
+		Short: short,
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client(cmd)
+			if err != nil {
+				return err
+			}
+			raw, err := c.Do(cmd.Context(), http.MethodPost, jobPath(args[0], args[1])+"/"+what, nil, nil, "")
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if a.jsonOut() {
+				if err := printJSON(out, raw); err != nil {
+					return err
+				}
+			} else {
+				j, err := decodeBody[domain.Job](raw)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "job %s (%s): %s\n", j.ID, j.Operation, j.Status)
+			}
+			if wait {
+				return a.watch(cmd, c, args[0], args[1])
+			}
+			return nil
+		},
+	}
+	if what == "resume" || what == "retry" || what == "abort" {
+		cmd.Flags().BoolVar(&wait, "wait", false, "then watch the job until it ends")
+	}
+	return cmd
+}
