@@ -5,13 +5,16 @@ PKGS := ./...
 LAMBDAS := api worker janitor
 FUZZTIME ?= 30s
 
-.PHONY: help build run test test-unit lint bench fuzz lambda clean
+.PHONY: help build run demo test test-unit lint bench fuzz lambda clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## Build the heddle CLI into bin/
 	$(GO) build -o bin/heddle ./cmd/heddle
+
+demo: ## heddle's main job end to end on this machine: a cluster created, used, expanded and deleted (the quick start's first command)
+	./scripts/demo.sh
 
 run: ## Run heddle locally on the embedded store (the quick start's first command)
 	$(GO) run ./cmd/heddle server

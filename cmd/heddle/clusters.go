@@ -49,7 +49,7 @@ type mutationFlags struct {
 
 func (m *mutationFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&m.dryRun, "dry-run", false, "show the plan and change nothing")
-	cmd.Flags().BoolVar(&m.wait, "wait", false, "watch the job until it ends (as `heddle jobs watch`)")
+	cmd.Flags().BoolVar(&m.wait, "wait", false, "watch the job until it ends (as heddle jobs watch does)")
 	cmd.MarkFlagsMutuallyExclusive("dry-run", "wait")
 }
 
