@@ -16,6 +16,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/catalog"
+	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
 )
@@ -28,15 +29,25 @@ type testBundle struct {
 	otherKey string // admin of tenant globex
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t testing.TB) *testBundle {
 	t.Helper()
-	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{})
+	return setupWith(t, boltstore.Options{})
+}
+
+// setupWith is setup on a store opened with opts (NoSync for fuzzing, where
+// thousands of writes would otherwise each wait for the disk).
+func setupWith(t testing.TB, opts boltstore.Options) *testBundle {
+	t.Helper()
+	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	acc := access.New(db)
 	root, err := acc.Bootstrap(context.Background(), "")
 	require.NoError(t, err)
-	s := New(Config{Catalog: catalog.New(db, nil), Access: acc, Backend: "bolt", Version: "test"})
+	var clusters *cluster.Service
+	cat := catalog.New(db, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) })
+	clusters = newClusterService(t, db, acc, cat)
+	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Backend: "bolt", Version: "test"})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	b := &testBundle{srv: srv, api: s, rootKey: root}
@@ -45,7 +56,7 @@ func setup(t *testing.T) *testBundle {
 	return b
 }
 
-func (b *testBundle) createTenant(t *testing.T, id string) string {
+func (b *testBundle) createTenant(t testing.TB, id string) string {
 	t.Helper()
 	status, body := b.do(t, b.rootKey, http.MethodPost, "/v1/tenants", map[string]any{"id": id, "workers": 2, "maxClusters": 5, "maxNodes": 50, "admin": id + "-admin"})
 	require.Equal(t, http.StatusCreated, status, "%v", body)
@@ -54,7 +65,7 @@ func (b *testBundle) createTenant(t *testing.T, id string) string {
 
 // do sends a request; body is JSON-encoded unless it is a string or []byte,
 // which are sent as they are.
-func (b *testBundle) do(t *testing.T, key, method, path string, body any, headers ...string) (int, map[string]any) {
+func (b *testBundle) do(t testing.TB, key, method, path string, body any, headers ...string) (int, map[string]any) {
 	t.Helper()
 	resp := b.raw(t, key, method, path, body, headers...)
 	defer resp.Body.Close()
@@ -67,7 +78,7 @@ func (b *testBundle) do(t *testing.T, key, method, path string, body any, header
 	return resp.StatusCode, out
 }
 
-func (b *testBundle) raw(t *testing.T, key, method, path string, body any, headers ...string) *http.Response {
+func (b *testBundle) raw(t testing.TB, key, method, path string, body any, headers ...string) *http.Response {
 	t.Helper()
 	var r io.Reader
 	switch v := body.(type) {
@@ -97,7 +108,7 @@ func (b *testBundle) raw(t *testing.T, key, method, path string, body any, heade
 	return resp
 }
 
-func (b *testBundle) importExample(t *testing.T, key string) {
+func (b *testBundle) importExample(t testing.TB, key string) {
 	t.Helper()
 	doc, err := os.ReadFile("../../docs/examples/catalog.yaml")
 	require.NoError(t, err)
@@ -106,7 +117,7 @@ func (b *testBundle) importExample(t *testing.T, key string) {
 }
 
 // errorOf checks the envelope and returns its code.
-func errorOf(t *testing.T, body map[string]any) (string, map[string]any) {
+func errorOf(t testing.TB, body map[string]any) (string, map[string]any) {
 	t.Helper()
 	e, ok := body["error"].(map[string]any)
 	require.True(t, ok, "an error response carries the envelope: %v", body)
@@ -142,7 +153,10 @@ func TestCatalogOverHTTP(t *testing.T) {
 	resp := b.raw(t, b.acmeKey, http.MethodGet, "/v1/services/kv", nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, `"1"`, resp.Header.Get("ETag"))
+	var v1 domain.Service
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&v1))
 	resp.Body.Close()
+	require.NotEmpty(t, v1.Description)
 
 	status, body := b.do(t, b.acmeKey, http.MethodGet, "/v1/clustertemplates/web/resolved", nil)
 	require.Equal(t, http.StatusOK, status)
@@ -162,7 +176,7 @@ func TestCatalogOverHTTP(t *testing.T) {
 	require.Len(t, body["items"], 2)
 	status, body = b.do(t, b.acmeKey, http.MethodGet, "/v1/services/kv/versions/1", nil)
 	require.Equal(t, http.StatusOK, status)
-	require.Equal(t, "A tiny key-value store over HTTP.", body["description"])
+	require.Equal(t, v1.Description, body["description"], "version 1 is still the example's kv")
 
 	status, body = b.do(t, b.acmeKey, http.MethodDelete, "/v1/services/kv", nil)
 	require.Equal(t, http.StatusConflict, status)
@@ -195,6 +209,17 @@ func TestBadInputChangesNothing(t *testing.T) {
 	before := exportOf(t, b, b.acmeKey)
 
 	big := `{"name":"kv","description":"` + strings.Repeat("x", MaxBodyBytes) + `"}`
+	// Under 1 MiB, but too large for one store item (400 KB): a 600 KB script,
+	// two 300 KB provider fields, and seven actions of 64 KiB each (every
+	// field within its own limit, the whole too large to store).
+	longScript := `{"actions":{"start":{"type":"shell","fields":{"script":"` + strings.Repeat("x", 600<<10) + `"}}}}`
+	longFields := `{"providerType":"ec2","fields":{"a":"` + strings.Repeat("a", 300<<10) + `","b":"` + strings.Repeat("b", 300<<10) + `"}}`
+	var actions []string
+	for _, a := range domain.ServiceActions {
+		actions = append(actions, `"`+string(a)+`":{"type":"shell","fields":{"script":"`+strings.Repeat("x", domain.MaxFieldBytes)+`"}}`)
+	}
+	manyScripts := `{"actions":{` + strings.Join(actions, ",") + `}}`
+	require.Less(t, len(manyScripts), MaxBodyBytes)
 	tests := []struct {
 		name    string
 		method  string
@@ -213,6 +238,11 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"name disagrees with URL", http.MethodPut, "/v1/services/kv", `{"name":"web"}`, nil, 422, CodeValidationFailed, "name"},
 		{"invalid name in URL", http.MethodPut, "/v1/services/no%20spaces", `{}`, nil, 400, CodeInvalidParameter, "name"},
 		{"oversize body", http.MethodPut, "/v1/services/kv", big, nil, 413, CodeBodyTooLarge, ""},
+		{"action field too long", http.MethodPut, "/v1/services/kv", longScript, nil, 422, CodeValidationFailed, "actions.start.fields.script"},
+		{"provider fields too long", http.MethodPut, "/v1/providers/ec2", longFields, nil, 422, CodeValidationFailed, "fields.a"},
+		{"entity too large to store", http.MethodPut, "/v1/services/kv", manyScripts, nil, 413, CodeBodyTooLarge, ""},
+		{"new entity too large to store", http.MethodPut, "/v1/services/big", manyScripts, nil, 413, CodeBodyTooLarge, ""},
+		{"import of an entity too large to store", http.MethodPost, "/v1/catalog", `{"apiVersion":"heddle/v1","services":[{"name":"small"},` + strings.Replace(manyScripts, `{`, `{"name":"big",`, 1) + `]}`, nil, 413, CodeBodyTooLarge, ""},
 		{"unsupported media type", http.MethodPut, "/v1/services/kv", `x`, []string{"Content-Type", "text/plain"}, 415, CodeUnsupportedMedia, ""},
 		{"bad yaml", http.MethodPost, "/v1/catalog", "a: [", []string{"Content-Type", "application/yaml"}, 400, CodeInvalidBody, ""},
 		{"import with wrong apiVersion", http.MethodPost, "/v1/catalog", `{"apiVersion":"v0"}`, nil, 422, CodeValidationFailed, "apiVersion"},
@@ -242,16 +272,25 @@ func TestBadInputChangesNothing(t *testing.T) {
 			}
 		})
 	}
+	// The size refusals say what to do instead.
+	_, body := b.do(t, b.acmeKey, http.MethodPut, "/v1/services/kv", longScript)
+	_, e := errorOf(t, body)
+	require.Contains(t, e["details"].([]any)[0].(map[string]any)["message"], "versioned script resource")
+	_, body = b.do(t, b.acmeKey, http.MethodPut, "/v1/services/kv", manyScripts)
+	_, e = errorOf(t, body)
+	require.Contains(t, e["message"], `service "kv"`)
+	require.Contains(t, e["message"], "versioned script resource")
+
 	require.Equal(t, before, exportOf(t, b, b.acmeKey), "no bad request changed the catalog")
 
 	// Bad tenant input from the superadmin.
 	status, body := b.do(t, b.rootKey, http.MethodPut, "/v1/tenants/acme", `{"maxClusters":-1,"workers":5000}`)
 	require.Equal(t, http.StatusUnprocessableEntity, status)
-	_, e := errorOf(t, body)
+	_, e = errorOf(t, body)
 	require.Len(t, e["details"], 2)
 }
 
-func exportOf(t *testing.T, b *testBundle, key string) string {
+func exportOf(t testing.TB, b *testBundle, key string) string {
 	t.Helper()
 	resp := b.raw(t, key, http.MethodGet, "/v1/catalog", nil)
 	defer resp.Body.Close()
@@ -324,7 +363,14 @@ func TestAnotherTenantsIDsAnswer404(t *testing.T) {
 	aliceKeyID := body["id"].(string)
 	before := exportOf(t, b, b.acmeKey)
 
-	acmeIDs := strings.NewReplacer("{kind}", "services", "{name}", "kv", "{version}", "1", "{tenant}", "acme", "{user}", "alice", "{key}", aliceKeyID)
+	status, body = b.do(t, b.acmeKey, http.MethodPost, "/v1/clusters", map[string]any{"name": "shop", "template": "web", "size": 3})
+	require.Equal(t, http.StatusAccepted, status, "%v", body)
+	clusterID := body["cluster"].(map[string]any)["id"].(string)
+	jobID := body["job"].(map[string]any)["id"].(string)
+	clusterBefore := b.clusterOf(t, b.acmeKey, clusterID)
+
+	acmeIDs := strings.NewReplacer("{kind}", "services", "{name}", "kv", "{version}", "1", "{tenant}", "acme", "{user}", "alice", "{key}", aliceKeyID,
+		"{cluster}", clusterID, "{job}", jobID)
 	walked := 0
 	for _, rt := range b.api.routes() {
 		if !strings.Contains(strings.ReplaceAll(rt.Path, "{kind}", ""), "{") {
@@ -347,8 +393,9 @@ func TestAnotherTenantsIDsAnswer404(t *testing.T) {
 		require.Equal(t, CodeNotFound, code)
 		walked++
 	}
-	require.GreaterOrEqual(t, walked, 12)
+	require.GreaterOrEqual(t, walked, 28)
 	require.Equal(t, before, exportOf(t, b, b.acmeKey))
+	require.Equal(t, clusterBefore, b.clusterOf(t, b.acmeKey, clusterID), "nothing of acme's cluster changed")
 	status, _ = b.do(t, b.acmeKey, http.MethodGet, "/v1/users/alice", nil)
 	require.Equal(t, http.StatusOK, status)
 }

@@ -78,6 +78,9 @@ func (b badBody) Error() string { return b.problems.Error() }
 
 // describe maps an error to its response.
 func describe(err error) ErrorDetail {
+	if d, ok := describeCluster(err); ok {
+		return d
+	}
 	var (
 		ae  *apiError
 		bb  badBody
@@ -107,6 +110,9 @@ func describe(err error) ErrorDetail {
 	case errors.Is(err, catalog.ErrPrecondition):
 		return ErrorDetail{Status: http.StatusPreconditionFailed, Code: CodePreconditionFailed,
 			Message: "the entity changed since you read it (If-Match or version does not match the latest); read it again and reapply your change"}
+	case errors.As(err, new(*catalog.EntityTooLargeError)):
+		return ErrorDetail{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
+			Message: "the entity is too large to store: " + err.Error()}
 	case errors.Is(err, catalog.ErrTooLarge):
 		return ErrorDetail{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge, Message: err.Error()}
 	case errors.Is(err, access.ErrExists):

@@ -10,6 +10,28 @@ import (
 	"github.com/heddle-io/heddle/internal/store"
 )
 
+// MaxEntityBytes is the largest encoded entity the catalog writes: one store
+// item holds at most 400 KB (DynamoDB's limit, which boltstore enforces too),
+// and 1 KiB of it is kept for the keys, status, version and counters.
+const MaxEntityBytes = 400*1024 - 1024
+
+// EntityTooLargeError refuses an entity whose stored form would not fit in
+// one store item. It matches ErrTooLarge with errors.Is.
+type EntityTooLargeError struct {
+	Kind  domain.Kind
+	Name  string
+	Bytes int // the entity's encoded size
+}
+
+func (e *EntityTooLargeError) Error() string {
+	return fmt.Sprintf("%s %q would take %d bytes once stored, but one catalog entity holds at most %d; "+
+		"shorten its longest fields (upload long scripts as a versioned script resource instead of inlining them)",
+		singular(e.Kind), e.Name, e.Bytes, MaxEntityBytes)
+}
+
+// Is makes errors.Is(err, ErrTooLarge) hold.
+func (e *EntityTooLargeError) Is(target error) bool { return target == ErrTooLarge }
+
 // writeTx gathers one catalog change: what it read (to condition on) and the
 // ops it will commit together with the revision bump.
 type writeTx struct {
@@ -157,6 +179,9 @@ func (tx *writeTx) put(e domain.Entity, ifMatch string) (created bool, err error
 	data, err := json.Marshal(e)
 	if err != nil {
 		return false, err
+	}
+	if len(data) > MaxEntityBytes {
+		return false, &EntityTooLargeError{Kind: k, Name: meta.Name, Bytes: len(data)}
 	}
 	live := statusLive
 	hk := headKey(k, meta.Name)

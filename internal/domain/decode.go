@@ -88,7 +88,11 @@ func walk(c checker, t reflect.Type, raw any) {
 				f, ok = fields[strings.ToLower(k)]
 			}
 			if !ok {
-				c.at(k).add("", CodeUnknownField, "is not a field here; check its spelling (known fields: %s)", strings.Join(fieldNames(fields), ", "))
+				name := k
+				if name == "" {
+					name = `""` // an empty key still gets a path a person can find
+				}
+				c.at(name).add("", CodeUnknownField, "is not a field here; check its spelling (known fields: %s)", strings.Join(fieldNames(fields), ", "))
 				continue
 			}
 			walk(c.at(k), f, obj[k])

@@ -21,6 +21,27 @@ const MaxActionTimeout = Duration(12 * time.Hour)
 // MaxRetries bounds an action's retry limit.
 const MaxRetries = 10
 
+// MaxFieldBytes bounds one action field value, one provider field value and a
+// template's defaults.config, so that an entity always fits in one store item
+// (DynamoDB holds at most 400 KB per item).
+const MaxFieldBytes = 64 << 10
+
+// fieldSize reports a value longer than MaxFieldBytes. hint, when not empty,
+// is a sentence appended to the message.
+func (c checker) fieldSize(field string, n int, hint string) {
+	if n <= MaxFieldBytes {
+		return
+	}
+	msg := "is %d bytes long; a value holds at most %d bytes (64 KiB)"
+	if hint != "" {
+		msg += ". " + hint
+	}
+	c.add(field, CodeOutOfRange, msg, n, MaxFieldBytes)
+}
+
+// scriptHint is what a too-long action field is told to do instead.
+const scriptHint = "For a long script, upload it as a versioned script resource and refer to it from the action instead of inlining it"
+
 func (c checker) name(field, value string) {
 	switch {
 	case value == "":
@@ -73,10 +94,11 @@ func (p *Provider) Validate() Problems {
 	c := newChecker()
 	c.meta(p.Meta)
 	c.name("providerType", p.ProviderType)
-	for k := range p.Fields {
+	for k, v := range p.Fields {
 		if k == "" {
 			c.at("fields").add("", CodeInvalid, "a field name cannot be empty")
 		}
+		c.at("fields").fieldSize(k, len(v), "")
 	}
 	return c.result()
 }
@@ -155,6 +177,9 @@ func (s *Service) Validate() Problems {
 		}
 		if a.Retries != nil && (*a.Retries < 0 || *a.Retries > MaxRetries) {
 			ac.add("retries", CodeOutOfRange, "is %d; use 0 to %d", *a.Retries, MaxRetries)
+		}
+		for k, v := range a.Fields {
+			ac.at("fields").fieldSize(k, len(v), scriptHint)
 		}
 	}
 	c.links(s.Links)
@@ -244,6 +269,7 @@ func (c checker) sections(s TemplateSections) {
 	if len(s.Defaults.Config) > 0 && !isJSONObject(s.Defaults.Config) {
 		dc.add("config", CodeWrongType, "must be a JSON object")
 	}
+	dc.fieldSize("config", len(s.Defaults.Config), "Keep large configuration out of the template")
 
 	k := c.at("constraints")
 	size := s.Constraints.Size

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -90,4 +91,37 @@ func TestProblemsOrderIsStable(t *testing.T) {
 	for range 20 {
 		require.Equal(t, first, svc.Validate())
 	}
+}
+
+func TestValidateCapsLongValues(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", MaxFieldBytes+1)
+	atLimit := strings.Repeat("x", MaxFieldBytes)
+
+	svc := Service{Meta: Meta{Name: "a"}, Actions: map[Action]ServiceAction{
+		ActionStart:   {Type: "shell", Fields: map[string]string{"script": long, "args": "-v"}},
+		ActionInstall: {Type: "shell", Fields: map[string]string{"script": atLimit}},
+	}}
+	ps := svc.Validate()
+	require.Equal(t, []string{"actions.start.fields.script"}, fieldsOf(ps))
+	require.Equal(t, CodeOutOfRange, ps[0].Code)
+	require.Contains(t, ps[0].Message, "versioned script resource")
+
+	prov := Provider{Meta: Meta{Name: "ec2"}, ProviderType: "ec2", Fields: map[string]string{"a": long, "b": long, "c": atLimit}}
+	ps = prov.Validate()
+	require.Equal(t, []string{"fields.a", "fields.b"}, fieldsOf(ps))
+	for _, p := range ps {
+		require.Equal(t, CodeOutOfRange, p.Code)
+		require.Contains(t, p.Message, "64 KiB")
+	}
+
+	tmpl := ClusterTemplate{Meta: Meta{Name: "t"}, TemplateSections: TemplateSections{
+		Defaults: Defaults{Config: []byte(`{"a":"` + long + `"}`)}}}
+	ps = tmpl.Validate()
+	require.Equal(t, []string{"defaults.config"}, fieldsOf(ps))
+	require.Equal(t, CodeOutOfRange, ps[0].Code)
+	partial := PartialTemplate{Meta: Meta{Name: "p"}, TemplateSections: tmpl.TemplateSections}
+	require.Equal(t, []string{"defaults.config"}, fieldsOf(partial.Validate()))
+	tmpl.Defaults.Config = []byte(`{"a":"x"}`)
+	require.Empty(t, tmpl.Validate())
 }
