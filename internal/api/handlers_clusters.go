@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/cluster"
@@ -56,9 +57,11 @@ func describeCluster(err error) (ErrorDetail, bool) {
 	case errors.Is(err, engine.ErrNotFound):
 		return ErrorDetail{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()[len(engine.ErrNotFound.Error())+2:] + " does not exist"}, true
 	case errors.Is(err, engine.ErrClusterBusy):
-		return ErrorDetail{Status: http.StatusConflict, Code: CodeClusterBusy, Message: err.Error()}, true
-	case errors.Is(err, engine.ErrJobState), errors.Is(err, engine.ErrNothingToRetry):
-		return ErrorDetail{Status: http.StatusConflict, Code: CodeJobState, Message: err.Error()}, true
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeClusterBusy, Message: sentence(err, engine.ErrClusterBusy)}, true
+	case errors.Is(err, engine.ErrNothingToRetry):
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeJobState, Message: sentence(err, engine.ErrNothingToRetry)}, true
+	case errors.Is(err, engine.ErrJobState):
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeJobState, Message: sentence(err, engine.ErrJobState)}, true
 	case errors.Is(err, engine.ErrStale):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeCatalogChanged,
 			Message: "the catalog changed while the request was being planned; send it again"}, true
@@ -66,6 +69,16 @@ func describeCluster(err error) (ErrorDetail, bool) {
 		return ErrorDetail{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: err.Error()}, true
 	}
 	return ErrorDetail{}, false
+}
+
+// sentence drops the "engine: ...: " lead of a wrapped sentinel when the
+// wrapping says more, so a person reads what happened to their cluster.
+func sentence(err, sentinel error) string {
+	msg := err.Error()
+	if lead := sentinel.Error() + ": "; strings.HasPrefix(msg, lead) && len(msg) > len(lead) {
+		return msg[len(lead):]
+	}
+	return strings.TrimPrefix(msg, "engine: ")
 }
 
 var errNoClusters = errors.New("this heddle serves the catalog only: cluster operations need the engine (run `heddle server`, or deploy the worker stack)")
@@ -221,6 +234,9 @@ func mutation[Req any](s *Server, op func(svc *cluster.Service, r *http.Request,
 		if err != nil {
 			return err
 		}
+		if err := svc.Check(r.Context(), p, id); err != nil {
+			return err
+		}
 		dry, err := boolParam(r, "dryRun")
 		if err != nil {
 			return err
@@ -269,6 +285,9 @@ func (s *Server) extendLease(w http.ResponseWriter, r *http.Request, p access.Pr
 	}
 	id, err := pathID(r, "cluster")
 	if err != nil {
+		return err
+	}
+	if err := svc.Check(r.Context(), p, id); err != nil {
 		return err
 	}
 	var req cluster.ExtendRequest

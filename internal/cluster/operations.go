@@ -154,12 +154,12 @@ type ExpandRequest struct {
 // Expand adds nodes that mirror the cluster's layouts; existing nodes only
 // reconfigure what refers to the services that grew.
 func (s *Service) Expand(ctx context.Context, p access.Principal, id string, req ExpandRequest, dryRun bool) (*Result, error) {
-	if req.Count < 1 {
-		return nil, domain.Problems{{Field: "count", Code: domain.CodeOutOfRange, Message: "expand by at least one node"}}
-	}
 	l, err := s.loadLive(ctx, p, id)
 	if err != nil {
 		return nil, err
+	}
+	if req.Count < 1 {
+		return nil, domain.Problems{{Field: "count", Code: domain.CodeOutOfRange, Message: "expand by at least one node"}}
 	}
 	layout, err := solver.Expand(solver.ExpandRequest{Cluster: l.solverCluster(), Catalog: l.sp.solverCatalog(),
 		Count: req.Count, HardwareType: req.HardwareType, ImageType: req.ImageType})
@@ -195,12 +195,12 @@ type ShrinkRequest struct {
 // forced), the remaining nodes reconfigure what referred to them, and they
 // are deleted.
 func (s *Service) Shrink(ctx context.Context, p access.Principal, id string, req ShrinkRequest, dryRun bool) (*Result, error) {
-	if (req.Count < 1) == (len(req.NodeIDs) == 0) {
-		return nil, domain.Problems{{Field: "count", Code: domain.CodeInvalid, Message: "give either a count of nodes to remove or the nodeIds to remove"}}
-	}
 	l, err := s.loadLive(ctx, p, id)
 	if err != nil {
 		return nil, err
+	}
+	if (req.Count < 1) == (len(req.NodeIDs) == 0) {
+		return nil, domain.Problems{{Field: "count", Code: domain.CodeInvalid, Message: "give either a count of nodes to remove or the nodeIds to remove"}}
 	}
 	layout, err := solver.Shrink(solver.ShrinkRequest{Cluster: l.solverCluster(), Count: req.Count, NodeIDs: req.NodeIDs})
 	if err != nil {
@@ -326,6 +326,14 @@ func (s *Service) ExtendLease(ctx context.Context, p access.Principal, id string
 			Message: fmt.Sprintf("the template lets a cluster live at most %s from its creation, until %s", maxLife, c.CreatedAt.Add(maxLife).Format(time.RFC3339))}}
 	}
 	return s.cfg.Engine.SetLease(ctx, p.Tenant, c, next)
+}
+
+// Check reports whether the caller may see the cluster (engine.ErrNotFound
+// when not), so the API answers 404 for another tenant's or user's cluster
+// before it reads a body.
+func (s *Service) Check(ctx context.Context, p access.Principal, id string) error {
+	_, err := s.visible(ctx, p, id)
+	return err
 }
 
 // ExpireLease is the janitor's hook (engine.Config.ExpireLease): a cluster

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/access"
+)
+
+// The end-to-end tests run `heddle server` as a real process (this test
+// binary, re-executed as heddle: see TestMain) and drive it through the CLI's
+// own commands, so a SIGKILL is a real one.
+
+const runMainEnv = "HEDDLE_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+type server struct {
+	t       *testing.T
+	dir     string
+	addr    string
+	super   string
+	cmd     *exec.Cmd
+	logPath string
+}
+
+func newServer(t *testing.T) *server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	s := &server{t: t, dir: t.TempDir(), addr: addr, super: access.NewKeySecret()}
+	s.logPath = filepath.Join(s.dir, "server.log")
+	t.Cleanup(func() {
+		s.kill(syscall.SIGKILL)
+		// Nothing the nodes started may outlive the test.
+		_ = exec.Command("pkill", "-f", s.dir+"/").Run()
+		if t.Failed() {
+			if log, err := os.ReadFile(s.logPath); err == nil {
+				t.Logf("server log:\n%s", lastLines(string(log), 60))
+			}
+		}
+	})
+	s.start()
+	return s
+}
+
+func lastLines(s string, lines int) string {
+	parts := strings.Split(s, "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+// start runs heddle server on the server's data directory and address and
+// waits until it answers.
+func (s *server) start() {
+	s.t.Helper()
+	log, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	require.NoError(s.t, err)
+	defer log.Close()
+	cmd := exec.Command(os.Args[0], "server", "--data-dir", filepath.Join(s.dir, "data"), "--listen", s.addr)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1", "HEDDLE_BOOTSTRAP_KEY="+s.super)
+	cmd.Stdout, cmd.Stderr = log, log
+	require.NoError(s.t, cmd.Start())
+	s.cmd = cmd
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + s.addr + "/v1/status")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("heddle server did not answer on %s", s.addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// kill sends sig and waits for the process to end; it returns its exit error.
+func (s *server) kill(sig syscall.Signal) error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return nil
+	}
+	_ = s.cmd.Process.Signal(sig)
+	err := s.cmd.Wait()
+	s.cmd = nil
+	return err
+}
+
+// cli runs a heddle command against the server with key and returns its
+// exit code, stdout and stderr.
+func (s *server) cli(key string, args ...string) result {
+	s.t.Helper()
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	args = append([]string{"--endpoint", "http://" + s.addr, "--key", key}, args...)
+	code := run(ctx, newRootCommand(), args, strings.NewReader(""), &out, &errOut)
+	return result{code, out.String(), errOut.String()}
+}
+
+func (s *server) must(key string, args ...string) string {
+	s.t.Helper()
+	r := s.cli(key, args...)
+	require.Zero(s.t, r.code, "heddle %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.stdout, r.stderr)
+	return r.stdout
+}
+
+func (s *server) tenant(id string) (adminKey string) {
+	s.t.Helper()
+	var created struct {
+		AdminKey struct {
+			Secret string `json:"secret"`
+		} `json:"adminKey"`
+	}
+	out := s.must(s.super, "tenants", "create", id, "--max-clusters", "3", "--max-nodes", "12", "--workers", "4", "--admin", "ann", "-o", "json")
+	require.NoError(s.t, json.Unmarshal([]byte(out), &created))
+	require.NotEmpty(s.t, created.AdminKey.Secret)
+	return created.AdminKey.Secret
+}
+
+type shownCluster struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Nodes  []struct {
+		Services  []string          `json:"services"`
+		Addresses map[string]string `json:"addresses"`
+	} `json:"nodes"`
+	Progress struct {
+		JobID  string `json:"jobId"`
+		Status string `json:"status"`
+		Done   int    `json:"done"`
+		Total  int    `json:"total"`
+	} `json:"progress"`
+}
+
+func (s *server) show(key, id string) shownCluster {
+	s.t.Helper()
+	var c shownCluster
+	require.NoError(s.t, json.Unmarshal([]byte(s.must(key, "clusters", "show", id, "-o", "json")), &c))
+	return c
+}
+
+func (s *server) createdID(out string) (cluster, job string) {
+	s.t.Helper()
+	var res struct {
+		Cluster struct{ ID string } `json:"cluster"`
+		Job     struct{ ID string } `json:"job"`
+	}
+	require.NoError(s.t, json.Unmarshal([]byte(out), &res), out)
+	return res.Cluster.ID, res.Job.ID
+}
+
+func answerers(t *testing.T, c shownCluster, n int) map[string]bool {
+	t.Helper()
+	lb := ""
+	for _, nd := range c.Nodes {
+		if len(nd.Services) == 1 && nd.Services[0] == "lb" {
+			lb = nd.Addresses["access_v4"]
+		}
+	}
+	require.NotEmpty(t, lb)
+	seen := map[string]bool{}
+	for range n {
+		resp, err := http.Get("http://" + lb + ":8000/")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+		seen[strings.Fields(string(body))[2]] = true
+	}
+	return seen
+}
+
+func TestEndToEndThroughTheCLI(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	admin := s.tenant("acme")
+
+	applied := s.must(admin, "apply", "-f", "../../docs/examples/catalog.yaml")
+	require.Contains(t, applied, "created")
+	again := s.must(admin, "apply", "-f", "../../docs/examples/catalog.yaml")
+	require.Contains(t, again, "0 created, 0 updated, 8 unchanged", "applying twice changes nothing")
+
+	dry := s.must(admin, "clusters", "create", "shop", "--template", "web", "--size", "3", "--dry-run", "-o", "json")
+	require.Contains(t, dry, `"preview"`)
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(s.must(admin, "clusters", "list", "--all", "-o", "json")), &list))
+	require.Empty(t, list.Items, "a dry run creates nothing")
+
+	id, job := s.createdID(s.must(admin, "clusters", "create", "shop", "--template", "web", "--size", "3", "-o", "json"))
+	watched := s.must(admin, "jobs", "watch", id, job)
+	require.Contains(t, watched, "SUCCEEDED")
+	c := s.show(admin, id)
+	require.Equal(t, "ACTIVE", c.Status)
+	require.Len(t, answerers(t, c, 6), 2)
+
+	s.must(admin, "clusters", "expand", id, "--count", "2", "--wait")
+	c = s.show(admin, id)
+	require.Len(t, c.Nodes, 5)
+	require.Len(t, answerers(t, c, 12), 4, "the load balancer reaches the new web nodes")
+
+	table := s.must(admin, "clusters", "show", id)
+	require.Contains(t, table, "ACTIVE")
+
+	s.must(admin, "clusters", "delete", id, "--wait")
+	require.Equal(t, "TERMINATED", s.show(admin, id).Status)
+
+	// Graceful shutdown: SIGTERM ends the server with status 0.
+	require.NoError(t, s.kill(syscall.SIGTERM))
+}
+
+// slowCatalog has one service whose install takes a while, and nothing
+// that runs in the background: a SIGKILLed server leaves no daemon behind.
+const slowCatalog = `apiVersion: heddle/v1
+providers:
+  - {name: local, providerType: local}
+hardwareTypes:
+  - {name: small, providerMap: {local: {flavor: small}}}
+imageTypes:
+  - {name: debian, providerMap: {local: {image: host}}}
+services:
+  - name: slow
+    actions:
+      install: {type: shell, fields: {script: "sleep 4; echo installed > \"$HOME/installed\""}}
+      configure: {type: shell, fields: {script: "test -f \"$HOME/installed\" && echo configured"}}
+      start: {type: shell, fields: {script: "echo started"}}
+clusterTemplates:
+  - name: slow
+    compatibility: {services: [slow]}
+    defaults: {services: [slow], provider: local, hardwareType: small, imageType: debian}
+    constraints: {size: {min: 1, max: 10}}
+`
+
+func TestServerKilledDuringCreateFinishesTheJobAfterRestart(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	admin := s.tenant("acme")
+	catalog := filepath.Join(s.dir, "slow.yaml")
+	require.NoError(t, os.WriteFile(catalog, []byte(slowCatalog), 0o600))
+	s.must(admin, "apply", "-f", catalog)
+
+	id, job := s.createdID(s.must(admin, "clusters", "create", "slow", "--template", "slow", "--size", "4", "-o", "json"))
+	// Kill it while the installs run: nodes exist, tasks are RUNNING, and
+	// the configures and starts wait behind them.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var j struct {
+			Status string `json:"status"`
+			Tasks  []struct {
+				Action string `json:"action"`
+				Status string `json:"status"`
+			} `json:"tasks"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(s.must(admin, "jobs", "show", id, job, "-o", "json")), &j))
+		require.NotEqual(t, "SUCCEEDED", j.Status, "the job ended before the kill; make the install slower")
+		installing := false
+		for _, task := range j.Tasks {
+			installing = installing || (task.Action == "install" && task.Status == "RUNNING")
+		}
+		if installing {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no install started: %+v", j)
+		time.Sleep(50 * time.Millisecond)
+	}
+	err := s.kill(syscall.SIGKILL)
+	require.Error(t, err, "the server was killed, not stopped")
+
+	s.start()
+	deadline = time.Now().Add(2 * time.Minute)
+	for {
+		c := s.show(admin, id)
+		if c.Progress.Status == "SUCCEEDED" {
+			require.Equal(t, "ACTIVE", c.Status)
+			require.Equal(t, c.Progress.Total, c.Progress.Done)
+			break
+		}
+		require.NotContains(t, []string{"FAILED", "ABORTED"}, c.Progress.Status, s.must(admin, "jobs", "show", id, job))
+		require.True(t, time.Now().Before(deadline), "the job did not finish after the restart: %+v", c.Progress)
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Contains(t, s.must(admin, "jobs", "show", id, job), "SUCCEEDED")
+	s.must(admin, "clusters", "delete", id, "--wait")
+}
