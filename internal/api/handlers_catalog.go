@@ -9,6 +9,7 @@ import (
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/provider"
 )
 
 func pathKind(r *http.Request) (domain.Kind, error) {
@@ -45,7 +46,7 @@ func (s *Server) listEntities(w http.ResponseWriter, r *http.Request, p access.P
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Page[domain.Entity]{Items: items, NextCursor: next})
+	writeJSON(w, http.StatusOK, Page[domain.Entity]{Items: s.redacted(items), NextCursor: next})
 	return nil
 }
 
@@ -59,7 +60,7 @@ func (s *Server) getEntity(w http.ResponseWriter, r *http.Request, p access.Prin
 		return err
 	}
 	w.Header().Set("ETag", catalog.ETag(e.EntityMeta().Version))
-	writeJSON(w, http.StatusOK, e)
+	writeJSON(w, http.StatusOK, s.catalog.Redacted(e))
 	return nil
 }
 
@@ -77,7 +78,7 @@ func (s *Server) getVersion(w http.ResponseWriter, r *http.Request, p access.Pri
 		return err
 	}
 	w.Header().Set("ETag", catalog.ETag(e.EntityMeta().Version))
-	writeJSON(w, http.StatusOK, e)
+	writeJSON(w, http.StatusOK, s.catalog.Redacted(e))
 	return nil
 }
 
@@ -94,7 +95,7 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p access.P
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Page[domain.Entity]{Items: items, NextCursor: next})
+	writeJSON(w, http.StatusOK, Page[domain.Entity]{Items: s.redacted(items), NextCursor: next})
 	return nil
 }
 
@@ -131,7 +132,7 @@ func (s *Server) putEntity(w http.ResponseWriter, r *http.Request, p access.Prin
 		status = http.StatusCreated
 		w.Header().Set("Location", r.URL.Path)
 	}
-	writeJSON(w, status, stored)
+	writeJSON(w, status, s.catalog.Redacted(stored))
 	return nil
 }
 
@@ -179,7 +180,7 @@ func (s *Server) exportCatalog(w http.ResponseWriter, r *http.Request, p access.
 	if err != nil {
 		return err
 	}
-	body, err := catalog.MarshalDocument(d, asYAML)
+	body, err := catalog.MarshalDocument(s.catalog.RedactedDocument(d), asYAML)
 	if err != nil {
 		return err
 	}
@@ -211,6 +212,30 @@ func (s *Server) importCatalog(w http.ResponseWriter, r *http.Request, p access.
 	writeJSON(w, http.StatusOK, res)
 	return nil
 }
+
+// redacted passes catalog entities through Catalog.Redacted: no API
+// response carries a provider's sensitive field, sealed or not.
+func (s *Server) redacted(es []domain.Entity) []domain.Entity {
+	out := make([]domain.Entity, len(es))
+	for i, e := range es {
+		out[i] = s.catalog.Redacted(e)
+	}
+	return out
+}
+
+// listProviderTypes lists the provider types this heddle runs, with the
+// parameters each declares (admin and user fields, required sets, sensitive
+// flags), so a UI can draw the form for a provider and for cluster create.
+func (s *Server) listProviderTypes(w http.ResponseWriter, _ *http.Request, _ access.Principal) error {
+	if s.providers == nil {
+		return errNoProviders
+	}
+	writeJSON(w, http.StatusOK, Page[provider.Type]{Items: s.providers.Types()})
+	return nil
+}
+
+var errNoProviders = newError(http.StatusServiceUnavailable, CodeUnavailable,
+	"this heddle has no provider plugins configured, so it lists no provider types")
 
 // isShapeProblem tells decoding problems (400) from semantic ones (422).
 func isShapeProblem(ps domain.Problems) bool {

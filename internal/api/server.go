@@ -20,6 +20,7 @@ import (
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/store"
 )
 
@@ -33,6 +34,11 @@ type Config struct {
 	// Clusters runs cluster operations; nil serves the catalog only, and
 	// cluster routes answer 503.
 	Clusters *cluster.Service
+	// Providers lists the provider types for GET /v1/providertypes; nil
+	// answers 503 there. Give the catalog the same registry (and a keyring)
+	// with catalog.WithProviders so that provider entities are validated and
+	// their sensitive fields sealed.
+	Providers *provider.Registry
 	// Backend names the store backend in /v1/status ("bolt", "dynamodb").
 	Backend string
 	// Version is heddle's build version, reported by /v1/status.
@@ -50,12 +56,15 @@ type Server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	started  time.Time
+
+	providers *provider.Registry // see Config.Providers
 }
 
 // New builds the API handler.
 func New(cfg Config) *Server {
 	s := &Server{catalog: cfg.Catalog, access: cfg.Access, clusters: cfg.Clusters, backend: cfg.Backend, version: cfg.Version,
 		log: cfg.Logger, mux: http.NewServeMux(), started: time.Now()}
+	s.providers = cfg.Providers
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/store"
 )
 
@@ -29,12 +31,20 @@ type ClusterSource func(ctx context.Context, tenant string) ([]domain.Cluster, e
 type Catalog struct {
 	store    store.Store
 	clusters ClusterSource
+	// providers and keyring, when set (WithProviders), validate provider
+	// entities against their type and seal their sensitive fields.
+	providers *provider.Registry
+	keyring   *secrets.Keyring
 }
 
 // New returns a Catalog over s (an unscoped store: the catalog scopes every
 // call by the tenant it is given).
-func New(s store.Store, clusters ClusterSource) *Catalog {
-	return &Catalog{store: s, clusters: clusters}
+func New(s store.Store, clusters ClusterSource, opts ...Option) *Catalog {
+	c := &Catalog{store: s, clusters: clusters}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 func headKey(k domain.Kind, name string) store.Key {
@@ -130,21 +140,26 @@ func (c *Catalog) Versions(ctx context.Context, tenant string, k domain.Kind, na
 
 // Put validates e and writes it as the entity's next version. ifMatch, when
 // not empty, must be the ETag of the latest version (or "*" for any existing
-// one). It returns the entity as stored and whether it was new.
+// one). It returns the entity as stored (with a provider registry, sensitive
+// provider fields sealed: pass it through Redacted before showing it) and
+// whether it was new.
 func (c *Catalog) Put(ctx context.Context, tenant string, e domain.Entity, ifMatch string) (domain.Entity, bool, error) {
 	if ps := e.Validate(); len(ps) > 0 {
 		return nil, false, ps
 	}
-	var created bool
+	var (
+		stored  domain.Entity
+		created bool
+	)
 	err := c.write(ctx, tenant, func(tx *writeTx) error {
 		var err error
-		created, err = tx.put(e, ifMatch)
+		stored, created, err = tx.put(e, ifMatch)
 		return err
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	return e, created, nil
+	return stored, created, nil
 }
 
 // Delete removes an entity (all versions become unreadable) unless a live

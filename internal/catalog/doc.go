@@ -22,4 +22,19 @@
 // Coopr's order (the parent's includes, the parent, its own includes, itself),
 // and refuses overrides of keys an immutable partial template fixed. Cluster
 // creation calls it; Coopr never resolved templates there.
+//
+// # Providers
+//
+// With WithProviders (the local server and any deployment with provider
+// plugins), a provider entity written by Put or Import is checked against
+// its type in the provider registry (paths "providerType" and
+// "fields.<name>"), and its sensitive fields are sealed with the keyring,
+// bound to the tenant, the provider and the field, before anything is
+// stored. A field sent as "[REDACTED]" (what every read shows) keeps the
+// stored value, and a plaintext equal to what the stored sealed value opens
+// to keeps that sealed value, so writing the same provider again is still a
+// no-op although each sealing gives different bytes. Get, List, Versions
+// and Export return the stored, sealed form for heddle's own use; the API
+// passes every entity it answers with through Redacted (RedactedDocument
+// for an export).
 package catalog

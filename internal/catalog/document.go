@@ -108,7 +108,7 @@ func (c *Catalog) Import(ctx context.Context, tenant string, d *Document) (*Impo
 		}
 		var ps domain.Problems
 		for i, e := range es {
-			created, err := tx.put(e, "")
+			_, created, err := tx.put(e, "")
 			if problems, ok := err.(domain.Problems); ok {
 				for _, p := range problems {
 					p.Field = joinField(paths[i], p.Field)

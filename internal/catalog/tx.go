@@ -118,29 +118,41 @@ func (tx *writeTx) live(ref Ref) (bool, error) {
 	return false, nil
 }
 
-// put stages e as the next version of its entity.
-func (tx *writeTx) put(e domain.Entity, ifMatch string) (created bool, err error) {
+// put stages e as the next version of its entity. It returns the entity as
+// it will be stored: e itself, or for a provider with a registry configured
+// a copy with its sensitive fields sealed (see prepareProvider).
+func (tx *writeTx) put(e domain.Entity, ifMatch string) (stored domain.Entity, created bool, err error) {
 	k, meta := e.EntityKind(), e.EntityMeta()
 	head, err := tx.head(k, meta.Name)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	isLive := head != nil && head.Status == statusLive
 	if ifMatch != "" {
 		// If-Match asks to change an existing entity: with none there is
 		// nothing to match (404, as for any other call naming it).
 		if !isLive {
-			return false, fmt.Errorf("%w: %s %q", ErrNotFound, singular(k), meta.Name)
+			return nil, false, fmt.Errorf("%w: %s %q", ErrNotFound, singular(k), meta.Name)
 		}
 		if ifMatch != "*" && ifMatch != ETag(int(head.Counter(counterLatest))) {
-			return false, ErrPrecondition
+			return nil, false, ErrPrecondition
 		}
+	}
+	if p, ok := e.(*domain.Provider); ok && tx.c.providers != nil {
+		var prev *store.Item
+		if isLive {
+			prev = head
+		}
+		if p, err = tx.prepareProvider(p, prev); err != nil {
+			return nil, false, err
+		}
+		e, meta = p, p.EntityMeta()
 	}
 	var ps domain.Problems
 	for _, r := range references(e) {
 		ok, err := tx.live(r.Ref)
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
 		if !ok {
 			kind := singular(r.Kind)
@@ -152,7 +164,7 @@ func (tx *writeTx) put(e domain.Entity, ifMatch string) (created bool, err error
 		}
 	}
 	if len(ps) > 0 {
-		return false, ps
+		return nil, false, ps
 	}
 	latest := 0
 	cond := store.Condition{MustNotExist: true}
@@ -166,22 +178,22 @@ func (tx *writeTx) put(e domain.Entity, ifMatch string) (created bool, err error
 		meta.Version = latest
 		if same, err := json.Marshal(e); err == nil && string(same) == string(head.Data) {
 			tx.pending[Ref{Kind: k, Name: meta.Name}] = e
-			return false, nil
+			return e, false, nil
 		}
 	}
 	meta.Version = latest + 1
 	tx.pending[Ref{Kind: k, Name: meta.Name}] = e
 	if t, ok := e.(*domain.ClusterTemplate); ok {
 		if _, err := Resolve(t, tx.c.lookup(tx.ctx, tx.tenant, tx.pending)); err != nil {
-			return false, err
+			return nil, false, err
 		}
 	}
 	data, err := json.Marshal(e)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	if len(data) > MaxEntityBytes {
-		return false, &EntityTooLargeError{Kind: k, Name: meta.Name, Bytes: len(data)}
+		return nil, false, &EntityTooLargeError{Kind: k, Name: meta.Name, Bytes: len(data)}
 	}
 	live := statusLive
 	hk := headKey(k, meta.Name)
@@ -189,7 +201,7 @@ func (tx *writeTx) put(e domain.Entity, ifMatch string) (created bool, err error
 		store.Put(store.Item{Key: hk, Status: live, Counters: map[string]int64{counterLatest: int64(meta.Version)}, Data: data}, cond),
 		store.Put(store.Item{Key: versionKey(k, meta.Name, meta.Version), Data: data}, store.Condition{MustNotExist: true}),
 	)
-	return !isLive, nil
+	return e, !isLive, nil
 }
 
 // referrers lists the live templates and clusters that refer to the entity.

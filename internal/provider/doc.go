@@ -20,6 +20,7 @@
 // the automator.
 //
 // Sensitive fields (credentials, keys) are sealed at rest with the secrets
-// package: SealFields before a provider is stored, OpenFields when a worker
-// needs them, Redact before one is returned by the API.
+// package: SealFields before a provider is stored (the catalog does it when
+// configured with catalog.WithProviders), OpenFields when a worker needs
+// them, Redact before one is returned by the API.
 package provider
