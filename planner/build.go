@@ -314,8 +314,10 @@ func (p *planning) validate() error {
 			return invalid("shrink cannot remove every node; delete the cluster instead")
 		}
 	case domain.OpAddServices:
-		if created+deleted > 0 || removed > 0 || added == 0 {
-			return invalid("add-services only adds services to existing nodes: New must be Old with at least one service added and none removed")
+		// New nodes are allowed: the solver may need them for the added
+		// services (its MaxNewNodes); they are set up as in an expand.
+		if deleted > 0 || removed > 0 || added+created == 0 {
+			return invalid("add-services only adds services, to existing nodes or new ones: New must be Old with at least one service or node added and nothing removed")
 		}
 	case domain.OpRemoveServices:
 		if created+deleted > 0 || added > 0 || removed == 0 {

@@ -70,7 +70,9 @@
 //	                 refers to a service that gained nodes
 //	shrink           leaving nodes: stop, remove, delete (Force: delete only);
 //	                 remaining nodes reconfigure what referred to them
-//	add-services     bootstrap, then set up the added services where added;
+//	add-services     new nodes (if the solver needed any) as in create;
+//	                 existing nodes bootstrap, then set up the added
+//	                 services where added;
 //	                 reconfigure what refers to them
 //	remove-services  stop and remove where removed; reconfigure what referred
 //	                 to them

@@ -272,6 +272,24 @@ func (s *Server) reconfigureCluster() handlerFunc {
 	})
 }
 
+func (s *Server) addServices() handlerFunc {
+	return mutation(s, func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req cluster.AddServicesRequest, dry bool) (*cluster.Result, error) {
+		return svc.AddServices(r.Context(), p, id, req, dry)
+	})
+}
+
+func (s *Server) removeServices() handlerFunc {
+	return mutation(s, func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req cluster.RemoveServicesRequest, dry bool) (*cluster.Result, error) {
+		return svc.RemoveServices(r.Context(), p, id, req, dry)
+	})
+}
+
+func (s *Server) syncTemplate() handlerFunc {
+	return mutation(s, func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req cluster.SyncRequest, dry bool) (*cluster.Result, error) {
+		return svc.SyncTemplate(r.Context(), p, id, req, dry)
+	})
+}
+
 func (s *Server) serviceAction(op domain.Operation) handlerFunc {
 	return mutation(s, func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req cluster.ServiceActionRequest, dry bool) (*cluster.Result, error) {
 		return svc.ServiceAction(r.Context(), p, id, op, req, dry)

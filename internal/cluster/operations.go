@@ -10,6 +10,7 @@ import (
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/planner"
 	"github.com/heddle-io/heddle/solver"
 )
@@ -52,6 +53,8 @@ type operation struct {
 	req       planner.Request
 	newNodes  []domain.Node
 	retiring  []string
+	updated   []domain.Node // existing nodes whose services change
+	checks    []store.Op    // more ops for the job's first transaction
 	takeNodes int
 	status    domain.ClusterStatus // while it runs; "" leaves it
 	onSuccess engine.Effect
@@ -105,7 +108,7 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 		op.onSuccess.ClusterStatus = domain.ClusterActive
 	}
 	job, err := s.cfg.Engine.Submit(ctx, engine.Submission{
-		Tenant: p.Tenant, Cluster: c, ClusterStatus: op.status, NewNodes: op.newNodes, RetiringNodes: op.retiring,
+		Tenant: p.Tenant, Cluster: c, ClusterStatus: op.status, NewNodes: op.newNodes, RetiringNodes: op.retiring, UpdatedNodes: op.updated, Checks: op.checks,
 		Operation: op.req.Operation, RequestedBy: p.User, Plan: plan, TakeNodes: op.takeNodes,
 		OnSuccess: op.onSuccess,
 		OnFailure: engine.Effect{ClusterStatus: domain.ClusterInconsistent,

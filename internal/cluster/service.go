@@ -41,8 +41,9 @@ type Config struct {
 
 // Service runs cluster operations. It is safe for concurrent use.
 type Service struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	stages *stageCache // stage views of recent jobs
 }
 
 var _ provision.Clusters = (*Service)(nil)
@@ -61,7 +62,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Estimates == nil {
 		cfg.Estimates = planner.ActionEstimates(nil, 10*time.Second)
 	}
-	return &Service{cfg: cfg, log: cfg.Logger}, nil
+	return &Service{cfg: cfg, log: cfg.Logger, stages: newStageCache(1024)}, nil
 }
 
 func (s *Service) now() time.Time { return s.cfg.Clock().UTC() }

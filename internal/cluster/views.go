@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/domain"
@@ -60,21 +61,53 @@ func (s *Service) Get(ctx context.Context, p access.Principal, id string) (*View
 		if err != nil {
 			return nil, err
 		}
-		tasks, err := s.cfg.Engine.Tasks(ctx, p.Tenant, job.ID)
+		stages, err := s.progress(ctx, p.Tenant, job.ID)
 		if err != nil {
 			return nil, err
 		}
-		v.Progress = &Progress{JobID: job.ID, Operation: job.Operation, Status: job.Status, Done: job.TaskDone, Total: job.TaskTotal,
-			Stages: stageProgress(tasks)}
+		v.Progress = &Progress{JobID: job.ID, Operation: job.Operation, Status: job.Status, Done: job.TaskDone, Total: job.TaskTotal, Stages: stages}
 	}
 	return v, nil
 }
 
-// stageProgress rebuilds the forward plan's stage view from stored tasks and
-// counts each stage's tasks by status.
+// progress is a job's stage view with each stage's tasks counted by status.
+// A job's stages never change once it is submitted, so they are computed
+// from its tasks once and kept; later views read only the tasks' statuses.
+func (s *Service) progress(ctx context.Context, tenant, jobID string) ([]StageProgress, error) {
+	key := tenant + "/" + jobID
+	stages, ok := s.stages.get(key)
+	if !ok {
+		tasks, err := s.cfg.Engine.Tasks(ctx, tenant, jobID)
+		if err != nil {
+			return nil, err
+		}
+		stages = stagesOf(tasks)
+		s.stages.put(key, stages)
+		return countStages(stages, statusesOf(tasks)), nil
+	}
+	status, err := s.cfg.Engine.TaskStatuses(ctx, tenant, jobID)
+	if err != nil {
+		return nil, err
+	}
+	return countStages(stages, status), nil
+}
+
+func statusesOf(tasks []domain.Task) map[string]domain.TaskStatus {
+	out := make(map[string]domain.TaskStatus, len(tasks))
+	for _, t := range tasks {
+		out[t.ID] = t.Status
+	}
+	return out
+}
+
+// stageProgress is the stage view of tasks, counted.
 func stageProgress(tasks []domain.Task) []StageProgress {
+	return countStages(stagesOf(tasks), statusesOf(tasks))
+}
+
+// stagesOf rebuilds the forward plan's stage view from stored tasks.
+func stagesOf(tasks []domain.Task) []planner.Stage {
 	plan := &planner.Plan{}
-	status := map[string]domain.TaskStatus{}
 	for _, t := range tasks {
 		if t.Rollback {
 			continue
@@ -84,7 +117,6 @@ func stageProgress(tasks []domain.Task) []StageProgress {
 			kind = planner.KindJoin
 		}
 		plan.Tasks = append(plan.Tasks, planner.Task{ID: t.ID, Kind: kind, NodeID: t.NodeID, Service: t.Service, Action: t.Action, DependsOn: t.DependsOn})
-		status[t.ID] = t.Status
 	}
 	// Stages needs plan order (dependencies first); stored tasks come by id.
 	plan.Tasks = topological(plan.Tasks)
@@ -92,6 +124,10 @@ func stageProgress(tasks []domain.Task) []StageProgress {
 	if err != nil {
 		return nil
 	}
+	return stages
+}
+
+func countStages(stages []planner.Stage, status map[string]domain.TaskStatus) []StageProgress {
 	out := make([]StageProgress, len(stages))
 	for i, st := range stages {
 		sp := StageProgress{Stage: i + 1, Total: len(st)}
@@ -108,6 +144,39 @@ func stageProgress(tasks []domain.Task) []StageProgress {
 		out[i] = sp
 	}
 	return out
+}
+
+// stageCache keeps the stage views of recent jobs, oldest out first.
+type stageCache struct {
+	mu    sync.Mutex
+	max   int
+	order []string
+	views map[string][]planner.Stage
+}
+
+func newStageCache(max int) *stageCache {
+	return &stageCache{max: max, views: map[string][]planner.Stage{}}
+}
+
+func (c *stageCache) get(key string) ([]planner.Stage, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.views[key]
+	return v, ok
+}
+
+func (c *stageCache) put(key string, v []planner.Stage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.views[key]; ok {
+		return
+	}
+	if len(c.order) >= c.max {
+		delete(c.views, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.order = append(c.order, key)
+	c.views[key] = v
 }
 
 // topological orders tasks so each comes after its dependencies (Kahn's

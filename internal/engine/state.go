@@ -132,3 +132,23 @@ func (e *Engine) SetLease(ctx context.Context, tenant string, c domain.Cluster, 
 	c.Version = written.Version
 	return c, nil
 }
+
+// TaskStatuses returns the status of every task of a job by task id. It reads
+// no task bodies, so a progress view of a large job stays cheap.
+func (e *Engine) TaskStatuses(ctx context.Context, tenant, jobID string) (map[string]domain.TaskStatus, error) {
+	out := map[string]domain.TaskStatus{}
+	cursor := ""
+	for {
+		page, err := e.store.Query(ctx, store.TenantPK(tenant, "TASKS#"+jobID), store.Query{Limit: store.MaxPageSize, Cursor: cursor})
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range page.Items {
+			out[it.Key.SK] = domain.TaskStatus(it.Status)
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		cursor = page.Next
+	}
+}

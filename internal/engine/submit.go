@@ -47,9 +47,15 @@ type Submission struct {
 	// the layout that macros expand against, so the remaining nodes
 	// reconfigure without them.
 	RetiringNodes []string
-	Operation     domain.Operation
-	RequestedBy   string
-	Plan          *planner.Plan
+	// UpdatedNodes are existing nodes whose layout the job changes (add or
+	// remove services, template sync), written whole with the job's tasks
+	// before any task runs, so macros expand against the layout the job
+	// builds. No job runs meanwhile (the job holds the cluster), so nothing
+	// else writes these nodes.
+	UpdatedNodes []domain.Node
+	Operation    domain.Operation
+	RequestedBy  string
+	Plan         *planner.Plan
 	// TakeClusters and TakeNodes are taken from the tenant's free quota in
 	// the job's first transaction.
 	TakeClusters, TakeNodes int
@@ -152,6 +158,14 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 		if len(batch) == store.MaxTransactItems {
 			if err := flush(); err != nil {
 				return domain.Job{}, fmt.Errorf("writing nodes of job %s: %w", job.ID, err)
+			}
+		}
+	}
+	for _, n := range sub.UpdatedNodes {
+		batch = append(batch, store.Update(nodeKey(sub.Tenant, cluster.ID, n.ID), store.Condition{MustExist: true}, store.Changes{Data: mustJSON(n)}))
+		if len(batch) == store.MaxTransactItems {
+			if err := flush(); err != nil {
+				return domain.Job{}, fmt.Errorf("updating nodes of job %s: %w", job.ID, err)
 			}
 		}
 	}

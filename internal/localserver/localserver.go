@@ -24,6 +24,7 @@ import (
 	"github.com/heddle-io/heddle/internal/provider/local"
 	"github.com/heddle-io/heddle/internal/provider/static"
 	"github.com/heddle-io/heddle/internal/provision"
+	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/queue/memqueue"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/store"
@@ -39,6 +40,10 @@ type Config struct {
 	Logger       *slog.Logger
 	// JanitorPeriod is how often the janitor runs; zero means 5 s.
 	JanitorPeriod time.Duration
+	// NoWorkers starts no worker pool: jobs are submitted and wait. Only for
+	// measuring the API's own path (solve, plan, persist) without the nodes
+	// being built alongside.
+	NoWorkers bool
 	// Engine tunes the engine; zero fields take local defaults (short leases
 	// and resend delays: a local heddle has no reason to wait minutes).
 	Engine engine.Config
@@ -60,7 +65,7 @@ type Server struct {
 	local    *local.Local
 	shell    *shell.Shell
 	access   *access.Access
-	queue    *memqueue.Queue
+	queue    *tenantQueues
 	engine   *engine.Engine
 
 	stop    context.CancelFunc // ends the workers and the janitor
@@ -123,8 +128,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// The catalog asks the cluster service which clusters are live, and the
 	// cluster service reads the catalog: the closure breaks the cycle.
 	var clusters *cluster.Service
-	cat := catalog.New(db, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) })
-	s.queue = memqueue.New(memqueue.Options{})
+	// Provider entities are checked against their type in the registry and
+	// their sensitive fields sealed with the local master key.
+	cat := catalog.New(db, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) },
+		catalog.WithProviders(registry, keyring))
+	s.queue = &tenantQueues{memqueue.New(memqueue.Options{})}
 	ecfg := localEngineConfig(cfg.Engine, cfg.Logger)
 	// The janitor hands expired clusters to the cluster service, which
 	// submits through the engine: the closure breaks this cycle too.
@@ -145,12 +153,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 
 	handler := api.New(api.Config{
-		Catalog:  cat,
-		Access:   s.access,
-		Clusters: clusters,
-		Backend:  "bolt",
-		Version:  cfg.Version,
-		Logger:   cfg.Logger,
+		Catalog:   cat,
+		Access:    s.access,
+		Clusters:  clusters,
+		Providers: registry,
+		Backend:   "bolt",
+		Version:   cfg.Version,
+		Logger:    cfg.Logger,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -177,7 +186,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.running.Add(2)
 	go func() {
 		defer s.running.Done()
-		s.superviseWorkers(bg)
+		if !cfg.NoWorkers {
+			s.superviseWorkers(bg)
+		}
 	}()
 	go func() {
 		defer s.running.Done()
@@ -191,6 +202,22 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.done <- err
 	}()
 	return s, nil
+}
+
+// tenantQueues gives a tenant its in-process queue on first use: a job
+// submitted in the second after its tenant was created must not wait for the
+// worker-pool supervisor (or the janitor's resend) to find its queue.
+type tenantQueues struct{ *memqueue.Queue }
+
+func (q *tenantQueues) Send(ctx context.Context, tenant string, msgs ...queue.Message) error {
+	err := q.Queue.Send(ctx, tenant, msgs...)
+	if errors.Is(err, queue.ErrNoQueue) {
+		if err := q.CreateTenantQueue(ctx, tenant); err != nil {
+			return err
+		}
+		err = q.Queue.Send(ctx, tenant, msgs...)
+	}
+	return err
 }
 
 // lazyExecutor lets the engine be built before the dispatcher that needs

@@ -34,7 +34,7 @@ func setup(t *testing.T) *bundle {
 	b := &bundle{t: t, super: access.NewKeySecret()}
 	srv, err := Start(context.Background(), Config{
 		DataDir: t.TempDir(), Listen: "127.0.0.1:0", BootstrapKey: b.super, Version: "test",
-		Logger: slog.New(slog.DiscardHandler), JanitorPeriod: 200 * time.Millisecond,
+		Logger: testLogger(), JanitorPeriod: 200 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -362,6 +362,139 @@ func TestUsersSeeTheirOwnClustersAndAdminsAll(t *testing.T) {
 	require.Equal(t, http.StatusConflict, b.call(b.admin, "DELETE", "/v1/services/kv", nil, &e))
 	require.Contains(t, e.Error.Message, "kv")
 
-	require.Equal(t, http.StatusAccepted, b.call(bob, "DELETE", "/v1/clusters/"+id+"?force=true", nil, nil))
+	require.Equal(t, http.StatusAccepted, b.call(bob, "DELETE", "/v1/clusters/"+id, nil, nil))
 	require.Equal(t, "TERMINATED", b.settle(bob, id).Status)
+}
+
+func TestServicesComeAndGoAndTheTemplateSyncs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.tenant(20)
+
+	var created result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters",
+		map[string]any{"name": "shop", "template": "web", "size": 3, "services": []string{"web", "kv"}}, &created))
+	id := created.Cluster.ID
+	v := b.settle(b.admin, id)
+	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+
+	// lb may not share a node with web, and every node runs web: adding it
+	// needs a new node, which the request allows.
+	var e errorBody
+	require.Equal(t, http.StatusUnprocessableEntity, b.call(b.admin, "POST", "/v1/clusters/"+id+"/add-services",
+		map[string]any{"services": []string{"lb"}}, &e), "without new nodes lb has nowhere to go: %+v", e)
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/add-services",
+		map[string]any{"services": []string{"lb"}, "maxNewNodes": 1}, nil))
+	v = b.settle(b.admin, id)
+	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	require.Len(t, v.Nodes, 4)
+	require.Len(t, through(t, v, 6), 3, "the added load balancer reaches every web node")
+
+	// kv cannot go while web needs it at runtime.
+	require.Equal(t, http.StatusUnprocessableEntity, b.call(b.admin, "POST", "/v1/clusters/"+id+"/remove-services",
+		map[string]any{"services": []string{"kv"}}, &e))
+	require.Contains(t, e.Error.Message, "web")
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/remove-services",
+		map[string]any{"services": []string{"lb"}}, nil))
+	v = b.settle(b.admin, id)
+	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	for _, n := range v.Nodes {
+		require.NotContains(t, n.Services, "lb")
+	}
+
+	// A new template version; the cluster moves to it.
+	var tmpl map[string]any
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clustertemplates/web", nil, &tmpl))
+	tmpl["description"] = "version two"
+	delete(tmpl, "version")
+	delete(tmpl, "createdAt")
+	delete(tmpl, "updatedAt")
+	require.Equal(t, http.StatusOK, b.call(b.admin, "PUT", "/v1/clustertemplates/web", tmpl, nil))
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/sync", map[string]any{}, nil))
+	v = b.settle(b.admin, id)
+	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	var synced struct {
+		Template struct {
+			Version int `json:"version"`
+		} `json:"template"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id, nil, &synced))
+	require.Equal(t, 2, synced.Template.Version)
+
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "DELETE", "/v1/clusters/"+id, nil, nil))
+	require.Equal(t, "TERMINATED", b.settle(b.admin, id).Status)
+	require.Zero(t, b.srv.local.Nodes())
+}
+
+// testLogger discards the server's log unless HEDDLE_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("HEDDLE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func TestLeaseExtendsWithinTheTemplatePolicy(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.tenant(20)
+	// The demo template's lease: initial 24h, step 24h, max 168h.
+	var created result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters",
+		map[string]any{"name": "shop", "template": "web", "size": 2, "lease": "1h"}, &created))
+	id := created.Cluster.ID
+	type leased struct {
+		CreatedAt time.Time `json:"createdAt"`
+		ExpiresAt time.Time `json:"expiresAt"`
+	}
+	var c leased
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id, nil, &c))
+	require.Equal(t, time.Hour, c.ExpiresAt.Sub(c.CreatedAt), "the shorter first lease asked for")
+
+	var e errorBody
+	require.Equal(t, http.StatusUnprocessableEntity, b.call(b.admin, "POST", "/v1/clusters/"+id+"/lease", map[string]any{"by": "48h"}, &e))
+	require.Contains(t, e.Error.Message, "at most 24h0m0s per extension")
+	for i := range 6 {
+		var after leased
+		require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/clusters/"+id+"/lease", map[string]any{"by": "24h"}, &after), "extension %d", i)
+		require.Equal(t, 24*time.Hour, after.ExpiresAt.Sub(c.ExpiresAt))
+		c = after
+	}
+	// 1h + 6 x 24h = 145h; another 24h would pass the 168h maximum.
+	require.Equal(t, http.StatusUnprocessableEntity, b.call(b.admin, "POST", "/v1/clusters/"+id+"/lease", map[string]any{"by": "24h"}, &e))
+	require.Contains(t, e.Error.Message, "at most 168h0m0s from its creation")
+	require.Equal(t, http.StatusBadRequest, b.call(b.admin, "POST", "/v1/clusters/"+id+"/lease", map[string]any{"by": "soon"}, &e))
+
+	require.Equal(t, "ACTIVE", b.settle(b.admin, id).Status)
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "DELETE", "/v1/clusters/"+id, nil, nil))
+	require.Equal(t, "TERMINATED", b.settle(b.admin, id).Status)
+}
+
+func TestAnExpiredLeaseDeletesTheCluster(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.tenant(20)
+	var created result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters",
+		map[string]any{"name": "brief", "template": "web", "size": 2, "lease": "1s"}, &created))
+	id := created.Cluster.ID
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		var v struct {
+			Status   string `json:"status"`
+			Progress struct {
+				Operation string `json:"operation"`
+				Status    string `json:"status"`
+			} `json:"progress"`
+		}
+		require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id, nil, &v))
+		if v.Status == "TERMINATED" {
+			require.Equal(t, "delete", v.Progress.Operation, "the janitor deleted it with an ordinary delete job")
+			require.Equal(t, "SUCCEEDED", v.Progress.Status)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the cluster outlived its lease: %+v", v)
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Zero(t, b.srv.local.Nodes())
 }
