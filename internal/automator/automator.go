@@ -27,6 +27,23 @@ type Automator interface {
 	ValidateAction(fields map[string]string) domain.Problems
 }
 
+// Detacher is an Automator that can hand a long action back to its caller
+// while it runs on the node, so that nobody waits on it: the engine parks
+// the task's attempt and calls Check again later (engine.Result.PollAfter).
+type Detacher interface {
+	Automator
+	// Start begins an action. One the automator runs synchronously runs to
+	// its end, as Run would; a detached one is started on the node (or
+	// found started: Start is idempotent per attempt) and Start returns at
+	// once with Output.Pending set.
+	Start(ctx context.Context, req Request) Output
+	// Check looks once at an action Start left Pending: Pending again while
+	// it runs (or while the node cannot be reached), else how it ended. A
+	// node that rebooted or lost the action's status fails it; a ctx that
+	// has ended (the action's timeout) stops it and fails it as timed out.
+	Check(ctx context.Context, req Request) Output
+}
+
 // Request is one action on one node.
 type Request struct {
 	// Context describes the task; it is uploaded to the node.
@@ -55,6 +72,10 @@ type Output struct {
 	// HostKey is set when this run was the node's first SSH contact: the
 	// key to pin on the node.
 	HostKey string
+	// Pending (Detacher only): the action runs on, detached; call Check
+	// after PollAfter. The other fields are not its result yet.
+	Pending   bool
+	PollAfter time.Duration
 }
 
 // TaskContext is what a script learns about its task, uploaded to the node

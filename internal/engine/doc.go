@@ -35,6 +35,7 @@
 // # Task lifecycle
 //
 //	BLOCKED --(last dependency succeeds)--> READY --(claim, attempt n)--> RUNNING
+//	RUNNING --(executor asks to be polled)--> RUNNING, parked (see below)
 //	RUNNING --(success)--> SUCCEEDED
 //	RUNNING --(failure, attempts left)--> READY (attempt n+1, after a backoff)
 //	RUNNING --(failure, none left; or deadline passed and none left)--> FAILED
@@ -73,13 +74,48 @@
 // Progress (done/total) is a view: workers count it in memory and write it
 // once per job per ProgressInterval.
 //
+// # Detached attempts (polls)
+//
+// An executor that starts something which runs on without it (the shell
+// automator's detached scripts) answers Result.PollAfter with an opaque
+// PollState instead of waiting. The engine then parks the attempt: it stays
+// RUNNING, a task param (pollParam) records the attempt, its poll state,
+// when the next poll is due and the message that carries the polls, and the
+// delivery is kept with its visibility set to PollAfter (the Disposition
+// Delay that retries use), so the worker is free and the node's queue group
+// stays blocked. When the message comes back, Handle finds the task RUNNING
+// and parked for its current attempt, takes the poll with a conditional
+// write under the task's version, and calls the executor again with the
+// same attempt and Attempt.Poll set; the executor only looks at what it
+// started, never starts it twice. This repeats until a final result, which
+// is recorded like any other. Every other delivery for a running task (a
+// duplicate, a message that does not carry the polls) is acknowledged, so
+// a redelivered message cannot start a second run nor multiply the polls.
+//
+// Bounds: each poll gets what is left of the action's timeout (none left:
+// the executor stops its run and the attempt fails as timed out), and the
+// last poll is never scheduled after the timeout. While parked, the
+// attempt's deadline is the poll's due time plus ResendAfter (capped at
+// its last deadline); no heartbeat runs. When it passes with time left, the
+// janitor takes the poll message for lost (dropped, sent to the
+// dead-letter queue, or its worker died mid-poll) and sends a fresh one
+// instead of failing the attempt; past the last deadline the attempt fails
+// as any timed-out one. Each poll is a delivery, and SQS moves a message
+// delivered MaxReceiveCount times to the dead-letter queue: after
+// PollReceives deliveries (and when a continuation parks, whose message
+// names the task before it) the polls move to a fresh message of the
+// task's own and the old one is acknowledged. The fresh message joins the
+// node's group, where nothing else waits: the planner chains each node's
+// tasks, so no other task of the node is ready meanwhile.
+//
 // # Worker batches (the Lambda SQS event)
 //
 // HandleBatch handles a batch in order and returns the indexes of the
 // messages to report in BatchItemFailures; every other message has been
 // acknowledged, and the event source deletes whatever is not reported. A
 // message stays (is reported) when handling it failed, or when it was
-// delayed (a retry waiting out its backoff, a job not started yet): its
+// delayed (a retry waiting out its backoff, a job not started yet, a parked
+// attempt waiting for its next poll): its
 // visibility already says when it comes back, and were it not reported the
 // event source would delete it and only the janitor's re-send would save the
 // retry. FIFO order holds per group: once a message of a group stays, every

@@ -27,6 +27,12 @@ type Attempt struct {
 	Tenant string
 	Task   domain.Task
 	Node   *domain.Node
+	// Poll is empty when the attempt starts. When an earlier call for this
+	// attempt answered PollAfter, the engine calls again after that delay
+	// with Poll set to the PollState it returned: the executor looks at what
+	// it started (it must not start it again) and answers the final result
+	// or PollAfter once more.
+	Poll string
 }
 
 // Result is what an attempt did. Err nil means success.
@@ -39,6 +45,14 @@ type Result struct {
 	// records it on the node in the transaction that completes the task, so
 	// later tasks see it (a provider's create and confirm set it).
 	Node *NodeFacts
+	// PollAfter, when positive and Err is nil, says the attempt is not over:
+	// the executor started something that runs on without it (a detached
+	// script) and wants to be called again after PollAfter, with Poll set to
+	// PollState. The attempt stays RUNNING, bounded by its deadline, and the
+	// worker is free meanwhile. Output and Node of such a result are not
+	// recorded; the final result's are.
+	PollAfter time.Duration
+	PollState string // opaque to the engine; at most a few hundred bytes
 }
 
 // NodeFacts are node properties an executor reports. Empty fields leave the
@@ -109,6 +123,12 @@ type Config struct {
 	// DeadlineGrace is added to the action's timeout for the attempt's last
 	// deadline, so the worker's own timeout is recorded before the janitor's.
 	DeadlineGrace time.Duration
+	// PollReceives is how many times a message may be delivered before a
+	// parked attempt (see Result.PollAfter) moves its polls to a fresh
+	// message: each poll is a delivery, and SQS moves a message delivered
+	// more than its queue's MaxReceiveCount (5 by default) times to the
+	// dead-letter queue. Negative: never.
+	PollReceives int
 	// ProgressInterval is how often a worker pool writes the progress it
 	// counted.
 	ProgressInterval time.Duration
@@ -147,6 +167,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DeadlineGrace == 0 {
 		c.DeadlineGrace = 30 * time.Second
+	}
+	if c.PollReceives == 0 {
+		c.PollReceives = 4
 	}
 	if c.ProgressInterval == 0 {
 		c.ProgressInterval = time.Second

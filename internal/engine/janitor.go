@@ -109,6 +109,10 @@ func (e *Engine) timeOut(ctx context.Context, indexed store.Item, r *JanitorRepo
 		return nil
 	}
 	t.Version = it.Version
+	if p, parked := parkedOf(t); parked && e.lastDeadline(t).After(e.now()) {
+		// A parked attempt whose poll never came: poll it again.
+		return e.repoll(ctx, ref, loadedTask{item: it, task: t}, p, r)
+	}
 	r.TimedOut++
 	return e.fail(ctx, ref, loadedTask{item: it, task: t}, Result{ExitCode: -1,
 		Err: fmt.Errorf("timed out: the worker stopped renewing the attempt before it ended (worker lost, or the action overran its %s timeout)", t.Timeout)})

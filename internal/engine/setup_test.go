@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,12 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/queue/memqueue"
+	"github.com/heddle-io/heddle/internal/queue/sqsqueue"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
 	"github.com/heddle-io/heddle/internal/store/dynamostore"
@@ -40,6 +45,7 @@ type execution struct {
 	attempt    int
 	start, end int64
 	ok         bool
+	poll       bool // a poll of a parked attempt, not a run
 }
 
 func (r *recorder) Execute(ctx context.Context, a Attempt) Result {
@@ -50,7 +56,7 @@ func (r *recorder) Execute(ctx context.Context, a Attempt) Result {
 	res := r.inner.Execute(ctx, a)
 	end := r.seq.Add(1)
 	r.mu.Lock()
-	r.runs = append(r.runs, execution{job: a.Task.JobID, task: a.Task.ID, attempt: a.Task.Attempt, start: start, end: end, ok: res.Err == nil})
+	r.runs = append(r.runs, execution{job: a.Task.JobID, task: a.Task.ID, attempt: a.Task.Attempt, start: start, end: end, ok: res.Err == nil && res.PollAfter == 0, poll: a.Poll != ""})
 	r.mu.Unlock()
 	return res
 }
@@ -67,9 +73,14 @@ type testBundle struct {
 
 const tenant = "acme"
 
-// eachBackend runs a reliability test on the embedded store and on DynamoDB
-// Local (HEDDLE_DYNAMODB_ENDPOINT, from scripts/dynamodb-local.sh; skipped
-// when unset, except in CI). setup reads which one from the subtest's name.
+// eachBackend runs a reliability test on the embedded backends (bolt store,
+// memqueue) and on the AWS ones: DynamoDB Local (HEDDLE_DYNAMODB_ENDPOINT,
+// from scripts/dynamodb-local.sh) plus the SQS backend on fauxqs
+// (HEDDLE_SQS_ENDPOINT, from scripts/fauxqs.sh); skipped when either is
+// unset, except in CI. setup reads which one from the subtest's name.
+// Tests that move a queue's clock by hand stay on memqueue (SQS has no
+// such clock); dropped messages need no emulator support (lossyQueue drops
+// them before they are sent), so those tests run on both.
 func eachBackend(t *testing.T, run func(t *testing.T)) {
 	t.Run("embedded", func(t *testing.T) {
 		t.Parallel()
@@ -82,6 +93,12 @@ func eachBackend(t *testing.T, run func(t *testing.T)) {
 				t.Fatal("CI=true but HEDDLE_DYNAMODB_ENDPOINT is unset: run scripts/dynamodb-local.sh start and eval its env")
 			}
 			t.Skip("HEDDLE_DYNAMODB_ENDPOINT is unset: run scripts/dynamodb-local.sh start and eval its env")
+		}
+		if os.Getenv(sqsEndpointVar) == "" {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("CI=true but " + sqsEndpointVar + " is unset: run scripts/fauxqs.sh start and eval its env")
+			}
+			t.Skip(sqsEndpointVar + " is unset: run scripts/fauxqs.sh start and eval its env")
 		}
 		run(t)
 	})
@@ -104,6 +121,39 @@ func openStore(t testing.TB) store.Store {
 	return db
 }
 
+const sqsEndpointVar = "HEDDLE_SQS_ENDPOINT"
+
+// openQueue returns the queue the test runs on (see eachBackend): the
+// tenant's SQS FIFO queue on fauxqs for the "dynamodb" variant, under a
+// prefix of its own (deleted afterwards), else memqueue.
+func openQueue(t testing.TB) queue.Queue {
+	t.Helper()
+	ctx := context.Background()
+	if !strings.HasSuffix(t.Name(), "/dynamodb") {
+		mq := memqueue.New(memqueue.Options{})
+		require.NoError(t, mq.CreateTenantQueue(ctx, tenant))
+		return mq
+	}
+	client := sqsqueue.NewEmulatorClient(os.Getenv(sqsEndpointVar))
+	suffix := make([]byte, 4)
+	_, _ = rand.Read(suffix)
+	prefix := "heddle-engine-" + hex.EncodeToString(suffix) + "-"
+	q, err := sqsqueue.New(client, sqsqueue.Options{Prefix: prefix})
+	require.NoError(t, err)
+	require.NoError(t, q.CreateTenantQueue(ctx, tenant))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := client.ListQueues(ctx, &sqs.ListQueuesInput{QueueNamePrefix: aws.String(prefix)})
+		require.NoError(t, err)
+		for _, url := range out.QueueUrls {
+			_, err := client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+			require.NoError(t, err)
+		}
+	})
+	return q
+}
+
 func setup(t testing.TB, q queue.Queue, cfg Config) *testBundle {
 	t.Helper()
 	db := openStore(t)
@@ -112,9 +162,7 @@ func setup(t testing.TB, q queue.Queue, cfg Config) *testBundle {
 	_, _, err := acc.CreateTenant(ctx, domain.Tenant{ID: tenant, Workers: 4, MaxClusters: 10, MaxNodes: 1000}, "")
 	require.NoError(t, err)
 	if q == nil {
-		mq := memqueue.New(memqueue.Options{})
-		require.NoError(t, mq.CreateTenantQueue(ctx, tenant))
-		q = mq
+		q = openQueue(t)
 	}
 	counts := store.NewCounting(db)
 	rec := &recorder{inner: Simulation{}}

@@ -46,8 +46,11 @@ func (e *Engine) Handle(ctx context.Context, tenant string, d queue.Delivery) (D
 	if err != nil {
 		return Disposition{}, err
 	}
+	if lt.task.Status == domain.TaskRunning {
+		return e.poll(ctx, ref, lt, d) // a parked attempt's poll, or a duplicate
+	}
 	if lt.task.Status != domain.TaskReady {
-		return Disposition{}, nil // done, running elsewhere, or not ready yet
+		return Disposition{}, nil // done, or not ready yet
 	}
 	lj, err := e.loadJob(ctx, tenant, ref.Cluster, ref.Job)
 	if errors.Is(err, store.ErrNotFound) {
@@ -76,14 +79,25 @@ func (e *Engine) Handle(ctx context.Context, tenant string, d queue.Delivery) (D
 	if err != nil {
 		return Disposition{}, err
 	}
-	disp := Disposition{Job: TaskRef{Tenant: tenant, Cluster: ref.Cluster, Job: ref.Job}}
+	return e.runFrom(ctx, ref, claimed, d, "")
+}
+
+// runFrom runs a claimed attempt (a poll when poll is set) and the
+// continuations it claims, and says what to do with the delivery.
+func (e *Engine) runFrom(ctx context.Context, ref TaskRef, claimed loadedTask, d queue.Delivery, poll string) (Disposition, error) {
+	disp := Disposition{Job: TaskRef{Tenant: ref.Tenant, Cluster: ref.Cluster, Job: ref.Job}}
 	// While this message is in flight, its group (the node) gets no other
 	// message; so the next task of the same node, if this one readied it,
 	// runs here at once (a continuation) rather than through the queue.
 	for {
-		next, err := e.runClaimed(ctx, ref, claimed, d)
+		next, delay, err := e.runClaimed(ctx, ref, claimed, d, poll)
+		poll = ""
 		if err != nil {
 			return disp, err
+		}
+		if delay > 0 {
+			disp.Delay = delay // parked: the message comes back for the next poll
+			return disp, nil
 		}
 		if next == nil {
 			return disp, nil
@@ -96,21 +110,29 @@ func (e *Engine) Handle(ctx context.Context, tenant string, d queue.Delivery) (D
 	}
 }
 
-// runClaimed runs one claimed attempt and records its result. On success it
-// returns a non-nil task: empty, or the continuation it claimed.
-func (e *Engine) runClaimed(ctx context.Context, ref TaskRef, claimed loadedTask, d queue.Delivery) (*loadedTask, error) {
+// runClaimed runs one claimed attempt (or polls it) and records its result.
+// On success it returns a non-nil task: empty, or the continuation it
+// claimed. A positive delay means the attempt is parked (its executor asked
+// to be polled) and the delivery is to come back after it.
+func (e *Engine) runClaimed(ctx context.Context, ref TaskRef, claimed loadedTask, d queue.Delivery, poll string) (*loadedTask, time.Duration, error) {
 	tenant := ref.Tenant
 	lt := claimed
 	var err error
-	in := Attempt{Tenant: tenant, Task: claimed.task}
+	in := Attempt{Tenant: tenant, Task: forExecutor(claimed.task), Poll: poll}
 	if claimed.task.NodeID != "" {
 		in.Node, err = e.loadNode(ctx, tenant, ref.Cluster, claimed.task.NodeID)
 		if err != nil {
 			// The attempt is claimed: fail it like any other, so it retries.
-			return nil, e.fail(ctx, ref, claimed, Result{ExitCode: -1, Err: fmt.Errorf("reading node %s: %w", claimed.task.NodeID, err)})
+			return nil, 0, e.fail(ctx, ref, claimed, Result{ExitCode: -1, Err: fmt.Errorf("reading node %s: %w", claimed.task.NodeID, err)})
 		}
 	}
-	runCtx, cancel := context.WithTimeout(ctx, lt.task.Timeout.Std())
+	timeout := lt.task.Timeout.Std()
+	if poll != "" {
+		// A poll gets what is left of the action's timeout (maybe nothing:
+		// the executor then stops what it started).
+		timeout = e.runEnd(lt.task).Sub(e.now())
+	}
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	hb := e.startHeartbeat(runCtx, ref, claimed, d)
 	res := e.exec.Execute(runCtx, in)
 	timedOut := errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
@@ -124,22 +146,26 @@ func (e *Engine) runClaimed(ctx context.Context, ref TaskRef, claimed loadedTask
 		// The worker is stopping: leave the attempt RUNNING. Its deadline
 		// passes and the janitor fails and retries it (a killed worker looks
 		// the same).
-		return nil, ctx.Err()
+		return nil, 0, ctx.Err()
 	}
 	if lost {
-		return nil, nil // the janitor failed this attempt meanwhile
+		return nil, 0, nil // the janitor failed this attempt meanwhile
 	}
 	if res.Err != nil {
-		return nil, e.fail(ctx, ref, claimed, res)
+		return nil, 0, e.fail(ctx, ref, claimed, res)
+	}
+	if res.PollAfter > 0 {
+		delay, err := e.park(ctx, ref, claimed, res, d)
+		return nil, delay, err
 	}
 	ok, next, err := e.succeed(ctx, ref, claimed, res, true)
 	if err != nil || !ok {
-		return nil, err
+		return nil, 0, err
 	}
 	if next == nil {
 		next = &loadedTask{}
 	}
-	return next, nil
+	return next, 0, nil
 }
 
 // heartbeat keeps a running attempt alive: it extends the task's deadline
@@ -221,11 +247,7 @@ func (e *Engine) extendLease(ctx context.Context, ref TaskRef, lt loadedTask) (l
 // attemptDeadline is when the janitor may take a running attempt for lost:
 // a lease from now, capped by the action's timeout plus grace.
 func (e *Engine) attemptDeadline(t domain.Task) time.Time {
-	started := e.now()
-	if n := len(t.Attempts); n > 0 {
-		started = t.Attempts[n-1].StartedAt
-	}
-	last := started.Add(t.Timeout.Std() + e.cfg.DeadlineGrace)
+	last := e.lastDeadline(t)
 	lease := e.now().Add(e.cfg.TaskLease)
 	if lease.Before(last) {
 		return lease
@@ -264,6 +286,7 @@ func accepts(s domain.JobStatus, t domain.Task) acceptance {
 func (e *Engine) claim(ctx context.Context, ref TaskRef, lt loadedTask) (loadedTask, error) {
 	t := lt.task
 	now := e.now()
+	clearParked(&t)
 	t.Status = domain.TaskRunning
 	t.Attempt++
 	t.Attempts = append(t.Attempts, domain.TaskAttempt{Attempt: t.Attempt, Worker: e.cfg.WorkerID, StartedAt: now, Status: domain.TaskRunning})
@@ -280,6 +303,7 @@ func (e *Engine) claim(ctx context.Context, ref TaskRef, lt loadedTask) (loadedT
 
 // startAttempt makes t RUNNING for its next attempt, by this worker.
 func (e *Engine) startAttempt(t *domain.Task) {
+	clearParked(t)
 	t.Status = domain.TaskRunning
 	t.Attempt++
 	t.Attempts = append(t.Attempts, domain.TaskAttempt{Attempt: t.Attempt, Worker: e.cfg.WorkerID, StartedAt: e.now(), Status: domain.TaskRunning})
@@ -288,6 +312,7 @@ func (e *Engine) startAttempt(t *domain.Task) {
 }
 
 func (e *Engine) endAttempt(t *domain.Task, status domain.TaskStatus, res Result) {
+	clearParked(t)
 	if len(t.Attempts) == 0 {
 		return
 	}

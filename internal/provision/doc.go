@@ -28,8 +28,23 @@
 // succeeds without doing anything (Coopr skipped them too).
 //
 // Long actions: the shell automator runs an action whose timeout exceeds
-// its threshold detached (started on the node, then polled over short
-// sessions); the poll loop runs inside Execute, because engine.Result has
-// no way yet to say "check again later", so the worker still waits, though
-// no SSH session stays open.
+// its threshold (shell.Config.DetachAfter, 2 minutes by default; the
+// action's "detach" field overrides it) detached, and the dispatcher uses
+// it through automator.Detacher so that no worker waits on it: Execute
+// starts the script on the node and returns at once with
+// engine.Result.PollAfter (the automator's PollInterval) and a poll state
+// naming the automator type; the engine parks the attempt and, after the
+// delay, calls Execute again for the same attempt with Attempt.Poll set,
+// which polls the run once over a short session (Detacher.Check) and
+// returns either PollAfter again or the final result. Nothing of the run is
+// kept in memory between polls (the run's directory on the node derives
+// from the task and attempt), so any worker may take the next poll. A poll
+// that finds the node rebooted or the run's status missing fails the
+// attempt with sshexec.LostError; a poll that cannot reach the node asks to
+// be polled again; a poll that finds the action's timeout spent stops the
+// script and fails the attempt as timed out. Actions at or below the
+// threshold, bootstrap and provider actions run synchronously within one
+// Execute, as before; a poll for one of those is refused. A node's host
+// key first seen by a detached start (rather than at confirm) is pinned
+// again by the first poll, whose final result reports it.
 package provision

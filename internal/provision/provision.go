@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/heddle-io/heddle/internal/automator"
 	"github.com/heddle-io/heddle/internal/domain"
@@ -120,6 +121,9 @@ func (a *attempt) run(ctx context.Context) engine.Result {
 	providerAction := act == domain.ActionCreate || act == domain.ActionConfirm || act == domain.ActionDelete
 	if !providerAction && act != domain.ActionBootstrap && !act.IsServiceAction() {
 		return fail(fmt.Errorf("provision: task %s has action %q, which no plugin carries out", a.task.ID, act))
+	}
+	if a.in.Poll != "" && !act.IsServiceAction() {
+		return fail(fmt.Errorf("provision: task %s is polled (%q), but %s never runs detached", a.task.ID, a.in.Poll, act))
 	}
 	spec, err := a.d.cfg.Clusters.Spec(ctx, a.in.Tenant, a.task.ClusterID, !providerAction)
 	if err != nil {
@@ -340,6 +344,10 @@ func (a *attempt) automate(ctx context.Context) engine.Result {
 	if !ok {
 		return fail(fmt.Errorf("provision: service %s's %s action uses automator type %q, which this worker does not have", svc.Name, a.task.Action, def.Type))
 	}
+	det, detaches := auto.(automator.Detacher)
+	if a.in.Poll != "" && (!detaches || a.in.Poll != pollState(def.Type)) {
+		return fail(fmt.Errorf("provision: task %s is polled (%q), but its automator type %s did not start it detached", a.task.ID, a.in.Poll, def.Type))
+	}
 	tc.Fields = make(map[string]string, len(def.Fields))
 	for k, v := range def.Fields {
 		if tc.Fields[k], err = macros.Expand(v, layout, a.node); err != nil {
@@ -347,8 +355,32 @@ func (a *attempt) automate(ctx context.Context) engine.Result {
 		}
 	}
 	base.Context = tc
-	return a.result(auto.Run(ctx, base))
+	var out automator.Output
+	switch {
+	case !detaches:
+		return a.result(auto.Run(ctx, base))
+	case a.in.Poll != "":
+		out = det.Check(ctx, base)
+	default:
+		out = det.Start(ctx, base)
+	}
+	res := a.result(out)
+	if out.Pending && out.Err == nil {
+		// Detached and still running: the engine parks the attempt and
+		// polls it through Execute again after PollAfter; no worker waits.
+		res.PollAfter, res.PollState = max(out.PollAfter, minPollAfter), pollState(def.Type)
+	}
+	return res
 }
+
+// minPollAfter keeps a pending result pending: a zero PollAfter would read
+// as success.
+const minPollAfter = 10 * time.Millisecond
+
+// pollState is the engine's poll state of a detached action: what Execute
+// expects back in Attempt.Poll. The automator finds the run from the task
+// and attempt, so only its type is needed, to check it still matches.
+func pollState(automatorType string) string { return "detached:" + automatorType }
 
 // bootstrap runs the bootstrap of every automator the node's services use,
 // in name order, stopping at the first failure.

@@ -13,6 +13,7 @@ import (
 	"github.com/heddle-io/heddle/internal/automator"
 	"github.com/heddle-io/heddle/internal/automator/shell"
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/sshexec"
@@ -27,7 +28,9 @@ func TestLocalClusterEndToEnd(t *testing.T) {
 	created := w.must(domain.ActionCreate, "")
 	for _, r := range created {
 		require.NotNil(t, r.Node)
-		require.Equal(t, "127.0.0.1", r.Node.Addresses[provider.AddressAccess])
+		// Each local node has a loopback address of its own (127.42.x.y),
+		// or 127.0.0.1 where the system offers no other.
+		require.True(t, strings.HasPrefix(r.Node.Addresses[provider.AddressAccess], "127."), r.Node.Addresses[provider.AddressAccess])
 		require.NotEmpty(t, r.Node.HostKey)
 		require.NotEmpty(t, r.Node.Properties[provider.PropSSHPort])
 		require.Equal(t, "true", r.Node.Properties[provider.PropNoSudo])
@@ -44,7 +47,7 @@ func TestLocalClusterEndToEnd(t *testing.T) {
 	out := install[1].Stdout
 	require.Contains(t, out, "installing on zk-ensemble-1001.example.test as instance 2 of 3\n")
 	require.Contains(t, out, "servers=zk-ensemble-1000.example.test:2181,zk-ensemble-1001.example.test:2181,zk-ensemble-1002.example.test:2181\n")
-	require.Contains(t, out, "greeting=hello from 127.0.0.1\n")
+	require.Contains(t, out, "greeting=hello from "+w.clusters.node("c1-1001").Addresses[provider.AddressAccess]+"\n")
 	require.Contains(t, out, `"quorum":"3"`)
 
 	configure := w.must(domain.ActionConfigure, "zookeeper")
@@ -338,11 +341,101 @@ func TestDetachedActionThroughTheDispatcher(t *testing.T) {
 	})
 	in := w.attempt(domain.ActionInitialize, "c1-1000", "zookeeper", 1)
 	in.Task.Timeout = domain.Duration(time.Hour) // over the threshold: detached
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res := w.d.Execute(ctx, in)
+	res, polls := w.untilDone(in, false)
 	require.NoError(t, res.Err)
 	require.Equal(t, "initialized 1\n", res.Stdout)
+	require.NotZero(t, polls, "a detached action is finished by polls, not by a waiting Execute")
+}
+
+// untilDone runs an attempt the way the engine does: Execute, then, while
+// the result asks for it, Execute again with its poll state after its
+// delay, each call on a context bounded by what is left of the timeout.
+// With restart, heddle restarts between the calls (a poll may come to any
+// worker). It returns the final result and the number of polls.
+func (w *world) untilDone(in engine.Attempt, restart bool) (engine.Result, int) {
+	w.t.Helper()
+	end := time.Now().Add(in.Task.Timeout.Std())
+	for polls := 0; ; polls++ {
+		ctx, cancel := context.WithDeadline(context.Background(), end)
+		res := w.d.Execute(ctx, in)
+		cancel()
+		if res.Err != nil || res.PollAfter <= 0 {
+			return res, polls
+		}
+		require.NotEmpty(w.t, res.PollState)
+		require.Less(w.t, polls, 1000, "still polling")
+		time.Sleep(res.PollAfter)
+		if restart {
+			w.restart()
+		}
+		in.Poll = res.PollState
+	}
+}
+
+// TestDetachedActionCompletesThroughPolls: with a short detach threshold,
+// an install over a local-provider node starts detached and returns at
+// once; polls (each a separate Execute, with heddle restarted in between)
+// finish it; a synchronous action below the threshold still finishes in
+// one call; a poll that finds the run's status gone fails the attempt.
+func TestDetachedActionCompletesThroughPolls(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	w.shellConfig = shell.Config{PollInterval: 50 * time.Millisecond, DetachAfter: 10 * time.Second}
+	w.restart()
+	w.must(domain.ActionCreate, "")
+	w.must(domain.ActionConfirm, "")
+	w.must(domain.ActionBootstrap, "")
+	w.clusters.update(func(s *ClusterSpec) {
+		svc := zookeeper()
+		svc.Actions[domain.ActionInstall] = domain.ServiceAction{Type: shell.Type,
+			Fields: map[string]string{"script": "sleep 0.5; echo installed on $HEDDLE_NODE_ID attempt $HEDDLE_ATTEMPT"}}
+		svc.Actions[domain.ActionStart] = domain.ServiceAction{Type: shell.Type,
+			Fields: map[string]string{"script": "echo started"}}
+		s.Services["zookeeper"] = svc
+	})
+
+	in := w.attempt(domain.ActionInstall, "c1-1000", "zookeeper", 1) // a minute: over the threshold
+	res, polls := w.untilDone(in, true)
+	require.NoError(t, res.Err)
+	require.Equal(t, "installed on c1-1000 attempt 1\n", res.Stdout)
+	require.NotZero(t, polls)
+
+	short := w.attempt(domain.ActionStart, "c1-1000", "zookeeper", 1)
+	short.Task.Timeout = domain.Duration(5 * time.Second) // under the threshold: synchronous
+	res = w.d.Execute(context.Background(), short)
+	require.NoError(t, res.Err)
+	require.Zero(t, res.PollAfter)
+	require.Equal(t, "started\n", res.Stdout)
+
+	// A run whose status vanished (a reboot into a fresh /tmp) fails at
+	// the next poll, clearly.
+	w.clusters.update(func(s *ClusterSpec) {
+		svc := s.Services["zookeeper"]
+		svc.Actions[domain.ActionInstall] = domain.ServiceAction{Type: shell.Type,
+			Fields: map[string]string{"script": "sleep 30"}}
+		s.Services["zookeeper"] = svc
+	})
+	in = w.attempt(domain.ActionInstall, "c1-1000", "zookeeper", 2)
+	first := w.d.Execute(context.Background(), in)
+	require.NoError(t, first.Err)
+	require.Positive(t, first.PollAfter)
+	ep, err := provider.EndpointOf(in.Node)
+	require.NoError(t, err)
+	runs, err := filepath.Glob(filepath.Join(ep.WorkDir, "tasks", "*-a2", "run"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.NoError(t, os.Rename(runs[0], runs[0]+".gone"))
+	in.Poll = first.PollState
+	res = w.d.Execute(context.Background(), in)
+	var lost *sshexec.LostError
+	require.ErrorAs(t, res.Err, &lost)
+	require.ErrorContains(t, res.Err, "install of zookeeper on node c1-1000")
+	require.Zero(t, res.PollAfter)
+
+	// A poll for an action that never detaches is refused.
+	bad := w.attempt(domain.ActionConfirm, "c1-1000", "", 1)
+	bad.Poll = first.PollState
+	require.ErrorContains(t, w.d.Execute(context.Background(), bad).Err, "never runs detached")
 }
 
 var _ automator.Automator = (*shell.Shell)(nil)

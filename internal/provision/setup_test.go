@@ -114,6 +114,8 @@ type world struct {
 	d        *Dispatcher
 	dataDir  string
 	job      int
+	// shellConfig, when set, configures the shell automator (next start).
+	shellConfig shell.Config
 }
 
 func newKeyring(t testing.TB) *secrets.Keyring {
@@ -177,7 +179,11 @@ func (w *world) start() {
 	w.local = l
 	w.registry = provider.NewRegistry()
 	require.NoError(t, w.registry.Register(local.Type(), l))
-	w.shell = shell.New(shell.Config{PollInterval: 50 * time.Millisecond})
+	cfg := w.shellConfig
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 50 * time.Millisecond
+	}
+	w.shell = shell.New(cfg)
 	t.Cleanup(w.shell.Close)
 	w.d, err = New(Config{
 		Clusters: w.clusters, Providers: w.registry, Keyring: w.keyring,

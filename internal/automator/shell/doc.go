@@ -43,7 +43,10 @@
 // poll that finds the node rebooted or the status missing fails the attempt
 // clearly; a poll that cannot reach the node is retried at the next interval;
 // a detached script still running when the action's timeout ends is stopped
-// (SIGTERM to its process group, then SIGKILL).
+// (SIGTERM to its process group, then SIGKILL). Run does all this within
+// one call; Start and Check (automator.Detacher) do it in steps, so that the
+// engine can park the attempt between polls instead of a worker waiting:
+// Start starts the script and returns Pending, each Check polls once.
 //
 // Host keys: the pinned key (recorded by the provider's confirm) is checked
 // on every connection; a changed key fails the task with an error naming the

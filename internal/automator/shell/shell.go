@@ -67,7 +67,7 @@ type Shell struct {
 	ownPool bool
 }
 
-var _ automator.Automator = (*Shell)(nil)
+var _ automator.Detacher = (*Shell)(nil)
 
 // New returns a shell automator.
 func New(cfg Config) *Shell {
@@ -154,22 +154,81 @@ func (s *Shell) Bootstrap(ctx context.Context, req automator.Request) automator.
 // Run carries out one action: synchronously on an open session, or
 // detached and polled (see Config.DetachAfter).
 func (s *Shell) Run(ctx context.Context, req automator.Request) automator.Output {
-	if err := checkWorkDir(req.WorkDir); err != nil {
-		return failed(err)
+	r, out, ok := s.prepare(ctx, req)
+	if !ok {
+		return out
 	}
-	body, err := s.resolveScript(ctx, req.Context.Tenant, req.Context.Fields)
-	if err != nil {
-		return failed(describe(err, string(req.Context.Action), req.Context))
-	}
-	doc, err := json.Marshal(req.Context)
-	if err != nil {
-		return failed(err)
-	}
-	r := run{shell: s, req: req, body: body, contextDoc: doc, base: attemptBase(req.WorkDir, req.Context)}
 	if s.detach(req) {
 		return r.detached(ctx)
 	}
 	return r.sync(ctx)
+}
+
+// Start begins one action: a synchronous one runs to its end, as in Run;
+// a detached one is started on the node (context and script uploaded, the
+// command started under setsid; a Start repeated for the same attempt finds
+// it started) and returned Pending at once, to be finished by Check.
+func (s *Shell) Start(ctx context.Context, req automator.Request) automator.Output {
+	r, out, ok := s.prepare(ctx, req)
+	if !ok {
+		return out
+	}
+	if !s.detach(req) {
+		return r.sync(ctx)
+	}
+	out, err := r.start(ctx)
+	if err != nil {
+		out.Err = describe(err, string(req.Context.Action), req.Context)
+		return out
+	}
+	out.Pending, out.PollAfter = true, s.cfg.PollInterval
+	return out
+}
+
+// Check polls a detached action once (see automator.Detacher). A node that
+// cannot be reached is tried again at the next poll: a detached command
+// outlives a network blip, and the action's timeout bounds the attempt.
+func (s *Shell) Check(ctx context.Context, req automator.Request) automator.Output {
+	if err := checkWorkDir(req.WorkDir); err != nil {
+		return failed(err)
+	}
+	r := run{shell: s, req: req, base: attemptBase(req.WorkDir, req.Context)}
+	runDir := r.base + "/run"
+	if ctx.Err() != nil {
+		return r.timedOut(ctx, runDir)
+	}
+	var st sshexec.Status
+	out := automator.Output{ExitCode: -1}
+	err := s.pool.Do(ctx, req.Target, func(c *sshexec.Client) error {
+		out.HostKey, _ = c.NewlyPinned()
+		var err error
+		st, err = c.Poll(ctx, runDir, req.Secrets)
+		return err
+	})
+	switch {
+	case err == nil && st.State != sshexec.Running:
+		return r.ended(ctx, st, out.HostKey)
+	case ctx.Err() != nil:
+		return r.timedOut(ctx, runDir)
+	}
+	out.Pending, out.PollAfter = true, s.cfg.PollInterval
+	return out
+}
+
+// prepare checks and resolves what an action runs.
+func (s *Shell) prepare(ctx context.Context, req automator.Request) (run, automator.Output, bool) {
+	if err := checkWorkDir(req.WorkDir); err != nil {
+		return run{}, failed(err), false
+	}
+	body, err := s.resolveScript(ctx, req.Context.Tenant, req.Context.Fields)
+	if err != nil {
+		return run{}, failed(describe(err, string(req.Context.Action), req.Context)), false
+	}
+	doc, err := json.Marshal(req.Context)
+	if err != nil {
+		return run{}, failed(err), false
+	}
+	return run{shell: s, req: req, body: body, contextDoc: doc, base: attemptBase(req.WorkDir, req.Context)}, automator.Output{}, true
 }
 
 func (s *Shell) detach(req automator.Request) bool {
@@ -271,11 +330,40 @@ func (r run) sync(ctx context.Context) automator.Output {
 
 // detached uploads the context and the script, starts the script detached
 // and polls it until it exits, is lost, or the context ends (then it is
-// stopped). A Run repeated for the same attempt (a worker that restarted)
-// finds the command already started and only polls.
+// stopped), all within this call: Run's way. Start and Check do the same
+// in steps, so that the caller need not wait. A Run repeated for the same
+// attempt (a worker that restarted) finds the command already started and
+// only polls.
 func (r run) detached(ctx context.Context) automator.Output {
+	runDir := r.base + "/run"
+	out, err := r.start(ctx)
+	if err != nil {
+		out.Err = describe(err, string(r.req.Context.Action), r.req.Context)
+		return out
+	}
+	for {
+		st, err := r.poll(ctx, runDir)
+		if err == nil && st.State != sshexec.Running {
+			return r.ended(ctx, st, out.HostKey)
+		}
+		timer := time.NewTimer(r.shell.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			o := r.timedOut(ctx, runDir)
+			o.HostKey = out.HostKey
+			return o
+		case <-timer.C:
+		}
+		// A poll that could not reach the node is tried again at the next
+		// interval: a detached command outlives a network blip.
+	}
+}
+
+// start uploads the context and the script and starts the script detached
+// (or finds it started).
+func (r run) start(ctx context.Context) (automator.Output, error) {
 	dir := r.base
-	runDir := dir + "/run"
 	out := automator.Output{ExitCode: -1}
 	err := r.shell.pool.Do(ctx, r.req.Target, func(c *sshexec.Client) error {
 		out.HostKey, _ = c.NewlyPinned()
@@ -285,39 +373,32 @@ func (r run) detached(ctx context.Context) automator.Output {
 		if err := c.Upload(ctx, sshexec.File{Path: dir + "/script", Data: []byte(r.body), Mode: 0o700}); err != nil {
 			return err
 		}
-		_, err := c.StartDetached(ctx, sshexec.Detached{Dir: runDir, Script: detachedScript(r.body, dir+"/script"), Env: r.env(dir + "/context.json")})
+		_, err := c.StartDetached(ctx, sshexec.Detached{Dir: dir + "/run", Script: detachedScript(r.body, dir+"/script"), Env: r.env(dir + "/context.json")})
 		return err
 	})
-	if err != nil {
-		out.Err = describe(err, string(r.req.Context.Action), r.req.Context)
-		return out
+	return out, err
+}
+
+// ended turns the status of a detached command that is no longer running
+// into the action's output: its exit, or a LostError (node rebooted, status
+// missing) that fails it. An exited command's files are removed.
+func (r run) ended(ctx context.Context, st sshexec.Status, hostKey string) automator.Output {
+	out := automator.Output{ExitCode: st.ExitCode, Stdout: st.Stdout, Stderr: st.Stderr, HostKey: hostKey}
+	if st.State == sshexec.Lost {
+		out.ExitCode = -1
 	}
-	for {
-		st, err := r.poll(ctx, runDir)
-		if err == nil && st.State != sshexec.Running {
-			out.ExitCode, out.Stdout, out.Stderr = st.ExitCode, st.Stdout, st.Stderr
-			if st.State == sshexec.Lost {
-				out.ExitCode = -1
-			}
-			out.Err = describe(st.Err(), string(r.req.Context.Action), r.req.Context)
-			if st.State == sshexec.Exited {
-				r.cleanup(ctx)
-			}
-			return out
-		}
-		timer := time.NewTimer(r.shell.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			r.stop(runDir)
-			out.Err = describe(&sshexec.TimeoutError{Node: r.req.Target.Node, Address: r.req.Target.Address, Op: "run", Err: ctx.Err()},
-				string(r.req.Context.Action), r.req.Context)
-			return out
-		case <-timer.C:
-		}
-		// A poll that could not reach the node is tried again at the next
-		// interval: a detached command outlives a network blip.
+	out.Err = describe(st.Err(), string(r.req.Context.Action), r.req.Context)
+	if st.State == sshexec.Exited {
+		r.cleanup(ctx)
 	}
+	return out
+}
+
+// timedOut stops a detached command whose action's time ran out.
+func (r run) timedOut(ctx context.Context, runDir string) automator.Output {
+	r.stop(runDir)
+	return automator.Output{ExitCode: -1, Err: describe(&sshexec.TimeoutError{Node: r.req.Target.Node, Address: r.req.Target.Address, Op: "run", Err: ctx.Err()},
+		string(r.req.Context.Action), r.req.Context)}
 }
 
 func (r run) poll(ctx context.Context, runDir string) (sshexec.Status, error) {

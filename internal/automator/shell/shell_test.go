@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -441,4 +442,55 @@ func TestPlainScriptsRoundTrip(t *testing.T) {
 		require.Equal(t, tt.status, status, tt.body)
 		require.Equal(t, tt.stdout, string(out), tt.body)
 	}
+}
+
+// TestDetachedStartAndCheck: Start returns at once with the action
+// Pending; Checks (each a separate call, as the engine's polls are) finish
+// it; a Check whose context has ended stops it. A synchronous action runs
+// to its end in Start.
+func TestDetachedStartAndCheck(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, 1, func(t *testing.T, b backend) {
+		sh := newShell(t, Config{PollInterval: 20 * time.Millisecond, DetachAfter: time.Second})
+		dir := workDir(t)
+		req := request(b.targets[0], dir, map[string]string{FieldScript: "sleep 0.3; echo done detached; exit 3"})
+		req.Timeout = time.Minute // over the threshold
+		out := sh.Start(runCtx(t, 30*time.Second), req)
+		require.NoError(t, out.Err)
+		require.True(t, out.Pending)
+		require.Equal(t, 20*time.Millisecond, out.PollAfter)
+		checks := 0
+		for out.Pending {
+			time.Sleep(out.PollAfter)
+			out = sh.Check(runCtx(t, 30*time.Second), req)
+			checks++
+			require.Less(t, checks, 1000)
+		}
+		var exit *sshexec.ExitError
+		require.ErrorAs(t, out.Err, &exit)
+		require.Equal(t, 3, out.ExitCode)
+		require.Equal(t, "done detached\n", out.Stdout.Text)
+		requireNoTaskFiles(t, dir)
+
+		marker := filepath.Join(t.TempDir(), "marker")
+		req = request(b.targets[0], dir, map[string]string{FieldScript: "sleep 2; touch " + marker, FieldDetach: "true"})
+		req.Context.Attempt = 2
+		out = sh.Start(runCtx(t, 30*time.Second), req)
+		require.True(t, out.Pending)
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		out = sh.Check(ended, req)
+		var timeout *sshexec.TimeoutError
+		require.ErrorAs(t, out.Err, &timeout)
+		require.False(t, out.Pending)
+
+		req = request(b.targets[0], dir, map[string]string{FieldScript: "echo sync"})
+		req.Timeout = 500 * time.Millisecond // under the threshold
+		out = sh.Start(runCtx(t, 30*time.Second), req)
+		require.NoError(t, out.Err)
+		require.False(t, out.Pending)
+		require.Equal(t, "sync\n", out.Stdout.Text)
+		time.Sleep(2500 * time.Millisecond)
+		require.NoFileExists(t, marker, "the detached script was stopped")
+	})
 }
