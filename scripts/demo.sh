@@ -99,9 +99,9 @@ through() {
 import json, sys
 nodes = json.load(sys.stdin)["nodes"]
 print(next(n["addresses"]["access_v4"] for n in nodes if n["services"] == ["lb"]))')
-  echo "asking the load balancer at $lb:8000 $n times:"
+  echo "asking the load balancer at $lb:18000 $n times:"
   local answers
-  answers=$(for _ in $(seq "$n"); do curl -fsS --max-time 5 "http://$lb:8000/" || echo "FAILED"; done)
+  answers=$(for _ in $(seq "$n"); do curl -fsS --max-time 5 "http://$lb:18000/" || echo "FAILED"; done)
   printf '%s\n' "$answers" | sed 's/^/  /'
   printf '%s\n' "$answers" | grep -q FAILED && die "a request through the load balancer failed"
   local distinct

@@ -187,7 +187,7 @@ func answerers(t *testing.T, c shownCluster, n int) map[string]bool {
 	require.NotEmpty(t, lb)
 	seen := map[string]bool{}
 	for range n {
-		resp, err := http.Get("http://" + lb + ":8000/")
+		resp, err := http.Get("http://" + lb + ":18000/")
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

@@ -181,7 +181,7 @@ func through(t *testing.T, v clusterView, n int) map[string]bool {
 	require.NotEmpty(t, lb, "the cluster has a load balancer node")
 	seen := map[string]bool{}
 	for range n {
-		resp, err := http.Get("http://" + lb + ":8000/")
+		resp, err := http.Get("http://" + lb + ":18000/")
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

@@ -380,7 +380,7 @@ func (w *world) untilDone(in engine.Attempt, restart bool) (engine.Result, int) 
 func TestDetachedActionCompletesThroughPolls(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1)
-	w.shellConfig = shell.Config{PollInterval: 50 * time.Millisecond, DetachAfter: 10 * time.Second}
+	w.shellConfig = shell.Config{PollInterval: 50 * time.Millisecond, DetachAfter: 10 * time.Second, QuickWait: -1}
 	w.restart()
 	w.must(domain.ActionCreate, "")
 	w.must(domain.ActionConfirm, "")

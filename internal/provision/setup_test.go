@@ -183,6 +183,9 @@ func (w *world) start() {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 50 * time.Millisecond
 	}
+	if cfg.QuickWait == 0 {
+		cfg.QuickWait = -1 // these tests follow detached runs through the dispatcher's polls
+	}
 	w.shell = shell.New(cfg)
 	t.Cleanup(w.shell.Close)
 	w.d, err = New(Config{

@@ -46,7 +46,11 @@
 // (SIGTERM to its process group, then SIGKILL). Run does all this within
 // one call; Start and Check (automator.Detacher) do it in steps, so that the
 // engine can park the attempt between polls instead of a worker waiting:
-// Start starts the script and returns Pending, each Check polls once.
+// Start starts the script, watches it in place for QuickWait (2 s by
+// default, polling at 50 ms, 100 ms, 200 ms ...: most scripts with a long
+// default timeout end within it, and a trip through the queue plus a
+// PollInterval would cost far more) and only then returns Pending; each
+// Check polls once.
 //
 // Host keys: the pinned key (recorded by the provider's confirm) is checked
 // on every connection; a changed key fails the task with an error naming the

@@ -36,6 +36,7 @@ const (
 const (
 	DefaultDetachAfter  = 2 * time.Minute
 	DefaultPollInterval = 5 * time.Second
+	DefaultQuickWait    = 2 * time.Second
 )
 
 // Config tunes a Shell.
@@ -52,6 +53,11 @@ type Config struct {
 	DetachAfter time.Duration
 	// PollInterval is how often a detached run is polled.
 	PollInterval time.Duration
+	// QuickWait is how long Start watches a detached run in place before
+	// handing it to the engine's polls: most actions end within it, and a
+	// trip through the queue plus a PollInterval would cost more than the
+	// wait. Zero means DefaultQuickWait; negative hands off at once.
+	QuickWait time.Duration
 	// Pool keeps SSH connections across tasks; nil: the Shell's own.
 	Pool *sshexec.Pool
 }
@@ -73,6 +79,9 @@ var _ automator.Detacher = (*Shell)(nil)
 func New(cfg Config) *Shell {
 	if cfg.DetachAfter == 0 {
 		cfg.DetachAfter = DefaultDetachAfter
+	}
+	if cfg.QuickWait == 0 {
+		cfg.QuickWait = DefaultQuickWait
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -180,6 +189,25 @@ func (s *Shell) Start(ctx context.Context, req automator.Request) automator.Outp
 	if err != nil {
 		out.Err = describe(err, string(req.Context.Action), req.Context)
 		return out
+	}
+	// Watch it in place for QuickWait, polling at 50 ms, 100 ms, 200 ms ...
+	wait, deadline := 50*time.Millisecond, time.Now().Add(s.cfg.QuickWait)
+	for time.Now().Add(wait).Before(deadline) {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return s.Check(ctx, req)
+		case <-t.C:
+		}
+		checked := s.Check(ctx, req)
+		if !checked.Pending {
+			if checked.HostKey == "" {
+				checked.HostKey = out.HostKey
+			}
+			return checked
+		}
+		wait *= 2
 	}
 	out.Pending, out.PollAfter = true, s.cfg.PollInterval
 	return out

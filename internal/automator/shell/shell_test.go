@@ -448,10 +448,37 @@ func TestPlainScriptsRoundTrip(t *testing.T) {
 // Pending; Checks (each a separate call, as the engine's polls are) finish
 // it; a Check whose context has ended stops it. A synchronous action runs
 // to its end in Start.
+func TestDetachedStartFinishesAQuickActionInPlace(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, 1, func(t *testing.T, b backend) {
+		sh := newShell(t, Config{PollInterval: time.Hour, DetachAfter: time.Second, QuickWait: 5 * time.Second})
+		dir := workDir(t)
+		req := request(b.targets[0], dir, map[string]string{FieldScript: "sleep 0.2; echo quick"})
+		req.Timeout = time.Minute // over the threshold: detached
+		out := sh.Start(runCtx(t, 30*time.Second), req)
+		require.NoError(t, out.Err)
+		require.False(t, out.Pending, "an action that ends within QuickWait needs no poll through the queue")
+		require.Equal(t, "quick\n", out.Stdout.Text)
+		requireNoTaskFiles(t, dir)
+
+		req = request(b.targets[0], dir, map[string]string{FieldScript: "sleep 30"})
+		req.Timeout, req.Context.Attempt = time.Minute, 2
+		sh = newShell(t, Config{PollInterval: time.Hour, DetachAfter: time.Second, QuickWait: 300 * time.Millisecond})
+		out = sh.Start(runCtx(t, 30*time.Second), req)
+		require.True(t, out.Pending, "a longer one is handed to the polls after QuickWait")
+		require.Equal(t, time.Hour, out.PollAfter)
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		out = sh.Check(ended, req)
+		require.Error(t, out.Err, "a check past the deadline stops it")
+	})
+}
+
 func TestDetachedStartAndCheck(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, 1, func(t *testing.T, b backend) {
-		sh := newShell(t, Config{PollInterval: 20 * time.Millisecond, DetachAfter: time.Second})
+		// QuickWait < 0: Start hands every detached run to the polls at once.
+		sh := newShell(t, Config{PollInterval: 20 * time.Millisecond, DetachAfter: time.Second, QuickWait: -1})
 		dir := workDir(t)
 		req := request(b.targets[0], dir, map[string]string{FieldScript: "sleep 0.3; echo done detached; exit 3"})
 		req.Timeout = time.Minute // over the threshold
