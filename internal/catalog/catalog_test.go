@@ -167,6 +167,74 @@ func TestDeleteRefusedWhileReferenced(t *testing.T) {
 	require.Equal(t, 2, again.EntityMeta().Version, "numbering continues after a delete, so old ETags never match")
 }
 
+func TestDeleteRefusedWhileALiveClusterUsesHardwareOrImage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.webCatalog(t, "acme")
+	resolved, err := b.cat.Resolve(b.ctx, "acme", "web", 0)
+	require.NoError(t, err)
+	require.Equal(t, "small", resolved.Defaults.HardwareType, "the example template's nodes use the small hardware type")
+	require.Equal(t, "debian", resolved.Defaults.ImageType)
+
+	// With the template and its base gone, only the cluster still uses them.
+	require.NoError(t, b.cat.Delete(b.ctx, "acme", domain.KindClusterTemplate, "web", ""))
+	require.NoError(t, b.cat.Delete(b.ctx, "acme", domain.KindPartialTemplate, "local-base", ""))
+	b.clusters = []domain.Cluster{{
+		ID: "c-1", Template: domain.TemplateRef{Name: "web", Version: resolved.Version}, Resolved: resolved,
+		Provider: "local", Services: []string{"kv", "lb", "web"}, Status: domain.ClusterActive,
+	}}
+
+	var ref *ReferencedError
+	err = b.cat.Delete(b.ctx, "acme", domain.KindHardwareType, "small", "")
+	require.ErrorAs(t, err, &ref)
+	require.Equal(t, []Ref{{Kind: KindCluster, Name: "c-1"}}, ref.Referrers)
+	err = b.cat.Delete(b.ctx, "acme", domain.KindImageType, "debian", "")
+	require.ErrorAs(t, err, &ref)
+	require.Equal(t, []Ref{{Kind: KindCluster, Name: "c-1"}}, ref.Referrers)
+	_, err = b.cat.Get(b.ctx, "acme", domain.KindHardwareType, "small", 0)
+	require.NoError(t, err, "a refused delete changes nothing")
+
+	// Types the resolved template allows but does not default to count too.
+	b.put(t, "acme", &domain.HardwareType{Meta: domain.Meta{Name: "large"}, ProviderMap: map[string]domain.HardwareFlavor{"local": {Flavor: "large"}}})
+	b.put(t, "acme", &domain.ImageType{Meta: domain.Meta{Name: "alpine"}, ProviderMap: map[string]domain.ImageRef{"local": {Image: "host"}}})
+	allowing := *resolved
+	allowing.Compatibility.HardwareTypes = []string{"small", "large"}
+	allowing.Constraints.Services = map[string]domain.ServiceConstraint{"kv": {ImageTypes: []string{"alpine"}}}
+	b.clusters = []domain.Cluster{{ID: "c-2", Template: domain.TemplateRef{Name: "web"}, Resolved: &allowing, Provider: "local", Status: domain.ClusterActive}}
+	err = b.cat.Delete(b.ctx, "acme", domain.KindHardwareType, "large", "")
+	require.ErrorAs(t, err, &ref)
+	require.Equal(t, []Ref{{Kind: KindCluster, Name: "c-2"}}, ref.Referrers)
+	err = b.cat.Delete(b.ctx, "acme", domain.KindImageType, "alpine", "")
+	require.ErrorAs(t, err, &ref)
+	require.Equal(t, []Ref{{Kind: KindCluster, Name: "c-2"}}, ref.Referrers)
+
+	// Once no live cluster uses them, they go.
+	b.clusters = nil
+	require.NoError(t, b.cat.Delete(b.ctx, "acme", domain.KindHardwareType, "small", ""))
+	require.NoError(t, b.cat.Delete(b.ctx, "acme", domain.KindImageType, "debian", ""))
+}
+
+func TestClusterRefs(t *testing.T) {
+	t.Parallel()
+	c := domain.Cluster{Template: domain.TemplateRef{Name: "web"}, Provider: "local", Services: []string{"kv"}}
+	base := []Ref{{Kind: domain.KindClusterTemplate, Name: "web"}, {Kind: domain.KindProvider, Name: "local"}, {Kind: domain.KindService, Name: "kv"}}
+	require.Equal(t, base, clusterRefs(c), "a cluster listed without its resolved template")
+
+	c.Resolved = &domain.ClusterTemplate{TemplateSections: domain.TemplateSections{
+		Compatibility: domain.Compatibility{HardwareTypes: []string{"small", "large"}, ImageTypes: []string{"debian"}},
+		Defaults:      domain.Defaults{HardwareType: "small", ImageType: "debian"},
+		Constraints: domain.Constraints{Services: map[string]domain.ServiceConstraint{
+			"kv": {HardwareTypes: []string{"huge", "large"}, ImageTypes: []string{"alpine"}}}},
+	}}
+	require.Equal(t, append(base,
+		Ref{Kind: domain.KindHardwareType, Name: "small"},
+		Ref{Kind: domain.KindHardwareType, Name: "large"},
+		Ref{Kind: domain.KindImageType, Name: "debian"},
+		Ref{Kind: domain.KindHardwareType, Name: "huge"},
+		Ref{Kind: domain.KindImageType, Name: "alpine"},
+	), clusterRefs(c), "each hardware and image type once")
+}
+
 func TestTenantsAreIsolated(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -97,11 +97,37 @@ func isListField(field string) bool {
 		strings.HasSuffix(field, ".hardwareTypes") || strings.HasSuffix(field, ".imageTypes")
 }
 
-// clusterRefs lists what a live cluster refers to.
+// clusterRefs lists what a live cluster refers to: its template, provider and
+// services, and the hardware and image types its nodes may use, taken from the
+// template as resolved for it (the defaults, the compatibility lists and the
+// per-service restrictions), since an expand or a replaced node picks from
+// those. A cluster listed without its resolved template refers to no hardware
+// or image type.
 func clusterRefs(c domain.Cluster) []Ref {
 	out := []Ref{{Kind: domain.KindClusterTemplate, Name: c.Template.Name}, {Kind: domain.KindProvider, Name: c.Provider}}
 	for _, s := range c.Services {
 		out = append(out, Ref{Kind: domain.KindService, Name: s})
+	}
+	if t := c.Resolved; t != nil {
+		seen := map[Ref]bool{}
+		add := func(k domain.Kind, names ...string) {
+			for _, n := range names {
+				r := Ref{Kind: k, Name: n}
+				if n != "" && !seen[r] {
+					seen[r] = true
+					out = append(out, r)
+				}
+			}
+		}
+		add(domain.KindHardwareType, t.Defaults.HardwareType)
+		add(domain.KindHardwareType, t.Compatibility.HardwareTypes...)
+		add(domain.KindImageType, t.Defaults.ImageType)
+		add(domain.KindImageType, t.Compatibility.ImageTypes...)
+		for _, svc := range sortedKeys(t.Constraints.Services) {
+			sc := t.Constraints.Services[svc]
+			add(domain.KindHardwareType, sc.HardwareTypes...)
+			add(domain.KindImageType, sc.ImageTypes...)
+		}
 	}
 	return out
 }

@@ -28,6 +28,12 @@ func DecodeStrict(data []byte, v any) error {
 	}
 	ps := newChecker()
 	walk(ps, reflect.TypeOf(v).Elem(), raw)
+	// A key given twice in one object is collapsed by the walk's map (and
+	// would be half-applied by encoding/json): report it where it is, unless
+	// the document's root is already wrong, which says it all.
+	if !rootWrong(*ps.problems) {
+		duplicateKeys(ps, data)
+	}
 	if problems := ps.result(); len(problems) > 0 {
 		return problems
 	}
@@ -240,4 +246,87 @@ func hasUpper(fields map[string]reflect.Type, lower string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+func rootWrong(ps Problems) bool {
+	for _, p := range ps {
+		if p.Field == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// duplicateKeys reports every key that occurs more than once in the same
+// object of data (already known to be one valid JSON value), at its path.
+func duplicateKeys(c checker, data []byte) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	type frame struct {
+		at     checker
+		object bool
+		seen   map[string]bool
+		key    string // the key whose value comes next (objects)
+		index  int    // the next element's index (arrays)
+	}
+	var stack []*frame
+	// child is the checker for the value that starts now.
+	child := func() checker {
+		if len(stack) == 0 {
+			return c
+		}
+		f := stack[len(stack)-1]
+		if f.object {
+			return f.at.at(f.key)
+		}
+		at := f.at.index(f.index)
+		f.index++
+		return at
+	}
+	expectKey := func() bool {
+		if len(stack) == 0 {
+			return false
+		}
+		f := stack[len(stack)-1]
+		return f.object && f.key == ""
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return
+		}
+		if expectKey() {
+			if key, ok := tok.(string); ok {
+				f := stack[len(stack)-1]
+				if f.seen[key] {
+					name := key
+					if name == "" {
+						name = `""`
+					}
+					f.at.at(name).add("", CodeDuplicate, "is given more than once in this object; keep one")
+				}
+				f.seen[key] = true
+				f.key = key
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			at := child()
+			stack = append(stack, &frame{at: at, object: true, seen: map[string]bool{}})
+			continue
+		case json.Delim('['):
+			at := child()
+			stack = append(stack, &frame{at: at})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		default:
+			child()
+		}
+		// A value ended: an object now waits for its next key.
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].key = ""
+		}
+	}
 }

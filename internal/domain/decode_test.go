@@ -111,3 +111,25 @@ func FuzzDecodeStrict(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeStrictReportsDuplicateKeys(t *testing.T) {
+	t.Parallel()
+	var tn Tenant
+	err := DecodeStrict([]byte(`{"id":"a","workers":"x","workers":1}`), &tn)
+	var ps Problems
+	require.ErrorAs(t, err, &ps)
+	require.Contains(t, ps, Problem{Field: "workers", Code: CodeDuplicate, Message: "is given more than once in this object; keep one"})
+	for _, p := range ps {
+		require.NotEmpty(t, p.Field)
+	}
+
+	var svc Service
+	err = DecodeStrict([]byte(`{"name":"kv","actions":{"start":{"type":"shell","fields":{"script":"a","script":"b"}}}}`), &svc)
+	require.ErrorAs(t, err, &ps)
+	require.Equal(t, "actions.start.fields.script", ps[0].Field)
+	require.Equal(t, CodeDuplicate, ps[0].Code)
+
+	// Keys that differ only in case are separate keys to JSON; the walk
+	// reports them as it always did, and arrays of objects keep their own sets.
+	require.NoError(t, DecodeStrict([]byte(`{"name":"kv","actions":{"start":{"type":"shell","fields":{"a":"1","A":"2"}}}}`), &svc))
+}

@@ -2,8 +2,14 @@ package domain
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -357,4 +363,270 @@ func (u *User) Validate() Problems {
 		c.add("role", CodeInvalid, "%q is not a role; use superadmin, admin or user", u.Role)
 	}
 	return c.result()
+}
+
+// Address kinds a node may carry: the address heddle reaches it at and the
+// address its services bind to.
+const (
+	AddressAccessV4 = "access_v4"
+	AddressBindV4   = "bind_v4"
+)
+
+// actionJoin is the action of a join task (the planner's ActionJoin): it does
+// no work, so it is no domain action, and only a join task may carry it.
+const actionJoin Action = "join"
+
+// MaxClusterNameLength bounds a cluster's display name.
+const MaxClusterNameLength = 64
+
+var (
+	clusterStatuses = []ClusterStatus{ClusterPending, ClusterActive, ClusterInconsistent, ClusterFailed, ClusterDeleting, ClusterTerminated}
+	nodeStatuses    = []NodeStatus{NodePlanned, NodeCreating, NodeActive, NodeDeleting, NodeDeleted, NodeFailed}
+	jobStatuses     = []JobStatus{JobPending, JobRunning, JobPaused, JobSucceeded, JobFailed, JobAborted, JobFailing, JobRollingBack}
+	taskStatuses    = []TaskStatus{TaskBlocked, TaskReady, TaskRunning, TaskSucceeded, TaskFailed, TaskCanceled}
+	operations      = []Operation{OpCreate, OpDelete, OpExpand, OpShrink, OpReconfigure, OpAddServices, OpRemoveServices,
+		OpStartServices, OpStopServices, OpRestartServices, OpRollingRestart, OpSyncTemplate, OpRollback}
+	// taskActions are the actions a work task may carry: the node-level ones
+	// and every service action.
+	taskActions = append([]Action{ActionCreate, ActionConfirm, ActionBootstrap, ActionDelete}, ServiceActions...)
+)
+
+// enum reports value at field unless it is one of known; what names the kind
+// of value in the message ("a cluster status").
+func enum[T ~string](c checker, field string, value T, what string, known []T) {
+	if slices.Contains(known, value) {
+		return
+	}
+	list := make([]string, len(known))
+	for i, k := range known {
+		list[i] = string(k)
+	}
+	if value == "" {
+		c.add(field, CodeRequired, "is required; use one of %s", strings.Join(list, ", "))
+		return
+	}
+	c.add(field, CodeInvalid, "%q is not %s; use one of %s", value, what, strings.Join(list, ", "))
+}
+
+// optionalName checks value as a name when it is set.
+func (c checker) optionalName(field, value string) {
+	if value != "" {
+		c.name(field, value)
+	}
+}
+
+func (c checker) nonNegative(field string, n int) {
+	if n < 0 {
+		c.add(field, CodeOutOfRange, "is %d; it cannot be negative", n)
+	}
+}
+
+func (c checker) version(v int64) {
+	if v < 0 {
+		c.add("version", CodeOutOfRange, "cannot be negative")
+	}
+}
+
+// ordered reports a later time that comes before an earlier one, when both
+// are set; the problem is reported at the later field.
+func (c checker) ordered(earlyField string, early time.Time, lateField string, late time.Time) {
+	if !early.IsZero() && !late.IsZero() && late.Before(early) {
+		c.add(lateField, CodeConflict, "%s comes before %s %s", late.Format(time.RFC3339Nano), earlyField, early.Format(time.RFC3339Nano))
+	}
+}
+
+// Validate checks an API key record. The hash is checked only when it is set:
+// it never travels in JSON.
+func (k *APIKey) Validate() Problems {
+	c := newChecker()
+	c.name("id", k.ID)
+	c.name("tenantId", k.TenantID)
+	c.name("user", k.User)
+	if k.Hash != "" {
+		if b, err := hex.DecodeString(k.Hash); err != nil || len(b) != sha256.Size || strings.ToLower(k.Hash) != k.Hash {
+			c.add("hash", CodeInvalid, "must be a SHA-256 hash in lowercase hex (64 characters)")
+		}
+	}
+	return c.result()
+}
+
+// Validate checks a cluster record: its names and references, its status, its
+// counts, the order of its times and, when set, the template it was resolved
+// from.
+func (cl *Cluster) Validate() Problems {
+	c := newChecker()
+	c.name("id", cl.ID)
+	c.name("tenantId", cl.TenantID)
+	c.name("owner", cl.Owner)
+	switch {
+	case cl.Name == "":
+		c.add("name", CodeRequired, "is required")
+	case len(cl.Name) > MaxClusterNameLength:
+		c.add("name", CodeOutOfRange, "is %d characters long; use at most %d", len(cl.Name), MaxClusterNameLength)
+	}
+	if len(cl.Description) > 4096 {
+		c.add("description", CodeOutOfRange, "is %d characters long; keep it under 4097", len(cl.Description))
+	}
+	c.at("template").name("name", cl.Template.Name)
+	if cl.Template.Version < 0 {
+		c.at("template").add("version", CodeOutOfRange, "cannot be negative")
+	}
+	if t := cl.Resolved; t != nil {
+		rc := c.at("resolvedTemplate")
+		rc.meta(t.Meta)
+		for _, p := range t.ValidateResolved() {
+			rc.add(p.Field, p.Code, "%s", p.Message)
+		}
+	}
+	c.name("provider", cl.Provider)
+	c.names("services", cl.Services)
+	if len(cl.Config) > 0 && !isJSONObject(cl.Config) {
+		c.add("config", CodeWrongType, "must be a JSON object")
+	}
+	c.fieldSize("config", len(cl.Config), "Keep large configuration out of the cluster")
+	enum(c, "status", cl.Status, "a cluster status", clusterStatuses)
+	switch {
+	case cl.NodeCount < 0:
+		c.nonNegative("nodeCount", cl.NodeCount)
+	case cl.NodeCount > MaxClusterSize:
+		c.add("nodeCount", CodeOutOfRange, "is %d; a cluster has at most %d nodes", cl.NodeCount, MaxClusterSize)
+	}
+	c.optionalName("activeJobId", cl.ActiveJobID)
+	c.optionalName("latestJobId", cl.LatestJobID)
+	c.ordered("createdAt", cl.CreatedAt, "expiresAt", cl.ExpiresAt)
+	c.version(cl.Version)
+	return c.result()
+}
+
+// Validate checks a node record: its names, layout, addresses and status.
+func (n *Node) Validate() Problems {
+	c := newChecker()
+	c.name("id", n.ID)
+	c.name("clusterId", n.ClusterID)
+	c.nonNegative("num", n.Num)
+	c.layout(n.NodeLayout)
+	for _, k := range slices.Sorted(maps.Keys(n.Addresses)) {
+		ac := c.at("addresses").at(k)
+		if k != AddressAccessV4 && k != AddressBindV4 {
+			ac.add("", CodeInvalid, "%q is not an address kind; use %s or %s", k, AddressAccessV4, AddressBindV4)
+			continue
+		}
+		// An empty value is an address the provider does not know (yet): an
+		// instance with no public address, say.
+		if v := n.Addresses[k]; v != "" {
+			if _, err := netip.ParseAddr(v); err != nil {
+				ac.add("", CodeInvalid, "%q is not an IP address", v)
+			}
+		}
+	}
+	for k := range n.Properties {
+		if k == "" {
+			c.at("properties").add("", CodeInvalid, "a property name cannot be empty")
+		}
+	}
+	enum(c, "status", n.Status, "a node status", nodeStatuses)
+	return c.result()
+}
+
+// layout checks a node layout: named hardware and image types, and service
+// names sorted with none twice.
+func (c checker) layout(l NodeLayout) {
+	c.name("hardwareType", l.HardwareType)
+	c.name("imageType", l.ImageType)
+	c.names("services", l.Services)
+	if !slices.IsSorted(l.Services) {
+		c.add("services", CodeInvalid, "must be sorted by name")
+	}
+}
+
+// Validate checks a job record: its names, operation, status, task counts and
+// the order of its times.
+func (j *Job) Validate() Problems {
+	c := newChecker()
+	c.name("id", j.ID)
+	c.name("tenantId", j.TenantID)
+	c.name("clusterId", j.ClusterID)
+	enum(c, "operation", j.Operation, "an operation", operations)
+	enum(c, "status", j.Status, "a job status", jobStatuses)
+	c.nonNegative("taskTotal", j.TaskTotal)
+	c.nonNegative("taskDone", j.TaskDone)
+	if j.TaskDone > j.TaskTotal && j.TaskTotal >= 0 {
+		c.add("taskDone", CodeConflict, "is %d, more than taskTotal %d", j.TaskDone, j.TaskTotal)
+	}
+	c.optionalName("requestedBy", j.RequestedBy)
+	c.ordered("createdAt", j.CreatedAt, "startedAt", j.StartedAt)
+	c.ordered("startedAt", j.StartedAt, "endedAt", j.EndedAt)
+	c.nonNegative("retries", j.Retries)
+	c.version(j.Version)
+	return c.result()
+}
+
+// Validate checks a task record: its ids, action, status, attempt counts,
+// dependencies and attempts. Task ids are derived from what the task does
+// ("<node>/<service>/<action>", "join:...", "rollback:..."), so they are not
+// names: they only need to be set.
+func (t *Task) Validate() Problems {
+	c := newChecker()
+	if t.ID == "" {
+		c.add("id", CodeRequired, "is required")
+	}
+	c.name("tenantId", t.TenantID)
+	c.name("jobId", t.JobID)
+	c.name("clusterId", t.ClusterID)
+	c.optionalName("nodeId", t.NodeID)
+	c.optionalName("service", t.Service)
+	switch {
+	case t.Join && t.Action != actionJoin:
+		c.add("action", CodeInvalid, "is %q; a join task's action is %q", t.Action, actionJoin)
+	case !t.Join && t.Action == actionJoin:
+		c.add("action", CodeConflict, "%q is the action of a join task, but join is false", t.Action)
+	case !t.Join:
+		enum(c, "action", t.Action, "a task action", taskActions)
+	}
+	enum(c, "status", t.Status, "a task status", taskStatuses)
+	c.nonNegative("attempt", t.Attempt)
+	c.nonNegative("maxAttempts", t.MaxAttempts)
+	if t.Attempt > t.MaxAttempts && t.MaxAttempts >= 0 {
+		c.add("attempt", CodeConflict, "is %d, more than maxAttempts %d", t.Attempt, t.MaxAttempts)
+	}
+	c.nonNegative("attemptsPerRun", t.AttemptsPerRun)
+	if t.Timeout < 0 || t.Timeout > MaxActionTimeout {
+		c.add("timeout", CodeOutOfRange, "is %s; use 0 to %s", t.Timeout, MaxActionTimeout)
+	}
+	c.taskIDs("dependsOn", t.ID, t.DependsOn, "a task cannot depend on itself")
+	c.taskIDs("dependents", t.ID, t.Dependents, "a task cannot be its own dependent")
+	c.nonNegative("remaining", t.Remaining)
+	c.nonNegative("sends", t.Sends)
+	for i, a := range t.Attempts {
+		ac := c.at("attempts").index(i)
+		if a.Attempt < 1 {
+			ac.add("attempt", CodeOutOfRange, "is %d; attempts are numbered from 1", a.Attempt)
+		}
+		enum(ac, "status", a.Status, "a task status", taskStatuses)
+		ac.ordered("startedAt", a.StartedAt, "endedAt", a.EndedAt)
+	}
+	for k := range t.Params {
+		if k == "" {
+			c.at("params").add("", CodeInvalid, "a parameter name cannot be empty")
+		}
+	}
+	c.version(t.Version)
+	return c.result()
+}
+
+// taskIDs checks a list of task ids: each set, none twice, none the task's own.
+func (c checker) taskIDs(field, self string, ids []string, selfMsg string) {
+	seen := make(map[string]bool, len(ids))
+	for i, id := range ids {
+		ic := c.at(field).index(i)
+		switch {
+		case id == "":
+			ic.add("", CodeRequired, "a task id cannot be empty")
+		case id == self:
+			ic.add("", CodeInvalid, "%s", selfMsg)
+		case seen[id]:
+			ic.add("", CodeDuplicate, "%q is listed twice", id)
+		}
+		seen[id] = true
+	}
 }
