@@ -5,27 +5,33 @@
 // Configuration (environment): HEDDLE_TABLE names the DynamoDB table;
 // HEDDLE_DYNAMODB_ENDPOINT points the client at an emulator;
 // HEDDLE_BOOTSTRAP_KEY, when set, registers the superadmin's key on cold start.
+//
+// With HEDDLE_QUEUE_PREFIX set (the tenants' SQS queue names start with it)
+// the API also runs cluster operations: it builds the cluster service over
+// the engine, whose jobs go to the tenants' queues, and seals secrets with
+// the KMS key HEDDLE_KMS_KEY_ID (required then); HEDDLE_SQS_ENDPOINT points
+// the SQS client at an emulator. Without it the API serves the catalog,
+// tenants, users and keys only, and cluster routes answer 503.
 package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/api"
+	"github.com/heddle-io/heddle/internal/assemble"
 	"github.com/heddle-io/heddle/internal/catalog"
+	"github.com/heddle-io/heddle/internal/cluster"
+	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/store"
-	"github.com/heddle-io/heddle/internal/store/dynamostore"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -33,53 +39,77 @@ var version = "dev"
 
 func main() {
 	ctx := context.Background()
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	// Clients are made once per execution environment, at init, not per event.
-	s, err := openStore(ctx)
+	h, err := fromEnv(ctx, log)
 	if err != nil {
-		slog.Error("api: cannot start", slog.Any("error", err))
-		os.Exit(1)
-	}
-	h, err := newHandler(ctx, s, "dynamodb", os.Getenv("HEDDLE_BOOTSTRAP_KEY"))
-	if err != nil {
-		slog.Error("api: cannot start", slog.Any("error", err))
+		log.Error("api: cannot start", slog.Any("error", err))
 		os.Exit(1)
 	}
 	lambda.Start(h)
 }
 
-func openStore(ctx context.Context) (store.Store, error) {
-	table := os.Getenv("HEDDLE_TABLE")
-	if table == "" {
-		return nil, fmt.Errorf("HEDDLE_TABLE is not set")
-	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+func fromEnv(ctx context.Context, log *slog.Logger) (lambdaHandler, error) {
+	a, err := assemble.AWSFromEnv(ctx, false)
 	if err != nil {
-		return nil, fmt.Errorf("loading AWS configuration: %w", err)
+		return nil, err
 	}
-	var opts []func(*dynamodb.Options)
-	if ep := os.Getenv("HEDDLE_DYNAMODB_ENDPOINT"); ep != "" {
-		opts = append(opts, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(ep) })
+	svc := catalogOnly(a.Store)
+	if a.Queue != nil {
+		// Cluster operations: the engine only submits (the worker Lambda
+		// runs the tasks), so it has no executor.
+		registry, err := assemble.AWSProviders(a.Store, a.Keyring)
+		if err != nil {
+			return nil, err
+		}
+		built, err := assemble.Build(assemble.Parts{Store: a.Store, Queue: a.Queue, Keyring: a.Keyring, Providers: registry,
+			Engine: engine.Config{WorkerID: "api"}, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		svc = services{catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: registry}
 	}
-	return dynamostore.New(dynamodb.NewFromConfig(cfg, opts...), table), nil
+	return newServicesHandler(ctx, svc, "dynamodb", os.Getenv("HEDDLE_BOOTSTRAP_KEY"), log)
+}
+
+// services are what the API serves over one store.
+type services struct {
+	catalog   *catalog.Catalog
+	access    *access.Access
+	clusters  *cluster.Service   // nil: the catalog only
+	providers *provider.Registry // nil: the catalog only
+}
+
+// catalogOnly serves the catalog, tenants, users and keys.
+func catalogOnly(s store.Store) services {
+	return services{catalog: catalog.New(s, nil), access: access.New(s)}
 }
 
 // lambdaHandler is what lambda.Start runs for each API Gateway event.
 type lambdaHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
-// newHandler builds the API over s and adapts it to API Gateway events.
+// newHandler builds the catalog-only API over s and adapts it to API
+// Gateway events.
 func newHandler(ctx context.Context, s store.Store, backend, bootstrapKey string) (lambdaHandler, error) {
-	acc := access.New(s)
+	return newServicesHandler(ctx, catalogOnly(s), backend, bootstrapKey, slog.New(slog.NewJSONHandler(os.Stderr, nil)))
+}
+
+// newServicesHandler builds the API over svc and adapts it to API Gateway
+// events.
+func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey string, log *slog.Logger) (lambdaHandler, error) {
 	if bootstrapKey != "" {
-		if _, err := acc.Bootstrap(ctx, bootstrapKey); err != nil {
+		if _, err := svc.access.Bootstrap(ctx, bootstrapKey); err != nil {
 			return nil, err
 		}
 	}
 	var h http.Handler = api.New(api.Config{
-		Catalog: catalog.New(s, nil),
-		Access:  acc,
-		Backend: backend,
-		Version: version,
-		Logger:  slog.New(slog.NewJSONHandler(os.Stderr, nil)),
+		Catalog:   svc.catalog,
+		Access:    svc.access,
+		Clusters:  svc.clusters,
+		Providers: svc.providers,
+		Backend:   backend,
+		Version:   version,
+		Logger:    log,
 	})
 	return httpadapter.NewV2(h).ProxyWithContext, nil
 }

@@ -14,16 +14,14 @@ import (
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/api"
+	"github.com/heddle-io/heddle/internal/assemble"
 	"github.com/heddle-io/heddle/internal/automator"
 	"github.com/heddle-io/heddle/internal/automator/shell"
-	"github.com/heddle-io/heddle/internal/catalog"
-	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/provider/local"
 	"github.com/heddle-io/heddle/internal/provider/static"
-	"github.com/heddle-io/heddle/internal/provision"
 	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/queue/memqueue"
 	"github.com/heddle-io/heddle/internal/secrets"
@@ -125,37 +123,21 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.shell = shell.New(shell.Config{Scripts: shell.NewScripts(db)})
 
-	// The catalog asks the cluster service which clusters are live, and the
-	// cluster service reads the catalog: the closure breaks the cycle.
-	var clusters *cluster.Service
-	// Provider entities are checked against their type in the registry and
-	// their sensitive fields sealed with the local master key.
-	cat := catalog.New(db, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) },
-		catalog.WithProviders(registry, keyring))
 	s.queue = &tenantQueues{memqueue.New(memqueue.Options{})}
 	ecfg := localEngineConfig(cfg.Engine, cfg.Logger)
-	// The janitor hands expired clusters to the cluster service, which
-	// submits through the engine: the closure breaks this cycle too.
-	ecfg.ExpireLease = func(ctx context.Context, tenant string, c domain.Cluster) error {
-		return clusters.ExpireLease(ctx, tenant, c)
-	}
-	var exec lazyExecutor
-	s.engine = engine.New(db, s.queue, &exec, ecfg)
-	clusters, err = cluster.New(cluster.Config{Store: db, Catalog: cat, Access: s.access, Engine: s.engine,
-		Keyring: keyring, Providers: registry, Logger: cfg.Logger})
+	// Provider entities are checked against their type in the registry and
+	// their sensitive fields sealed with the local master key.
+	svc, err := assemble.Build(assemble.Parts{Store: db, Queue: s.queue, Keyring: keyring, Providers: registry,
+		Automators: map[string]automator.Automator{shell.Type: s.shell}, Engine: ecfg, Logger: cfg.Logger})
 	if err != nil {
 		return fail(err)
 	}
-	exec.Executor, err = provision.New(provision.Config{Clusters: clusters, Providers: registry, Keyring: keyring,
-		Automators: map[string]automator.Automator{shell.Type: s.shell}, Logger: cfg.Logger})
-	if err != nil {
-		return fail(err)
-	}
+	s.engine, s.access = svc.Engine, svc.Access
 
 	handler := api.New(api.Config{
-		Catalog:   cat,
+		Catalog:   svc.Catalog,
 		Access:    s.access,
-		Clusters:  clusters,
+		Clusters:  svc.Clusters,
 		Providers: registry,
 		Backend:   "bolt",
 		Version:   cfg.Version,
@@ -178,7 +160,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// process stopped is sent again now rather than after ResendAfter.
 	// RUNNING attempts of the dead process fail when their lease runs out
 	// and are retried.
-	if err := s.resendAll(ctx, ecfg, &exec); err != nil {
+	if err := s.resendAll(ctx, ecfg); err != nil {
 		s.log.WarnContext(ctx, "resending ready tasks at start failed; the janitor will", "error", err)
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -220,10 +202,6 @@ func (q *tenantQueues) Send(ctx context.Context, tenant string, msgs ...queue.Me
 	return err
 }
 
-// lazyExecutor lets the engine be built before the dispatcher that needs
-// the cluster service that needs the engine.
-type lazyExecutor struct{ engine.Executor }
-
 func localEngineConfig(c engine.Config, log *slog.Logger) engine.Config {
 	if c.ResendAfter == 0 {
 		c.ResendAfter = 20 * time.Second
@@ -250,12 +228,13 @@ func localEngineConfig(c engine.Config, log *slog.Logger) engine.Config {
 
 // resendAll sends every READY task again (an engine whose resend delay is
 // nil); tenants' queues are created first.
-func (s *Server) resendAll(ctx context.Context, cfg engine.Config, exec engine.Executor) error {
+func (s *Server) resendAll(ctx context.Context, cfg engine.Config) error {
 	if err := s.syncQueues(ctx); err != nil {
 		return err
 	}
 	cfg.ResendAfter = time.Nanosecond
-	_, err := engine.New(s.db, s.queue, exec, cfg).RunJanitor(ctx)
+	// This pass runs nothing and expires nothing: no executor, no lease hook.
+	_, err := engine.New(s.db, s.queue, nil, cfg).RunJanitor(ctx)
 	return err
 }
 

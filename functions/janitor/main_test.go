@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/engine"
+)
+
+type fakeJanitor struct {
+	passes int
+	report engine.JanitorReport
+	err    error
+}
+
+func (f *fakeJanitor) RunJanitor(context.Context) (engine.JanitorReport, error) {
+	f.passes++
+	return f.report, f.err
+}
+
+// TestHandleMakesOnePass: the schedule's event (the Input template.yaml
+// gives it) decodes, and each invocation makes exactly one pass and answers
+// its report.
+func TestHandleMakesOnePass(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("testdata/scheduled-event.json")
+	require.NoError(t, err)
+	var ev events.EventBridgeEvent
+	require.NoError(t, json.Unmarshal(raw, &ev))
+	require.Equal(t, time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC), ev.Time)
+
+	f := &fakeJanitor{report: engine.JanitorReport{Resent: 2, TimedOut: 1}}
+	j := &janitor{engine: f, log: slog.New(slog.DiscardHandler)}
+	r, err := j.handle(t.Context(), ev)
+	require.NoError(t, err)
+	require.Equal(t, f.report, r)
+	require.Equal(t, 1, f.passes)
+
+	// An empty event (a manual invoke) works as well.
+	_, err = j.handle(t.Context(), events.EventBridgeEvent{})
+	require.NoError(t, err)
+	require.Equal(t, 2, f.passes)
+}
+
+// TestHandleReportsErrors: a pass that met errors answers them with what
+// it did, so that the invocation counts as failed.
+func TestHandleReportsErrors(t *testing.T) {
+	t.Parallel()
+	f := &fakeJanitor{report: engine.JanitorReport{Resent: 1}, err: errors.New("throttled")}
+	j := &janitor{engine: f, log: slog.New(slog.DiscardHandler)}
+	r, err := j.handle(t.Context(), events.EventBridgeEvent{})
+	require.ErrorContains(t, err, "throttled")
+	require.Equal(t, 1, r.Resent)
+}

@@ -1,0 +1,98 @@
+// Package assemble builds heddle's services over one store and one queue:
+// access control, the catalog, the engine, the cluster service and, when the
+// process runs tasks, the provisioning dispatcher. The same assembly serves
+// the local server and the three Lambdas; each brings its own parts (bbolt
+// and the in-process queue locally, DynamoDB, SQS and KMS in AWS).
+//
+// The services refer to one another in a circle, which Build closes with
+// late-bound closures: the catalog asks the cluster service which clusters
+// are live (so what they use cannot be deleted), the cluster service submits
+// through the engine, the engine's janitor hands expired clusters back to
+// the cluster service, and the engine runs tasks through the dispatcher,
+// which reads each cluster's spec from the cluster service.
+package assemble
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/automator"
+	"github.com/heddle-io/heddle/internal/catalog"
+	"github.com/heddle-io/heddle/internal/cluster"
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/provision"
+	"github.com/heddle-io/heddle/internal/queue"
+	"github.com/heddle-io/heddle/internal/secrets"
+	"github.com/heddle-io/heddle/internal/store"
+)
+
+// Parts are what a process brings.
+type Parts struct {
+	Store     store.Store
+	Queue     queue.Queue
+	Keyring   *secrets.Keyring
+	Providers *provider.Registry
+	// Automators run service actions by type. A process that only submits
+	// and reads jobs (the API and janitor Lambdas) leaves them nil and its
+	// engine gets no executor.
+	Automators map[string]automator.Automator
+	// Engine tunes the engine; its ExpireLease is set by Build.
+	Engine engine.Config
+	Logger *slog.Logger
+}
+
+// Services are what Build makes.
+type Services struct {
+	Access   *access.Access
+	Catalog  *catalog.Catalog
+	Engine   *engine.Engine
+	Clusters *cluster.Service
+}
+
+// Build assembles the services over p.
+func Build(p Parts) (*Services, error) {
+	if p.Store == nil || p.Queue == nil || p.Keyring == nil || p.Providers == nil {
+		return nil, errors.New("assemble: Store, Queue, Keyring and Providers are required")
+	}
+	if p.Logger == nil {
+		p.Logger = slog.New(slog.DiscardHandler)
+	}
+	var clusters *cluster.Service
+	acc := access.New(p.Store)
+	cat := catalog.New(p.Store, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) },
+		catalog.WithProviders(p.Providers, p.Keyring))
+	ecfg := p.Engine
+	ecfg.Logger = p.Logger
+	ecfg.ExpireLease = func(ctx context.Context, tenant string, c domain.Cluster) error {
+		return clusters.ExpireLease(ctx, tenant, c)
+	}
+	var exec *lateExecutor
+	var executor engine.Executor
+	if p.Automators != nil {
+		exec = &lateExecutor{}
+		executor = exec
+	}
+	eng := engine.New(p.Store, p.Queue, executor, ecfg)
+	var err error
+	clusters, err = cluster.New(cluster.Config{Store: p.Store, Catalog: cat, Access: acc, Engine: eng,
+		Keyring: p.Keyring, Providers: p.Providers, Logger: p.Logger})
+	if err != nil {
+		return nil, err
+	}
+	if exec != nil {
+		exec.Executor, err = provision.New(provision.Config{Clusters: clusters, Providers: p.Providers, Keyring: p.Keyring,
+			Automators: p.Automators, Logger: p.Logger})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &Services{Access: acc, Catalog: cat, Engine: eng, Clusters: clusters}, nil
+}
+
+// lateExecutor lets the engine be built before the dispatcher, which needs
+// the cluster service, which needs the engine.
+type lateExecutor struct{ engine.Executor }
