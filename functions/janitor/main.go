@@ -8,19 +8,42 @@
 // Every action of a pass is a conditional write on what it read, so an
 // invocation that overlaps the next one, or a retried one, does no harm.
 //
+// After the pass, the invocation sweeps EC2 (see sweep.go): for every
+// tenant's ec2 provider it opens the provider's fields and calls
+// ec2.EC2.Sweep, once per distinct region, access key id and endpoint, so
+// that one account and region is swept once per invocation whichever
+// providers name it. The sweep terminates the live instances, and deletes
+// the key pairs, that heddle tagged (heddle:tenant, heddle:cluster) for a
+// cluster whose record is gone or TERMINATED and that are older than 15
+// minutes. A cluster whose record cannot be read counts as existing: when in
+// doubt, nothing is removed. A provider whose fields cannot be opened or
+// whose sweep fails is logged and counted, the others are swept all the
+// same, and the invocation does not fail for it (a tenant's stale
+// credentials would otherwise fail every invocation).
+//
 // The event is the schedule's Input, shaped as an EventBridge event
 // (template.yaml fills in the schedule's ARN and time); an empty event
-// works as well. The answer is the pass's report; a pass that met errors
-// still does what it could, logs the report and returns the errors, so
-// that the invocation counts as failed in the function's metrics.
+// works as well. The answer is the pass's report with the sweep's counts
+// (ec2Sweep: providers seen, accounts and regions swept, failures,
+// instances terminated, key pairs deleted, doubts); a pass that met errors
+// still does what it could, sweeps, logs the report and returns the
+// errors, so that the invocation counts as failed in the function's
+// metrics.
 //
 // Configuration (environment): HEDDLE_TABLE, HEDDLE_QUEUE_PREFIX and
 // HEDDLE_KMS_KEY_ID as for the worker; HEDDLE_DYNAMODB_ENDPOINT and
-// HEDDLE_SQS_ENDPOINT point the clients at emulators.
+// HEDDLE_SQS_ENDPOINT point the clients at emulators. HEDDLE_EC2_SWEEP
+// switches the EC2 sweep: "on" (the default, also when unset) removes
+// orphans, "dry-run" only reports and logs what it would remove, "off"
+// does not sweep; any other value stops the function at start. A provider
+// without keys is swept with the function's own role, which then needs
+// ec2:DescribeInstances, ec2:DescribeKeyPairs, ec2:TerminateInstances and
+// ec2:DeleteKeyPair.
 package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 
@@ -30,6 +53,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/assemble"
 	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/provider/ec2"
 )
 
 func main() {
@@ -51,10 +75,21 @@ type Janitor interface {
 
 type janitor struct {
 	engine Janitor
+	sweep  *ec2Sweep // nil: no sweep
 	log    *slog.Logger
 }
 
+// Report is an invocation's answer: the pass's report and the EC2 sweep's.
+type Report struct {
+	engine.JanitorReport
+	EC2Sweep SweepReport `json:"ec2Sweep"`
+}
+
 func fromEnv(ctx context.Context, log *slog.Logger) (*janitor, error) {
+	mode, err := parseSweepMode(os.Getenv("HEDDLE_EC2_SWEEP"))
+	if err != nil {
+		return nil, err
+	}
 	a, err := assemble.AWSFromEnv(ctx, true)
 	if err != nil {
 		return nil, err
@@ -65,16 +100,37 @@ func fromEnv(ctx context.Context, log *slog.Logger) (*janitor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &janitor{engine: svc.Engine, log: log}, nil
+	j := &janitor{engine: svc.Engine, log: log}
+	if mode == SweepOff {
+		return j, nil
+	}
+	// The same provider types as the services', for opening fields and
+	// sweeping.
+	registry, err := assemble.AWSProviders(a.Store, a.Keyring)
+	if err != nil {
+		return nil, err
+	}
+	impl, _ := registry.Provider(ec2.TypeName)
+	sweeper, ok := impl.(Sweeper)
+	if !ok {
+		return nil, errors.New("janitor: the ec2 provider cannot sweep")
+	}
+	j.sweep = &ec2Sweep{mode: mode, tenants: svc.Access, providers: svc.Catalog, clusters: svc.Engine,
+		opener: registryOpener{registry: registry, keyring: a.Keyring}, sweeper: sweeper, log: log}
+	return j, nil
 }
 
-// handle makes one pass. The event says only when and by which schedule it
-// was sent, which is logged.
-func (j *janitor) handle(ctx context.Context, ev events.EventBridgeEvent) (engine.JanitorReport, error) {
-	r, err := j.engine.RunJanitor(ctx)
+// handle makes one pass, then sweeps EC2. The event says only when and by
+// which schedule it was sent, which is logged.
+func (j *janitor) handle(ctx context.Context, ev events.EventBridgeEvent) (Report, error) {
+	jr, err := j.engine.RunJanitor(ctx)
+	r := Report{JanitorReport: jr, EC2Sweep: j.sweep.run(ctx)}
+	sw := r.EC2Sweep
 	attrs := []any{"scheduledAt", ev.Time, "schedule", ev.Resources,
 		"timedOut", r.TimedOut, "resent", r.Resent, "jobsMovedOn", r.JobsMovedOn, "undone", r.Undone,
-		"leasesExpired", r.LeasesExpired, "indexCleared", r.IndexCleared, "stuck", r.Stuck}
+		"leasesExpired", r.LeasesExpired, "indexCleared", r.IndexCleared, "stuck", r.Stuck,
+		slog.Group("ec2Sweep", "mode", sw.Mode, "providers", sw.Providers, "swept", sw.Swept, "failed", sw.Failed,
+			"examined", sw.Examined, "terminated", sw.Terminated, "keyPairsDeleted", sw.KeyPairsDeleted, "doubts", sw.Doubts)}
 	if err != nil {
 		j.log.ErrorContext(ctx, "janitor: pass met errors", append(attrs, "error", err)...)
 		return r, err

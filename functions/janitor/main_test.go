@@ -41,7 +41,8 @@ func TestHandleMakesOnePass(t *testing.T) {
 	j := &janitor{engine: f, log: slog.New(slog.DiscardHandler)}
 	r, err := j.handle(t.Context(), ev)
 	require.NoError(t, err)
-	require.Equal(t, f.report, r)
+	require.Equal(t, f.report, r.JanitorReport)
+	require.Equal(t, SweepOff, r.EC2Sweep.Mode, "no sweeper, no sweep")
 	require.Equal(t, 1, f.passes)
 
 	// An empty event (a manual invoke) works as well.
