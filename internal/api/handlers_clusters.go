@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -223,8 +224,10 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request, p access.
 	return nil
 }
 
-// mutation decodes a body of type Req and runs op on the cluster in the path.
-func mutation[Req any](s *Server, op func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req Req, dry bool) (*cluster.Result, error)) handlerFunc {
+// mutation decodes a body of type Req and runs op (a cluster.Service method,
+// as a method expression such as (*cluster.Service).Expand) on the cluster
+// in the path.
+func mutation[Req any](s *Server, op func(svc *cluster.Service, ctx context.Context, p access.Principal, id string, req Req, dry bool) (*cluster.Result, error)) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, p access.Principal) error {
 		svc, err := s.clusterService()
 		if err != nil {
@@ -245,7 +248,7 @@ func mutation[Req any](s *Server, op func(svc *cluster.Service, r *http.Request,
 		if err := decode(r, &req); err != nil {
 			return err
 		}
-		res, err := op(svc, r, p, id, req, dry)
+		res, err := op(svc, r.Context(), p, id, req, dry)
 		if err != nil {
 			return err
 		}
@@ -254,45 +257,9 @@ func mutation[Req any](s *Server, op func(svc *cluster.Service, r *http.Request,
 	}
 }
 
-func (s *Server) expandCluster() handlerFunc {
-	return mutation(s, func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req cluster.ExpandRequest, dry bool) (*cluster.Result, error) {
-		return svc.Expand(r.Context(), p, id, req, dry)
-	})
-}
-
-func (s *Server) shrinkCluster() handlerFunc {
-	return mutation(s, func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req cluster.ShrinkRequest, dry bool) (*cluster.Result, error) {
-		return svc.Shrink(r.Context(), p, id, req, dry)
-	})
-}
-
-func (s *Server) reconfigureCluster() handlerFunc {
-	return mutation(s, func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req cluster.ReconfigureRequest, dry bool) (*cluster.Result, error) {
-		return svc.Reconfigure(r.Context(), p, id, req, dry)
-	})
-}
-
-func (s *Server) addServices() handlerFunc {
-	return mutation(s, func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req cluster.AddServicesRequest, dry bool) (*cluster.Result, error) {
-		return svc.AddServices(r.Context(), p, id, req, dry)
-	})
-}
-
-func (s *Server) removeServices() handlerFunc {
-	return mutation(s, func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req cluster.RemoveServicesRequest, dry bool) (*cluster.Result, error) {
-		return svc.RemoveServices(r.Context(), p, id, req, dry)
-	})
-}
-
-func (s *Server) syncTemplate() handlerFunc {
-	return mutation(s, func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req cluster.SyncRequest, dry bool) (*cluster.Result, error) {
-		return svc.SyncTemplate(r.Context(), p, id, req, dry)
-	})
-}
-
 func (s *Server) serviceAction(op domain.Operation) handlerFunc {
-	return mutation(s, func(svc *cluster.Service, r *http.Request, p access.Principal, id string, req cluster.ServiceActionRequest, dry bool) (*cluster.Result, error) {
-		return svc.ServiceAction(r.Context(), p, id, op, req, dry)
+	return mutation(s, func(svc *cluster.Service, ctx context.Context, p access.Principal, id string, req cluster.ServiceActionRequest, dry bool) (*cluster.Result, error) {
+		return svc.ServiceAction(ctx, p, id, op, req, dry)
 	})
 }
 
