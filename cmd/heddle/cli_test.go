@@ -499,7 +499,8 @@ func TestMutationRequests(t *testing.T) {
 	t.Setenv("HEDDLE_KEY", "hdl_user")
 	accepted := `{"cluster":{"id":"c1","name":"web1","status":"ACTIVE"},"job":{"id":"j2","clusterId":"c1","operation":"x","status":"PENDING"}}`
 	for _, p := range []string{"DELETE /v1/clusters/c1", "POST /v1/clusters/c1/expand", "POST /v1/clusters/c1/shrink",
-		"POST /v1/clusters/c1/reconfigure", "POST /v1/clusters/c1/rolling-restart", "POST /v1/clusters/c1/stop"} {
+		"POST /v1/clusters/c1/reconfigure", "POST /v1/clusters/c1/rolling-restart", "POST /v1/clusters/c1/stop",
+		"POST /v1/clusters/c1/add-services", "POST /v1/clusters/c1/remove-services", "POST /v1/clusters/c1/sync"} {
 		api.reply(p, 202, accepted)
 	}
 	for _, tc := range []struct {
@@ -513,6 +514,9 @@ func TestMutationRequests(t *testing.T) {
 		{[]string{"clusters", "reconfigure", "c1", "--config", `{"port":8080}`, "--restart"}, "POST", "/v1/clusters/c1/reconfigure", "", `{"config":{"port":8080},"restart":true}`},
 		{[]string{"clusters", "rolling-restart", "c1", "--batch-size", "2", "--services", "web"}, "POST", "/v1/clusters/c1/rolling-restart", "", `{"services":["web"],"batchSize":2}`},
 		{[]string{"clusters", "stop", "c1"}, "POST", "/v1/clusters/c1/stop", "", `{}`},
+		{[]string{"clusters", "add-services", "c1", "--services", "lb", "--max-new-nodes", "1"}, "POST", "/v1/clusters/c1/add-services", "", `{"services":["lb"],"maxNewNodes":1}`},
+		{[]string{"clusters", "remove-services", "c1", "--services", "lb"}, "POST", "/v1/clusters/c1/remove-services", "", `{"services":["lb"]}`},
+		{[]string{"clusters", "sync", "c1", "--template-version", "2"}, "POST", "/v1/clusters/c1/sync", "", `{"templateVersion":2}`},
 	} {
 		r := runCLI(t, "", tc.args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "job      j2") {

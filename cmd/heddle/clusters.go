@@ -32,6 +32,9 @@ func newClustersCommand(a *app) *cobra.Command {
 		newClustersExpandCommand(a),
 		newClustersShrinkCommand(a),
 		newClustersReconfigureCommand(a),
+		newClustersAddServicesCommand(a),
+		newClustersRemoveServicesCommand(a),
+		newClustersSyncCommand(a),
 		newServiceActionCommand(a, "start", "Start services (all when --services is not given)"),
 		newServiceActionCommand(a, "stop", "Stop services (all when --services is not given)"),
 		newServiceActionCommand(a, "restart", "Restart services (all when --services is not given)"),
@@ -521,6 +524,69 @@ func newClustersReconfigureCommand(a *app) *cobra.Command {
 	f := cmd.Flags()
 	f.StringSliceVar(&req.Services, "services", nil, "the services to reconfigure (default: all)")
 	f.StringVar(&config, "config", "", "a new cluster config, a JSON object (or @FILE)")
+	f.BoolVar(&req.Restart, "restart", false, "restart the reconfigured services")
+	m.register(cmd)
+	return cmd
+}
+
+func newClustersAddServicesCommand(a *app) *cobra.Command {
+	var (
+		req cluster.AddServicesRequest
+		m   mutationFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "add-services ID --services a,b",
+		Short: "Add services to a cluster: onto its nodes, or onto at most --max-new-nodes new ones where the constraints need them",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.submit(cmd, http.MethodPost, clusterPath(args[0], "add-services"), req, m, nil)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&req.Services, "services", nil, "the services to add")
+	f.IntVar(&req.MaxNewNodes, "max-new-nodes", 0, "how many new nodes the services may take")
+	f.BoolVar(&req.Restart, "restart", false, "restart what the added services reconfigure")
+	m.register(cmd)
+	_ = cmd.MarkFlagRequired("services")
+	return cmd
+}
+
+func newClustersRemoveServicesCommand(a *app) *cobra.Command {
+	var (
+		req cluster.RemoveServicesRequest
+		m   mutationFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "remove-services ID --services a,b",
+		Short: "Stop and remove services from a cluster (refused while a remaining service needs them)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.submit(cmd, http.MethodPost, clusterPath(args[0], "remove-services"), req, m, nil)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&req.Services, "services", nil, "the services to remove")
+	f.BoolVar(&req.Restart, "restart", false, "restart what the removal reconfigures")
+	m.register(cmd)
+	_ = cmd.MarkFlagRequired("services")
+	return cmd
+}
+
+func newClustersSyncCommand(a *app) *cobra.Command {
+	var (
+		req cluster.SyncRequest
+		m   mutationFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "sync ID [--template-version N]",
+		Short: "Move a cluster to another version of its template (the latest by default) and the catalog's current service definitions",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.submit(cmd, http.MethodPost, clusterPath(args[0], "sync"), req, m, nil)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&req.TemplateVersion, "template-version", 0, "the template version (default: the latest)")
 	f.BoolVar(&req.Restart, "restart", false, "restart the reconfigured services")
 	m.register(cmd)
 	return cmd
