@@ -12,6 +12,14 @@
 // the KMS key HEDDLE_KMS_KEY_ID (required then); HEDDLE_SQS_ENDPOINT points
 // the SQS client at an emulator. Without it the API serves the catalog,
 // tenants, users and keys only, and cluster routes answer 503.
+//
+// With HEDDLE_QUEUE_PREFIX the API also onboards tenants (package
+// awsonboard): creating one makes its queues and an event source mapping
+// from its queue to the worker function HEDDLE_WORKER_FUNCTION, changing
+// its workers resizes the mapping, deleting it removes both. Without
+// HEDDLE_WORKER_FUNCTION tenants get queues but no mapping (for queues
+// consumed by heddle worker on Fargate); AWS_ENDPOINT_URL_LAMBDA points the
+// Lambda client elsewhere.
 package main
 
 import (
@@ -22,6 +30,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/heddle-io/heddle/internal/access"
@@ -30,6 +39,8 @@ import (
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/onboard"
+	"github.com/heddle-io/heddle/internal/onboard/awsonboard"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/store"
 )
@@ -67,9 +78,25 @@ func fromEnv(ctx context.Context, log *slog.Logger) (lambdaHandler, error) {
 		if err != nil {
 			return nil, err
 		}
-		svc = services{catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: registry}
+		onboarder, err := newOnboarder(a, os.Getenv("HEDDLE_WORKER_FUNCTION"), log)
+		if err != nil {
+			return nil, err
+		}
+		svc = services{catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: registry, onboarder: onboarder}
 	}
 	return newServicesHandler(ctx, svc, "dynamodb", os.Getenv("HEDDLE_BOOTSTRAP_KEY"), log)
+}
+
+// newOnboarder onboards tenants onto a's queues, with mappings to the
+// worker function when it is named.
+func newOnboarder(a *assemble.AWS, workerFunction string, log *slog.Logger) (*awsonboard.Onboarder, error) {
+	cfg := awsonboard.Config{Queues: a.Queue, SQS: a.SQS, FunctionName: workerFunction}
+	if workerFunction == "" {
+		log.Warn("api: HEDDLE_WORKER_FUNCTION is not set: new tenants get queues but no event source mapping, so no Lambda consumes them")
+	} else {
+		cfg.Lambda = awslambda.NewFromConfig(a.Config)
+	}
+	return awsonboard.New(cfg)
 }
 
 // services are what the API serves over one store.
@@ -78,6 +105,7 @@ type services struct {
 	access    *access.Access
 	clusters  *cluster.Service   // nil: the catalog only
 	providers *provider.Registry // nil: the catalog only
+	onboarder onboard.Onboarder  // nil: onboard.Nop
 }
 
 // catalogOnly serves the catalog, tenants, users and keys.
@@ -107,6 +135,7 @@ func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey
 		Access:    svc.access,
 		Clusters:  svc.clusters,
 		Providers: svc.providers,
+		Onboarder: svc.onboarder,
 		Backend:   backend,
 		Version:   version,
 		Logger:    log,

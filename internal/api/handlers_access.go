@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -90,8 +92,38 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request, _ access.P
 	}
 	w.Header().Set("Location", "/v1/tenants/"+view.ID)
 	w.Header().Set("ETag", versionETag(view.Version))
-	writeJSON(w, http.StatusCreated, CreateTenantResponse{Tenant: view, AdminKey: key})
+	created := CreateTenantResponse{Tenant: view, AdminKey: key}
+	if err := s.onboarder.Onboard(r.Context(), view.Tenant); err != nil {
+		// The tenant exists and its admin key is shown only now, so the
+		// error carries both.
+		d := describe(onboardingIncomplete(fmt.Sprintf(
+			"tenant %q was created, but its queue could not be made (%v); PUT /v1/tenants/%s with the tenant retries it",
+			view.ID, err, view.ID)))
+		d.RequestID = requestID(r.Context())
+		s.log.ErrorContext(r.Context(), "request failed", slog.String("requestId", d.RequestID),
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("error", err))
+		writeJSON(w, d.Status, CreateTenantIncompleteResponse{Error: d, CreateTenantResponse: created})
+		return nil
+	}
+	writeJSON(w, http.StatusCreated, created)
 	return nil
+}
+
+// CodeOnboardingIncomplete: the tenant change was made, but what the tenant
+// needs outside the store (its queues and their consumer, in AWS) was not;
+// the message says which request finishes it.
+const CodeOnboardingIncomplete = "onboarding_incomplete"
+
+func onboardingIncomplete(message string) *apiError {
+	return newError(http.StatusServiceUnavailable, CodeOnboardingIncomplete, message)
+}
+
+// CreateTenantIncompleteResponse is the answer to POST /v1/tenants when the
+// tenant was created but not onboarded (503, onboarding_incomplete): the
+// error, and the tenant and its admin key, which is not shown again.
+type CreateTenantIncompleteResponse struct {
+	Error ErrorDetail `json:"error"`
+	CreateTenantResponse
 }
 
 func versionETag(v int64) string { return `"` + strconv.FormatInt(v, 10) + `"` }
@@ -139,6 +171,13 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request, p access.P
 		return err
 	}
 	w.Header().Set("ETag", versionETag(view.Version))
+	// Resize also onboards a tenant whose onboarding failed, so this PUT is
+	// how a failed POST is finished.
+	if err := s.onboarder.Resize(r.Context(), view.Tenant); err != nil {
+		return fmt.Errorf("%w: %w", onboardingIncomplete(fmt.Sprintf(
+			"tenant %q was updated to version %d, but its queue and worker mapping could not be brought to %d workers (%v); PUT the tenant again (If-Match: %s) to retry",
+			view.ID, view.Version, view.Workers, err, versionETag(view.Version))), err)
+	}
 	writeJSON(w, http.StatusOK, view)
 	return nil
 }
@@ -151,7 +190,20 @@ func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request, p access.P
 	if p.Role != domain.RoleSuperadmin {
 		return errForbidden
 	}
-	if err := s.access.DeleteTenant(r.Context(), id, s.catalog.DropTenant); err != nil {
+	// access refuses a tenant with clusters, then marks it deleting (its
+	// keys stop working) before it calls drop: the queues go only when no
+	// cluster can use them, and before the catalog and the tenant item. A
+	// failed Offboard leaves the tenant deleting, and DELETE again resumes
+	// (see package onboard).
+	drop := func(ctx context.Context, tenant string) error {
+		if err := s.onboarder.Offboard(ctx, tenant); err != nil {
+			return fmt.Errorf("%w: %w", onboardingIncomplete(fmt.Sprintf(
+				"tenant %q is being deleted and its keys no longer work, but its queues could not be removed (%v); DELETE it again to finish",
+				tenant, err)), err)
+		}
+		return s.catalog.DropTenant(ctx, tenant)
+	}
+	if err := s.access.DeleteTenant(r.Context(), id, drop); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -20,6 +20,7 @@ import (
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/store"
 )
@@ -39,6 +40,10 @@ type Config struct {
 	// with catalog.WithProviders so that provider entities are validated and
 	// their sensitive fields sealed.
 	Providers *provider.Registry
+	// Onboarder provisions a tenant's queues when it is created, changed
+	// and deleted (see package onboard for the order); nil is onboard.Nop,
+	// for the local server, whose in-process queue needs nothing.
+	Onboarder onboard.Onboarder
 	// Backend names the store backend in /v1/status ("bolt", "dynamodb").
 	Backend string
 	// Version is heddle's build version, reported by /v1/status.
@@ -58,6 +63,7 @@ type Server struct {
 	started  time.Time
 
 	providers *provider.Registry // see Config.Providers
+	onboarder onboard.Onboarder  // see Config.Onboarder; never nil
 }
 
 // New builds the API handler.
@@ -65,6 +71,10 @@ func New(cfg Config) *Server {
 	s := &Server{catalog: cfg.Catalog, access: cfg.Access, clusters: cfg.Clusters, backend: cfg.Backend, version: cfg.Version,
 		log: cfg.Logger, mux: http.NewServeMux(), started: time.Now()}
 	s.providers = cfg.Providers
+	s.onboarder = cfg.Onboarder
+	if s.onboarder == nil {
+		s.onboarder = onboard.Nop{}
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -39,6 +39,12 @@ type AWS struct {
 	Store   store.Store
 	Queue   *sqsqueue.Queue
 	Keyring *secrets.Keyring
+	// SQS is the client under Queue (nil with it), for what Queue does not
+	// do: the API's onboarding reads a queue's ARN with it.
+	SQS *sqs.Client
+	// Config is the loaded AWS configuration, for clients only one function
+	// needs (the API's Lambda client), which are not made here.
+	Config aws.Config
 }
 
 // AWSFromEnv makes the clients. needQueue makes HEDDLE_QUEUE_PREFIX and
@@ -58,7 +64,7 @@ func AWSFromEnv(ctx context.Context, needQueue bool) (*AWS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading AWS configuration: %w", err)
 	}
-	out := &AWS{Store: dynamostore.New(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+	out := &AWS{Config: cfg, Store: dynamostore.New(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		if ep := os.Getenv("HEDDLE_DYNAMODB_ENDPOINT"); ep != "" {
 			o.BaseEndpoint = aws.String(ep)
 		}
@@ -66,11 +72,12 @@ func AWSFromEnv(ctx context.Context, needQueue bool) (*AWS, error) {
 	if prefix == "" {
 		return out, nil
 	}
-	out.Queue, err = sqsqueue.New(sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+	out.SQS = sqs.NewFromConfig(cfg, func(o *sqs.Options) {
 		if ep := os.Getenv("HEDDLE_SQS_ENDPOINT"); ep != "" {
 			o.BaseEndpoint = aws.String(ep)
 		}
-	}), sqsqueue.Options{Prefix: prefix})
+	})
+	out.Queue, err = sqsqueue.New(out.SQS, sqsqueue.Options{Prefix: prefix})
 	if err != nil {
 		return nil, err
 	}

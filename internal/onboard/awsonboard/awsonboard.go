@@ -1,0 +1,340 @@
+// Package awsonboard is the onboard.Onboarder of heddle in AWS: a tenant's
+// SQS FIFO queue and dead-letter queue (made by sqsqueue), and the Lambda
+// event source mapping from that queue to the worker function.
+//
+// The mapping is what the worker function's SAM definition cannot hold,
+// because no template can enumerate tenants: BatchSize 10 (the most a FIFO
+// source allows), FunctionResponseTypes [ReportBatchItemFailures] (the
+// worker answers which messages stay), and ScalingConfig.MaximumConcurrency
+// = the tenant's workers, at least 2 (Lambda's least) and at most 1000.
+//
+// Lambda allows one mapping per queue and function, so a mapping is found
+// by ListEventSourceMappings on the queue's ARN and the function: Onboard
+// and Resize update the one they find, or create one; a create that loses a
+// race to another (ResourceConflictException) updates the winner instead.
+// Offboard deletes the mappings, then the queues; a mapping already
+// deleting and a queue already gone are not errors.
+//
+// Lambda answers ResourceInUseException while a mapping is being created or
+// updated (seconds); the error says so, and the same call succeeds later.
+package awsonboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/onboard"
+	"github.com/heddle-io/heddle/internal/queue/sqsqueue"
+)
+
+// The mapping's fixed settings.
+const (
+	// BatchSize is the most messages Lambda hands the worker at once; 10
+	// is the most a FIFO queue allows.
+	BatchSize = 10
+	// MinConcurrency and MaxConcurrency bound ScalingConfig.MaximumConcurrency.
+	MinConcurrency = 2
+	MaxConcurrency = 1000
+)
+
+// Mapping states Lambda reports (EventSourceMappingConfiguration.State).
+const (
+	stateDeleting  = "Deleting"
+	stateDisabled  = "Disabled"
+	stateDisabling = "Disabling"
+)
+
+// Queues is the part of *sqsqueue.Queue that onboarding uses.
+type Queues interface {
+	CreateTenantQueue(ctx context.Context, tenant string) error
+	DeleteTenantQueue(ctx context.Context, tenant string) error
+	QueueName(tenant string) (string, error)
+}
+
+var _ Queues = (*sqsqueue.Queue)(nil)
+
+// SQSClient is the part of *sqs.Client that finds a queue's ARN.
+type SQSClient interface {
+	GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	GetQueueUrl(context.Context, *sqs.GetQueueUrlInput, ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+}
+
+var _ SQSClient = (*sqs.Client)(nil)
+
+// LambdaClient is the part of *lambda.Client that manages mappings.
+type LambdaClient interface {
+	CreateEventSourceMapping(context.Context, *lambda.CreateEventSourceMappingInput, ...func(*lambda.Options)) (*lambda.CreateEventSourceMappingOutput, error)
+	DeleteEventSourceMapping(context.Context, *lambda.DeleteEventSourceMappingInput, ...func(*lambda.Options)) (*lambda.DeleteEventSourceMappingOutput, error)
+	ListEventSourceMappings(context.Context, *lambda.ListEventSourceMappingsInput, ...func(*lambda.Options)) (*lambda.ListEventSourceMappingsOutput, error)
+	UpdateEventSourceMapping(context.Context, *lambda.UpdateEventSourceMappingInput, ...func(*lambda.Options)) (*lambda.UpdateEventSourceMappingOutput, error)
+}
+
+var _ LambdaClient = (*lambda.Client)(nil)
+
+// Config configures New.
+type Config struct {
+	// Queues makes and removes the tenant's queues (required).
+	Queues Queues
+	// SQS finds a queue's ARN, which names it to Lambda (required).
+	SQS SQSClient
+	// Lambda manages the mappings; required with FunctionName.
+	Lambda LambdaClient
+	// FunctionName is the worker function's name or ARN. Empty makes queues
+	// only, for deployments whose queues something else consumes (heddle
+	// worker on Fargate, or tests that feed the worker handler themselves).
+	FunctionName string
+}
+
+// Onboarder is the onboard.Onboarder in AWS.
+type Onboarder struct {
+	queues   Queues
+	sqs      SQSClient
+	lambda   LambdaClient
+	function string
+}
+
+var _ onboard.Onboarder = (*Onboarder)(nil)
+
+// New returns an Onboarder.
+func New(cfg Config) (*Onboarder, error) {
+	switch {
+	case cfg.Queues == nil || cfg.SQS == nil:
+		return nil, errors.New("awsonboard: Queues and SQS are required")
+	case cfg.FunctionName != "" && cfg.Lambda == nil:
+		return nil, errors.New("awsonboard: a Lambda client is required with FunctionName")
+	}
+	return &Onboarder{queues: cfg.Queues, sqs: cfg.SQS, lambda: cfg.Lambda, function: cfg.FunctionName}, nil
+}
+
+// Concurrency is the MaximumConcurrency of a tenant with the given workers.
+func Concurrency(workers int) int32 {
+	return int32(min(max(workers, MinConcurrency), MaxConcurrency))
+}
+
+// errNoQueue: the tenant's queue does not exist.
+var errNoQueue = errors.New("awsonboard: no queue")
+
+// Onboard makes the tenant's queues (or brings existing ones to sqsqueue's
+// attributes), then its mapping to the worker (or updates the one there).
+func (o *Onboarder) Onboard(ctx context.Context, tenant domain.Tenant) error {
+	if err := o.queues.CreateTenantQueue(ctx, tenant.ID); err != nil {
+		return fmt.Errorf("awsonboard: making the queues of tenant %q: %w", tenant.ID, err)
+	}
+	if o.function == "" {
+		return nil
+	}
+	arn, err := o.queueARN(ctx, tenant.ID)
+	if err != nil {
+		return err
+	}
+	return o.ensureMapping(ctx, arn, Concurrency(tenant.Workers))
+}
+
+// Resize brings the mapping's MaximumConcurrency to the tenant's workers. A
+// tenant whose queue or mapping is missing (an onboarding that failed part
+// way) is onboarded.
+func (o *Onboarder) Resize(ctx context.Context, tenant domain.Tenant) error {
+	arn, err := o.queueARN(ctx, tenant.ID)
+	if errors.Is(err, errNoQueue) {
+		return o.Onboard(ctx, tenant)
+	}
+	if err != nil || o.function == "" {
+		return err
+	}
+	return o.ensureMapping(ctx, arn, Concurrency(tenant.Workers))
+}
+
+// Offboard deletes the tenant's mappings, so the worker stops polling, then
+// its queue and dead-letter queue. The tenant has no clusters, so whatever
+// messages are left point at tasks that no longer exist: nothing needs
+// draining.
+func (o *Onboarder) Offboard(ctx context.Context, tenantID string) error {
+	if o.function != "" {
+		ms, err := o.tenantMappings(ctx, tenantID)
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if aws.ToString(m.State) == stateDeleting {
+				continue
+			}
+			_, err := o.lambda.DeleteEventSourceMapping(ctx, &lambda.DeleteEventSourceMappingInput{UUID: m.UUID})
+			var notFound *lambdatypes.ResourceNotFoundException
+			if err != nil && !errors.As(err, &notFound) {
+				return fmt.Errorf("awsonboard: deleting mapping %s of tenant %q%s: %w", aws.ToString(m.UUID), tenantID, inUseHint(err), err)
+			}
+		}
+	}
+	if err := o.queues.DeleteTenantQueue(ctx, tenantID); err != nil {
+		return fmt.Errorf("awsonboard: deleting the queues of tenant %q: %w", tenantID, err)
+	}
+	return nil
+}
+
+// queueARN returns the ARN of the tenant's queue, or errNoQueue.
+func (o *Onboarder) queueARN(ctx context.Context, tenant string) (string, error) {
+	name, err := o.queues.QueueName(tenant)
+	if err != nil {
+		return "", err
+	}
+	got, err := o.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	if isNoQueue(err) {
+		return "", fmt.Errorf("%w: %s", errNoQueue, name)
+	}
+	if err != nil {
+		return "", fmt.Errorf("awsonboard: finding queue %s: %w", name, err)
+	}
+	attrs, err := o.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       got.QueueUrl,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if isNoQueue(err) {
+		return "", fmt.Errorf("%w: %s", errNoQueue, name)
+	}
+	if err != nil {
+		return "", fmt.Errorf("awsonboard: reading the ARN of queue %s: %w", name, err)
+	}
+	arn := attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+	if arn == "" {
+		return "", fmt.Errorf("awsonboard: queue %s has no ARN", name)
+	}
+	return arn, nil
+}
+
+func isNoQueue(err error) bool {
+	var noQueue *sqstypes.QueueDoesNotExist
+	return errors.As(err, &noQueue)
+}
+
+// ensureMapping updates the mapping from arn to the worker, or creates it.
+func (o *Onboarder) ensureMapping(ctx context.Context, arn string, concurrency int32) error {
+	m, err := o.findMapping(ctx, arn)
+	if err != nil {
+		return err
+	}
+	if m == nil {
+		_, err := o.lambda.CreateEventSourceMapping(ctx, &lambda.CreateEventSourceMappingInput{
+			EventSourceArn:        aws.String(arn),
+			FunctionName:          aws.String(o.function),
+			BatchSize:             aws.Int32(BatchSize),
+			Enabled:               aws.Bool(true),
+			FunctionResponseTypes: []lambdatypes.FunctionResponseType{lambdatypes.FunctionResponseTypeReportBatchItemFailures},
+			ScalingConfig:         &lambdatypes.ScalingConfig{MaximumConcurrency: aws.Int32(concurrency)},
+		})
+		if err == nil {
+			return nil
+		}
+		var conflict *lambdatypes.ResourceConflictException
+		if !errors.As(err, &conflict) {
+			return fmt.Errorf("awsonboard: mapping %s to %s: %w", arn, o.function, err)
+		}
+		// Made meanwhile by another call: update that one.
+		if m, err = o.findMapping(ctx, arn); err != nil {
+			return err
+		}
+		if m == nil {
+			return fmt.Errorf("awsonboard: Lambda says a mapping from %s to %s exists but does not list it; try again", arn, o.function)
+		}
+	}
+	return o.updateMapping(ctx, m, concurrency)
+}
+
+// updateMapping brings m to the mapping's settings and concurrency, if it
+// differs.
+func (o *Onboarder) updateMapping(ctx context.Context, m *lambdatypes.EventSourceMappingConfiguration, concurrency int32) error {
+	state := aws.ToString(m.State)
+	if state == stateDeleting {
+		return fmt.Errorf("awsonboard: mapping %s from %s is being deleted; try again when it is gone", aws.ToString(m.UUID), aws.ToString(m.EventSourceArn))
+	}
+	if aws.ToInt32(m.BatchSize) == BatchSize &&
+		m.ScalingConfig != nil && aws.ToInt32(m.ScalingConfig.MaximumConcurrency) == concurrency &&
+		slices.Contains(m.FunctionResponseTypes, lambdatypes.FunctionResponseTypeReportBatchItemFailures) &&
+		state != stateDisabled && state != stateDisabling {
+		return nil
+	}
+	_, err := o.lambda.UpdateEventSourceMapping(ctx, &lambda.UpdateEventSourceMappingInput{
+		UUID:                  m.UUID,
+		BatchSize:             aws.Int32(BatchSize),
+		Enabled:               aws.Bool(true),
+		FunctionResponseTypes: []lambdatypes.FunctionResponseType{lambdatypes.FunctionResponseTypeReportBatchItemFailures},
+		ScalingConfig:         &lambdatypes.ScalingConfig{MaximumConcurrency: aws.Int32(concurrency)},
+	})
+	if err != nil {
+		return fmt.Errorf("awsonboard: updating mapping %s from %s%s: %w", aws.ToString(m.UUID), aws.ToString(m.EventSourceArn), inUseHint(err), err)
+	}
+	return nil
+}
+
+// findMapping returns the mapping from arn to the worker, nil if there is
+// none. One that is not being deleted wins over one that is.
+func (o *Onboarder) findMapping(ctx context.Context, arn string) (*lambdatypes.EventSourceMappingConfiguration, error) {
+	ms, err := o.listMappings(ctx, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(arn), FunctionName: aws.String(o.function)})
+	if err != nil {
+		return nil, err
+	}
+	var found *lambdatypes.EventSourceMappingConfiguration
+	for i := range ms {
+		if found == nil || aws.ToString(found.State) == stateDeleting {
+			found = &ms[i]
+		}
+	}
+	return found, nil
+}
+
+// tenantMappings returns the mappings from the tenant's queue to the
+// worker. Without the queue (deleted by hand) they are found by the queue
+// name at the end of their source ARN among all the worker's mappings.
+func (o *Onboarder) tenantMappings(ctx context.Context, tenant string) ([]lambdatypes.EventSourceMappingConfiguration, error) {
+	arn, err := o.queueARN(ctx, tenant)
+	if err == nil {
+		return o.listMappings(ctx, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(arn), FunctionName: aws.String(o.function)})
+	}
+	if !errors.Is(err, errNoQueue) {
+		return nil, err
+	}
+	name, err := o.queues.QueueName(tenant)
+	if err != nil {
+		return nil, err
+	}
+	all, err := o.listMappings(ctx, &lambda.ListEventSourceMappingsInput{FunctionName: aws.String(o.function)})
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(m lambdatypes.EventSourceMappingConfiguration) bool {
+		src := aws.ToString(m.EventSourceArn)
+		return !strings.HasPrefix(src, "arn:") || src[strings.LastIndexByte(src, ':')+1:] != name
+	}), nil
+}
+
+func (o *Onboarder) listMappings(ctx context.Context, in *lambda.ListEventSourceMappingsInput) ([]lambdatypes.EventSourceMappingConfiguration, error) {
+	var out []lambdatypes.EventSourceMappingConfiguration
+	pages := lambda.NewListEventSourceMappingsPaginator(o.lambda, in)
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("awsonboard: listing the mappings of %s: %w", o.function, err)
+		}
+		out = append(out, page.EventSourceMappings...)
+	}
+	return out, nil
+}
+
+// inUseHint explains ResourceInUseException, which Lambda answers while a
+// mapping is being created or changed.
+func inUseHint(err error) string {
+	var inUse *lambdatypes.ResourceInUseException
+	if errors.As(err, &inUse) {
+		return " (Lambda is still applying an earlier change; try again in a few seconds)"
+	}
+	return ""
+}
