@@ -112,11 +112,14 @@ const (
 	apiDuration = 100 * time.Millisecond
 )
 
-// The shell automator's QuickWait and PollInterval (its defaults, 2 s and
-// 5 s, unless HEDDLE_COST_QUICK_WAIT or HEDDLE_COST_POLL_EVERY say
-// otherwise, to price other settings).
+// The shell automator's QuickWait and PollInterval as the worker Lambda
+// runs them (no in-place wait; polls every 5 s), unless
+// HEDDLE_COST_QUICK_WAIT or HEDDLE_COST_POLL_EVERY say otherwise, to price
+// other settings.
 var (
-	modelQuickWait = costEnvDuration("HEDDLE_COST_QUICK_WAIT", 2*time.Second)
+	// The worker Lambda hands detached runs to the polls at once
+	// (assemble.BuildAWS sets the shell's QuickWait < 0).
+	modelQuickWait = costEnvDuration("HEDDLE_COST_QUICK_WAIT", 0)
 	modelPollEvery = costEnvDuration("HEDDLE_COST_POLL_EVERY", 5*time.Second)
 )
 
@@ -224,6 +227,10 @@ func runCostScenario(tb testing.TB, detached bool) *costRun {
 	require.NoError(tb, err)
 	deletePlan, err := planner.Build(planner.Request{Operation: domain.OpDelete, Old: nodes, Services: svcs})
 	require.NoError(tb, err)
+	// Timeouts run on the simulated clock too: a worker invocation's
+	// deadline is scaled, and the engine compares it with them.
+	scaleTimeouts(createPlan)
+	scaleTimeouts(deletePlan)
 	// Node-level actions have the planner's fixed timeouts (10-15 minutes):
 	// in the synchronous scenario they are waited on like any other.
 	for _, p := range []*planner.Plan{createPlan, deletePlan} {
@@ -303,6 +310,17 @@ func runCostScenario(tb testing.TB, detached bool) *costRun {
 	run.janitor = passes.Load()
 	run.timedOutInvocations = esm.timedOut.Load()
 	return run
+}
+
+// scaleTimeouts puts a plan's task timeouts (and its rollback's) on the
+// simulated clock.
+func scaleTimeouts(p *planner.Plan) {
+	for i := range p.Tasks {
+		p.Tasks[i].Timeout = domain.Duration(scaled(p.Tasks[i].Timeout.Std()))
+	}
+	if p.Rollback != nil {
+		scaleTimeouts(p.Rollback)
+	}
 }
 
 // costServices is services() with every action's timeout set.

@@ -355,3 +355,59 @@ func TestBoundedOutputFitsItsEncodedLimit(t *testing.T) {
 	require.Equal(t, "01…", boundHead("0123456789", 5))
 	require.Equal(t, "a\uFFFDb\uFFFD\n", sanitize("a\x00b\xff\n"))
 }
+
+// TestAWorkerClaimsOnlyWhatFitsBeforeItsDeadline: a Lambda invocation cut
+// off mid-action leaves the attempt RUNNING until its lease ends and then
+// runs it again, so a worker with a deadline takes a continuation, or a
+// message after the first of its batch, only when its timeout fits before
+// the deadline; the rest go to a fresh invocation.
+func TestAWorkerClaimsOnlyWhatFitsBeforeItsDeadline(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	sub := createSubmission(t, "c1", 2, nil)
+	for i, pt := range sub.Plan.Tasks {
+		if pt.Action == domain.ActionBootstrap {
+			sub.Plan.Tasks[i].Timeout = domain.Duration(30 * time.Minute) // past the deadline below
+		}
+	}
+	job, err := b.eng.Submit(b.ctx, sub)
+	require.NoError(t, err)
+	ds, err := b.q.Receive(b.ctx, tenant, queue.MaxBatch, time.Second, b.eng.cfg.Visibility)
+	require.NoError(t, err)
+	require.Len(t, ds, 2, "each node's create")
+
+	// 12 minutes left. The first create (15-minute timeout) is taken anyway,
+	// then its confirm (10 minutes) as a continuation; its bootstrap (30
+	// minutes) is sent, not claimed. The second node's create, later in the
+	// batch, does not fit and stays for a fresh invocation.
+	ctx, cancel := context.WithTimeout(b.ctx, 12*time.Minute)
+	defer cancel()
+	kept := b.eng.HandleBatch(ctx, tenant, ds)
+	require.Equal(t, []int{1}, kept)
+	first := strings.TrimSuffix(strings.SplitN(ds[0].TaskID, "|", 3)[2], "/create")
+	var ran []string
+	for _, r := range b.rec.runs {
+		ran = append(ran, r.task)
+	}
+	require.ElementsMatch(t, []string{first + "/create", first + "/confirm"}, ran)
+
+	tasks, err := b.eng.Tasks(b.ctx, tenant, job.ID)
+	require.NoError(t, err)
+	bootstrapReady := false
+	for _, task := range tasks {
+		if task.NodeID == first && task.Action == domain.ActionBootstrap && !task.Rollback {
+			bootstrapReady = task.Status == domain.TaskReady
+		}
+	}
+	require.True(t, bootstrapReady, "the bootstrap that does not fit waits in the queue, not claimed: %+v", tasksOf(tasks, first))
+}
+
+func tasksOf(tasks []domain.Task, node string) []string {
+	var out []string
+	for _, t := range tasks {
+		if t.NodeID == node && !t.Rollback {
+			out = append(out, t.ID+"="+string(t.Status))
+		}
+	}
+	return out
+}

@@ -127,7 +127,11 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 			}
 			continue
 		}
-		disp, err := e.Handle(ctx, tenant, d)
+		hctx := ctx
+		if i > 0 {
+			hctx = context.WithValue(ctx, laterInBatchKey{}, true)
+		}
+		disp, err := e.Handle(hctx, tenant, d)
 		switch {
 		case err != nil:
 			if !errors.Is(err, context.Canceled) {

@@ -77,7 +77,8 @@ func (e *Engine) succeed(ctx context.Context, ref TaskRef, lt loadedTask, res Re
 				if len(d.Dependents) == 0 {
 					sinks++
 				}
-			case cont && next == nil && !d.Join && d.NodeID != "" && d.NodeID == t.NodeID && d.Rollback == t.Rollback:
+			case cont && next == nil && !d.Join && d.NodeID != "" && d.NodeID == t.NodeID && d.Rollback == t.Rollback &&
+				fitsBefore(ctx, d.Timeout.Std()):
 				e.startAttempt(d)
 				next = &loadedTask{task: *d, item: pd.loaded.item}
 				next.item.Version++

@@ -72,6 +72,15 @@ func (e *Engine) Handle(ctx context.Context, tenant string, d queue.Delivery) (D
 		_, _, err := e.succeed(ctx, ref, lt, Result{}, false)
 		return Disposition{}, err
 	}
+	if laterInBatch(ctx) && !fitsBefore(ctx, lt.task.Timeout.Std()) {
+		// A worker with a deadline (a Lambda invocation) that has already
+		// spent some of it claims only what it can finish before it: cut off
+		// mid-action, the attempt would wait for its lease and run again.
+		// The message comes back at once to a fresh invocation. The first
+		// message of a batch is always taken: a fresh invocation could do no
+		// better (actions longer than a Lambda belong on the long-task queue).
+		return Disposition{Delay: handOff}, nil
+	}
 	claimed, err := e.claim(ctx, ref, lt)
 	if errors.Is(err, store.ErrConditionFailed) {
 		return Disposition{}, nil // another worker won the claim
@@ -80,6 +89,27 @@ func (e *Engine) Handle(ctx context.Context, tenant string, d queue.Delivery) (D
 		return Disposition{}, err
 	}
 	return e.runFrom(ctx, ref, claimed, d, "")
+}
+
+// handOff keeps a message for another worker: a delay that rounds to "visible
+// again at once" (SQS counts visibility in whole seconds), yet marks the
+// message kept, so a Lambda reports it rather than letting it be deleted.
+const handOff = time.Millisecond
+
+type laterInBatchKey struct{}
+
+// laterInBatch reports whether ctx handles a message after the first of its
+// batch (see process).
+func laterInBatch(ctx context.Context) bool {
+	later, _ := ctx.Value(laterInBatchKey{}).(bool)
+	return later
+}
+
+// fitsBefore reports whether an action of the given timeout can run to its
+// end before ctx's deadline (always, for a worker without one).
+func fitsBefore(ctx context.Context, timeout time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return !ok || time.Until(dl) > timeout
 }
 
 // runFrom runs a claimed attempt (a poll when poll is set) and the
