@@ -86,11 +86,13 @@ func (l Limits) withDefaults() Limits {
 }
 
 // Timeouts of the node-level actions, which no service defines. Creating a
-// node includes the provider's boot (EC2 can take minutes under load);
-// confirming waits for SSH and the host key; bootstrap copies the automator's
-// resources; delete waits for the provider to report the node gone.
+// node asks the provider for it (EC2 returns once the instance is
+// requested); confirming waits for the boot, SSH and the host key; bootstrap
+// copies the automator's resources; delete waits for the provider to report
+// the node gone. Each stays under the engine's long-task threshold (13
+// minutes), so node actions run on the worker Lambda, not on Fargate.
 const (
-	CreateTimeout    = domain.Duration(15 * time.Minute)
+	CreateTimeout    = domain.Duration(12 * time.Minute)
 	ConfirmTimeout   = domain.Duration(10 * time.Minute)
 	BootstrapTimeout = domain.Duration(10 * time.Minute)
 	DeleteTimeout    = domain.Duration(10 * time.Minute)

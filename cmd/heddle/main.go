@@ -1,6 +1,7 @@
 // Command heddle is heddle's CLI and its all-in-one local server.
 //
 //	heddle server       run the API (and, as they land, workers and janitor) locally
+//	heddle worker       run the tenants' long tasks from SQS (the Fargate worker)
 //	heddle keygen       print a fresh API key, e.g. for HEDDLE_BOOTSTRAP_KEY
 //	heddle version      print the build version
 //	heddle config       show or set the client's endpoint and key
@@ -93,7 +94,7 @@ func newRootCommand() *cobra.Command {
 	pf.String("key", "", "the API key (HEDDLE_KEY, config file)")
 	pf.StringVarP(&a.output, "output", "o", "table", "table or json (json prints the API's answers)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
-	root.AddCommand(newServerCommand(), newKeygenCommand(), newVersionCommand(),
+	root.AddCommand(newServerCommand(), newWorkerCommand(), newKeygenCommand(), newVersionCommand(),
 		newConfigCommand(a), newApplyCommand(a), newTenantsCommand(a), newClustersCommand(a), newJobsCommand(a))
 	return root
 }

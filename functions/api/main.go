@@ -73,8 +73,10 @@ func fromEnv(ctx context.Context, log *slog.Logger) (lambdaHandler, error) {
 		if err != nil {
 			return nil, err
 		}
-		built, err := assemble.Build(assemble.Parts{Store: a.Store, Queue: a.Queue, Keyring: a.Keyring, Providers: registry,
-			Engine: engine.Config{WorkerID: "api"}, Logger: log})
+		// Long tasks go to the tenants' long-task queues, as the worker's
+		// and the janitor's do (assemble.BuildAWS).
+		built, err := assemble.Build(assemble.Parts{Store: a.Store, Queue: a.EngineQueue(assemble.ReceivesShort), Keyring: a.Keyring, Providers: registry,
+			Engine: engine.Config{WorkerID: "api", LongTaskAfter: assemble.LongTaskAfter}, Logger: log})
 		if err != nil {
 			return nil, err
 		}
@@ -90,7 +92,7 @@ func fromEnv(ctx context.Context, log *slog.Logger) (lambdaHandler, error) {
 // newOnboarder onboards tenants onto a's queues, with mappings to the
 // worker function when it is named.
 func newOnboarder(a *assemble.AWS, workerFunction string, log *slog.Logger) (*awsonboard.Onboarder, error) {
-	cfg := awsonboard.Config{Queues: a.Queue, SQS: a.SQS, FunctionName: workerFunction}
+	cfg := awsonboard.Config{Queues: a.Queue, LongQueues: a.LongQueue, SQS: a.SQS, FunctionName: workerFunction}
 	if workerFunction == "" {
 		log.Warn("api: HEDDLE_WORKER_FUNCTION is not set: new tenants get queues but no event source mapping, so no Lambda consumes them")
 	} else {

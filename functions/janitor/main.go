@@ -96,7 +96,7 @@ func fromEnv(ctx context.Context, log *slog.Logger) (*janitor, error) {
 	}
 	// It runs no task, so its engine has no executor; expired clusters go to
 	// the cluster service, which submits their delete jobs.
-	svc, err := assemble.BuildAWS(a, engine.Config{WorkerID: "lambda:" + lambdacontext.FunctionName + "/" + lambdacontext.LogStreamName}, false, log)
+	svc, err := assemble.BuildAWS(a, engine.Config{WorkerID: "lambda:" + lambdacontext.FunctionName + "/" + lambdacontext.LogStreamName}, assemble.ReceivesShort, false, log)
 	if err != nil {
 		return nil, err
 	}

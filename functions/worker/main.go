@@ -80,7 +80,7 @@ func fromEnv(ctx context.Context, log *slog.Logger) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := assemble.BuildAWS(a, engine.Config{WorkerID: "lambda:" + lambdacontext.FunctionName + "/" + lambdacontext.LogStreamName}, true, log)
+	svc, err := assemble.BuildAWS(a, engine.Config{WorkerID: "lambda:" + lambdacontext.FunctionName + "/" + lambdacontext.LogStreamName}, assemble.ReceivesShort, true, log)
 	if err != nil {
 		return nil, err
 	}

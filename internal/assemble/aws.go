@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -19,13 +20,16 @@ import (
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/provider/ec2"
 	"github.com/heddle-io/heddle/internal/provider/static"
+	"github.com/heddle-io/heddle/internal/queue"
+	"github.com/heddle-io/heddle/internal/queue/routed"
 	"github.com/heddle-io/heddle/internal/queue/sqsqueue"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/dynamostore"
 )
 
-// AWS are a Lambda's parts, read from its environment once at init:
+// AWS are the parts of a Lambda or of `heddle worker` on Fargate, read from
+// its environment once at start:
 //
 //	HEDDLE_TABLE              the DynamoDB table (required)
 //	HEDDLE_QUEUE_PREFIX       starts the tenants' queue names (heddle-<stage>-)
@@ -33,12 +37,18 @@ import (
 //	HEDDLE_DYNAMODB_ENDPOINT  an emulator for DynamoDB (tests)
 //	HEDDLE_SQS_ENDPOINT       an emulator for SQS (tests)
 //
-// Queue and Keyring are nil when HEDDLE_QUEUE_PREFIX is unset: the API then
-// serves the catalog only.
+// Queue, LongQueue and Keyring are nil when HEDDLE_QUEUE_PREFIX is unset:
+// the API then serves the catalog only.
 type AWS struct {
-	Store   store.Store
-	Queue   *sqsqueue.Queue
-	Keyring *secrets.Keyring
+	Store store.Store
+	// Queue holds the tenants' queues, which the worker Lambda consumes:
+	// <prefix><tenant>.fifo.
+	Queue *sqsqueue.Queue
+	// LongQueue holds the tenants' long-task queues, which `heddle worker`
+	// consumes on Fargate: <prefix>long_<tenant>.fifo
+	// (sqsqueue.LongPrefix).
+	LongQueue *sqsqueue.Queue
+	Keyring   *secrets.Keyring
 	// SQS is the client under Queue (nil with it), for what Queue does not
 	// do: the API's onboarding reads a queue's ARN with it.
 	SQS *sqs.Client
@@ -81,6 +91,10 @@ func AWSFromEnv(ctx context.Context, needQueue bool) (*AWS, error) {
 	if err != nil {
 		return nil, err
 	}
+	out.LongQueue, err = sqsqueue.New(out.SQS, sqsqueue.Options{Prefix: sqsqueue.LongPrefix(prefix)})
+	if err != nil {
+		return nil, fmt.Errorf("the long-task queues: %w", err)
+	}
 	out.Keyring = secrets.NewKeyring(secrets.NewKMSKey(kms.NewFromConfig(cfg), keyID))
 	return out, nil
 }
@@ -98,20 +112,69 @@ func AWSProviders(s store.Store, keyring *secrets.Keyring) (*provider.Registry, 
 	return registry, nil
 }
 
-// BuildAWS assembles the services over a's parts; runsTasks gives the engine
-// the shell automator (the worker).
-func BuildAWS(a *AWS, cfg engine.Config, runsTasks bool, log *slog.Logger) (*Services, error) {
+// LongTaskAfter is the Engine.LongTaskAfter of every process in AWS: a task
+// whose action may run longer goes to the tenant's long-task queue, because
+// a Lambda (at most 15 minutes, less the time to record the result and the
+// batch's other messages) cannot be sure to finish it.
+const LongTaskAfter = 13 * time.Minute
+
+// Receives says which of a tenant's queues a process consumes.
+type Receives int
+
+const (
+	// ReceivesShort: the Lambdas. The worker consumes the tenants' queues
+	// through its event source mappings; the API and the janitor receive
+	// nothing but send like the worker.
+	ReceivesShort Receives = iota
+	// ReceivesLong: `heddle worker` on Fargate, on the long-task queues.
+	ReceivesLong
+)
+
+// EngineQueue is the queue an engine in AWS runs on: it receives (and acks
+// and extends) on the queues of r, and sends each task to the tenant's
+// queue, or to its long-task queue when the engine marks it long (see
+// LongTaskAfter), whichever queue it consumes.
+func (a *AWS) EngineQueue(r Receives) queue.Queue {
+	if r == ReceivesLong {
+		return routed.New(a.LongQueue, a.Queue, a.LongQueue)
+	}
+	return routed.New(a.Queue, a.Queue, a.LongQueue)
+}
+
+// BuildAWS assembles the services over a's parts for a process that
+// consumes r's queues, with Engine.LongTaskAfter = LongTaskAfter (unless
+// cfg sets it); runsTasks gives the engine the shell automator (the
+// workers).
+func BuildAWS(a *AWS, cfg engine.Config, r Receives, runsTasks bool, log *slog.Logger) (*Services, error) {
+	if a.Queue == nil || a.LongQueue == nil {
+		return nil, errors.New("assemble: the tenants' queues are required (HEDDLE_QUEUE_PREFIX)")
+	}
 	registry, err := AWSProviders(a.Store, a.Keyring)
 	if err != nil {
 		return nil, err
 	}
-	p := Parts{Store: a.Store, Queue: a.Queue, Keyring: a.Keyring, Providers: registry, Engine: cfg, Logger: log}
-	if runsTasks {
+	if cfg.LongTaskAfter == 0 {
+		cfg.LongTaskAfter = LongTaskAfter
+	}
+	quickWait := time.Duration(0) // the shell's default in-place wait
+	switch r {
+	case ReceivesShort:
 		// A Lambda bills every millisecond it waits: a detached run goes to
 		// the engine's polls at once instead of being watched in place
 		// (scripts/cost-model.sh: $0.061 -> $0.049 per 100-node create and
-		// delete). The local server keeps the in-place wait for latency.
-		p.Automators = map[string]automator.Automator{shell.Type: shell.New(shell.Config{Scripts: shell.NewScripts(a.Store), QuickWait: -1})}
+		// delete). The local server and the Fargate worker keep the
+		// in-place wait for latency.
+		quickWait = -1
+	case ReceivesLong:
+		if cfg.ReceiveWait == 0 {
+			// Every SQS receive is a billed request: an idle worker
+			// long-polls for as long as SQS allows.
+			cfg.ReceiveWait = queue.MaxWait
+		}
+	}
+	p := Parts{Store: a.Store, Queue: a.EngineQueue(r), Keyring: a.Keyring, Providers: registry, Engine: cfg, Logger: log}
+	if runsTasks {
+		p.Automators = map[string]automator.Automator{shell.Type: shell.New(shell.Config{Scripts: shell.NewScripts(a.Store), QuickWait: quickWait})}
 	}
 	return Build(p)
 }

@@ -132,6 +132,17 @@ type Config struct {
 	// ProgressInterval is how often a worker pool writes the progress it
 	// counted.
 	ProgressInterval time.Duration
+	// LongTaskAfter marks the message of a task whose timeout exceeds it
+	// as long (queue.Message.Long), which queue/routed sends to the
+	// tenant's long-task queue: in AWS, tasks a Lambda could not finish go
+	// to `heddle worker` on Fargate. Zero: no message is long. A
+	// same-node continuation is claimed in process, not sent, so this does
+	// not apply to it (a worker with a deadline claims one only if it fits).
+	LongTaskAfter time.Duration
+	// ReceiveWait is how long a pool's worker (RunWorkers) waits for a
+	// message in one Receive; default 1 s. On SQS every Receive is a billed
+	// request, so `heddle worker` long-polls for queue.MaxWait (20 s).
+	ReceiveWait time.Duration
 	// ExpireLease is called by the janitor for each cluster whose lease has
 	// run out and that no job holds; the cluster service implements it by
 	// submitting the cluster's delete job (the engine cannot plan one). Nil:
@@ -171,6 +182,10 @@ func (c Config) withDefaults() Config {
 	if c.PollReceives == 0 {
 		c.PollReceives = 4
 	}
+	if c.ReceiveWait == 0 {
+		c.ReceiveWait = time.Second
+	}
+	c.ReceiveWait = min(c.ReceiveWait, queue.MaxWait)
 	if c.ProgressInterval == 0 {
 		c.ProgressInterval = time.Second
 	}
@@ -229,6 +244,7 @@ func (e *Engine) send(ctx context.Context, tenant string, tasks []domain.Task) e
 			Attempt: t.Attempt,
 			Group:   group(t.ClusterID, t.NodeID, t.ID),
 			Dedup:   dedupID(ref, t.Attempt, t.Sends),
+			Long:    e.cfg.LongTaskAfter > 0 && t.Timeout.Std() > e.cfg.LongTaskAfter,
 		})
 		if len(batch) == queue.MaxBatch {
 			if err := flush(); err != nil {

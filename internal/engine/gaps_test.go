@@ -376,7 +376,7 @@ func TestAWorkerClaimsOnlyWhatFitsBeforeItsDeadline(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ds, 2, "each node's create")
 
-	// 12 minutes left. The first create (15-minute timeout) is taken anyway,
+	// 12 minutes left. The first create (12-minute timeout) is taken anyway,
 	// then its confirm (10 minutes) as a continuation; its bootstrap (30
 	// minutes) is sent, not claimed. The second node's create, later in the
 	// batch, does not fit and stays for a fresh invocation.

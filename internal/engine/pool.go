@@ -80,7 +80,7 @@ func (e *Engine) flushProgress(ctx context.Context, done map[TaskRef]int) {
 
 func (e *Engine) workLoop(ctx context.Context, tenant string, p *progress) {
 	for ctx.Err() == nil {
-		ds, err := e.queue.Receive(ctx, tenant, 1, time.Second, e.cfg.Visibility)
+		ds, err := e.queue.Receive(ctx, tenant, 1, e.cfg.ReceiveWait, e.cfg.Visibility)
 		if err != nil {
 			if ctx.Err() == nil {
 				e.log.WarnContext(ctx, "receiving failed", "tenant", tenant, "error", err)

@@ -20,6 +20,11 @@ type Message struct {
 	// the deduplication window (5 minutes) is dropped. The engine uses
 	// "<task>#<attempt>#<send>", bumping <send> when the janitor re-sends.
 	Dedup string `json:"-"`
+	// Long routes the message to the tenant's long-task queue (see
+	// queue/routed): its task may run longer than a Lambda can. It is for
+	// routing only: routed clears it before handing the message on, and
+	// deliveries never carry it.
+	Long bool `json:"-"`
 }
 
 // Delivery is a received message.

@@ -1,6 +1,9 @@
 // Package awsonboard is the onboard.Onboarder of heddle in AWS: a tenant's
-// SQS FIFO queue and dead-letter queue (made by sqsqueue), and the Lambda
-// event source mapping from that queue to the worker function.
+// SQS FIFO queue and dead-letter queue (made by sqsqueue), its long-task
+// queue and that queue's dead-letter queue (another sqsqueue, under
+// sqsqueue.LongPrefix: `heddle worker` on Fargate consumes it, so it has no
+// mapping), and the Lambda event source mapping from the tenant's queue to
+// the worker function.
 //
 // The mapping is what the worker function's SAM definition cannot hold,
 // because no template can enumerate tenants: BatchSize 10 (the most a FIFO
@@ -12,8 +15,10 @@
 // by ListEventSourceMappings on the queue's ARN and the function: Onboard
 // and Resize update the one they find, or create one; a create that loses a
 // race to another (ResourceConflictException) updates the winner instead.
-// Offboard deletes the mappings, then the queues; a mapping already
-// deleting and a queue already gone are not errors.
+// Offboard deletes the mappings, then the queues, then the long-task
+// queues; a mapping already deleting and a queue already gone are not
+// errors. Onboard and Resize make a missing long-task queue, so a tenant
+// onboarded before long-task queues existed gets one from either.
 //
 // Lambda answers ResourceInUseException while a mapping is being created or
 // updated (seconds); the error says so, and the same call succeeds later.
@@ -85,6 +90,9 @@ var _ LambdaClient = (*lambda.Client)(nil)
 type Config struct {
 	// Queues makes and removes the tenant's queues (required).
 	Queues Queues
+	// LongQueues makes and removes the tenant's long-task queues. Nil makes
+	// none, for deployments whose engines mark no task long.
+	LongQueues Queues
 	// SQS finds a queue's ARN, which names it to Lambda (required).
 	SQS SQSClient
 	// Lambda manages the mappings; required with FunctionName.
@@ -98,6 +106,7 @@ type Config struct {
 // Onboarder is the onboard.Onboarder in AWS.
 type Onboarder struct {
 	queues   Queues
+	long     Queues // nil: no long-task queues
 	sqs      SQSClient
 	lambda   LambdaClient
 	function string
@@ -113,7 +122,7 @@ func New(cfg Config) (*Onboarder, error) {
 	case cfg.FunctionName != "" && cfg.Lambda == nil:
 		return nil, errors.New("awsonboard: a Lambda client is required with FunctionName")
 	}
-	return &Onboarder{queues: cfg.Queues, sqs: cfg.SQS, lambda: cfg.Lambda, function: cfg.FunctionName}, nil
+	return &Onboarder{queues: cfg.Queues, long: cfg.LongQueues, sqs: cfg.SQS, lambda: cfg.Lambda, function: cfg.FunctionName}, nil
 }
 
 // Concurrency is the MaximumConcurrency of a tenant with the given workers.
@@ -124,11 +133,24 @@ func Concurrency(workers int) int32 {
 // errNoQueue: the tenant's queue does not exist.
 var errNoQueue = errors.New("awsonboard: no queue")
 
-// Onboard makes the tenant's queues (or brings existing ones to sqsqueue's
-// attributes), then its mapping to the worker (or updates the one there).
+// Onboard makes the tenant's queues and long-task queues (or brings
+// existing ones to sqsqueue's attributes), then its mapping to the worker
+// (or updates the one there). A tenant id too long for any of the queue
+// names is refused before anything is made.
 func (o *Onboarder) Onboard(ctx context.Context, tenant domain.Tenant) error {
+	if _, err := o.queues.QueueName(tenant.ID); err != nil {
+		return fmt.Errorf("awsonboard: tenant %q: %w", tenant.ID, err)
+	}
+	if o.long != nil {
+		if _, err := o.long.QueueName(tenant.ID); err != nil {
+			return fmt.Errorf("awsonboard: tenant %q: its long-task queue: %w", tenant.ID, err)
+		}
+	}
 	if err := o.queues.CreateTenantQueue(ctx, tenant.ID); err != nil {
 		return fmt.Errorf("awsonboard: making the queues of tenant %q: %w", tenant.ID, err)
+	}
+	if err := o.ensureLong(ctx, tenant.ID); err != nil {
+		return err
 	}
 	if o.function == "" {
 		return nil
@@ -142,22 +164,41 @@ func (o *Onboarder) Onboard(ctx context.Context, tenant domain.Tenant) error {
 
 // Resize brings the mapping's MaximumConcurrency to the tenant's workers. A
 // tenant whose queue or mapping is missing (an onboarding that failed part
-// way) is onboarded.
+// way) is onboarded; its long-task queues are made if they are missing.
 func (o *Onboarder) Resize(ctx context.Context, tenant domain.Tenant) error {
 	arn, err := o.queueARN(ctx, tenant.ID)
 	if errors.Is(err, errNoQueue) {
 		return o.Onboard(ctx, tenant)
 	}
-	if err != nil || o.function == "" {
+	if err != nil {
 		return err
+	}
+	if err := o.ensureLong(ctx, tenant.ID); err != nil {
+		return err
+	}
+	if o.function == "" {
+		return nil
 	}
 	return o.ensureMapping(ctx, arn, Concurrency(tenant.Workers))
 }
 
+// ensureLong makes the tenant's long-task queues, or brings them to
+// sqsqueue's attributes.
+func (o *Onboarder) ensureLong(ctx context.Context, tenant string) error {
+	if o.long == nil {
+		return nil
+	}
+	if err := o.long.CreateTenantQueue(ctx, tenant); err != nil {
+		return fmt.Errorf("awsonboard: making the long-task queues of tenant %q: %w", tenant, err)
+	}
+	return nil
+}
+
 // Offboard deletes the tenant's mappings, so the worker stops polling, then
-// its queue and dead-letter queue. The tenant has no clusters, so whatever
-// messages are left point at tasks that no longer exist: nothing needs
-// draining.
+// its queue and dead-letter queue, then its long-task queues (the Fargate
+// worker stops its pool when the tenant is no longer listed). The tenant has
+// no clusters, so whatever messages are left point at tasks that no longer
+// exist: nothing needs draining.
 func (o *Onboarder) Offboard(ctx context.Context, tenantID string) error {
 	if o.function != "" {
 		ms, err := o.tenantMappings(ctx, tenantID)
@@ -177,6 +218,11 @@ func (o *Onboarder) Offboard(ctx context.Context, tenantID string) error {
 	}
 	if err := o.queues.DeleteTenantQueue(ctx, tenantID); err != nil {
 		return fmt.Errorf("awsonboard: deleting the queues of tenant %q: %w", tenantID, err)
+	}
+	if o.long != nil {
+		if err := o.long.DeleteTenantQueue(ctx, tenantID); err != nil {
+			return fmt.Errorf("awsonboard: deleting the long-task queues of tenant %q: %w", tenantID, err)
+		}
 	}
 	return nil
 }

@@ -38,13 +38,16 @@ func sqsClient(t *testing.T) *sqs.Client {
 }
 
 // fauxqsQueues returns sqsqueue on the emulator under a prefix of the
-// test's own, and deletes every queue under it afterwards.
-func fauxqsQueues(t *testing.T, c *sqs.Client) *sqsqueue.Queue {
+// test's own, and the long-task queues under its sqsqueue.LongPrefix, and
+// deletes every queue under the prefix afterwards.
+func fauxqsQueues(t *testing.T, c *sqs.Client) (short, long *sqsqueue.Queue) {
 	t.Helper()
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	prefix := "heddle-onboard-" + hex.EncodeToString(suffix) + "-"
 	q, err := sqsqueue.New(c, sqsqueue.Options{Prefix: prefix})
+	require.NoError(t, err)
+	long, err = sqsqueue.New(c, sqsqueue.Options{Prefix: sqsqueue.LongPrefix(prefix)})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -56,7 +59,7 @@ func fauxqsQueues(t *testing.T, c *sqs.Client) *sqsqueue.Queue {
 			require.NoError(t, err)
 		}
 	})
-	return q
+	return q, long
 }
 
 func attributes(t *testing.T, c *sqs.Client, name string) (map[string]string, bool) {
@@ -75,14 +78,17 @@ func attributes(t *testing.T, c *sqs.Client, name string) (map[string]string, bo
 }
 
 // TestOnboardOnFauxqs runs a tenant's life against fauxqs (SQS) and the
-// recorded Lambda: the mapping names the queue fauxqs made by its ARN, and
-// offboarding removes the mapping and both queues, twice without harm.
+// recorded Lambda: the mapping names the queue fauxqs made by its ARN (the
+// long-task queue, made too, gets none), and offboarding removes the
+// mapping and all four queues, twice without harm.
 func TestOnboardOnFauxqs(t *testing.T) {
 	t.Parallel()
 	c := sqsClient(t)
-	q := fauxqsQueues(t, c)
+	q, long := fauxqsQueues(t, c)
 	name, _ := q.QueueName("acme")
 	dlqName, _ := q.DeadLetterQueueName("acme")
+	longName, _ := long.QueueName("acme")
+	longDLQName, _ := long.DeadLetterQueueName("acme")
 	ctx := t.Context()
 
 	f, lc := newFakeLambda(t, "",
@@ -96,7 +102,7 @@ func TestOnboardOnFauxqs(t *testing.T) {
 		list("list-event-source-mappings.json"), remove(uuid),
 		// Offboard again: no queue, so the worker's mappings are listed.
 		list("list-event-source-mappings-empty.json"))
-	o, err := awsonboard.New(awsonboard.Config{Queues: q, SQS: c, Lambda: lc, FunctionName: worker})
+	o, err := awsonboard.New(awsonboard.Config{Queues: q, LongQueues: long, SQS: c, Lambda: lc, FunctionName: worker})
 	require.NoError(t, err)
 
 	require.NoError(t, o.Onboard(ctx, acme(1)))
@@ -110,6 +116,13 @@ func TestOnboardOnFauxqs(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(attrs["RedrivePolicy"]), &redrive))
 	require.Equal(t, dlq["QueueArn"], redrive.DeadLetterTargetArn)
+	longAttrs, ok := attributes(t, c, longName)
+	require.True(t, ok)
+	require.Equal(t, "true", longAttrs["FifoQueue"])
+	longDLQ, ok := attributes(t, c, longDLQName)
+	require.True(t, ok)
+	require.NoError(t, json.Unmarshal([]byte(longAttrs["RedrivePolicy"]), &redrive))
+	require.Equal(t, longDLQ["QueueArn"], redrive.DeadLetterTargetArn)
 
 	got := f.requests()
 	requireListed(t, got[0], attrs["QueueArn"])
@@ -125,5 +138,9 @@ func TestOnboardOnFauxqs(t *testing.T) {
 	require.False(t, ok)
 	_, ok = attributes(t, c, dlqName)
 	require.False(t, ok)
+	for _, n := range []string{longName, longDLQName} {
+		_, ok = attributes(t, c, n)
+		require.False(t, ok, n)
+	}
 	require.NoError(t, o.Offboard(ctx, "acme"), "offboarding is idempotent")
 }

@@ -163,7 +163,18 @@ type fakeQueues struct {
 
 func newFakeQueues(t *testing.T, existing ...string) *fakeQueues {
 	t.Helper()
-	names, err := sqsqueue.New(nil, sqsqueue.Options{Prefix: "heddle-prod-"})
+	return newFakeQueuesUnder(t, "heddle-prod-", existing...)
+}
+
+// newFakeLongQueues stands in for the long-task queues.
+func newFakeLongQueues(t *testing.T, existing ...string) *fakeQueues {
+	t.Helper()
+	return newFakeQueuesUnder(t, sqsqueue.LongPrefix("heddle-prod-"), existing...)
+}
+
+func newFakeQueuesUnder(t *testing.T, prefix string, existing ...string) *fakeQueues {
+	t.Helper()
+	names, err := sqsqueue.New(nil, sqsqueue.Options{Prefix: prefix})
 	require.NoError(t, err)
 	q := &fakeQueues{names: names, exists: map[string]bool{}}
 	for _, tenant := range existing {
@@ -217,6 +228,7 @@ func (q *fakeQueues) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttri
 type testBundle struct {
 	lambda *fakeLambda
 	queues *fakeQueues
+	long   *fakeQueues
 	o      *awsonboard.Onboarder
 }
 
@@ -225,10 +237,10 @@ type testBundle struct {
 func setup(t *testing.T, existing []string, script ...exchange) *testBundle {
 	t.Helper()
 	f, client := newFakeLambda(t, acmeARN, script...)
-	q := newFakeQueues(t, existing...)
-	o, err := awsonboard.New(awsonboard.Config{Queues: q, SQS: q, Lambda: client, FunctionName: worker})
+	q, long := newFakeQueues(t, existing...), newFakeLongQueues(t, existing...)
+	o, err := awsonboard.New(awsonboard.Config{Queues: q, LongQueues: long, SQS: q, Lambda: client, FunctionName: worker})
 	require.NoError(t, err)
-	return &testBundle{lambda: f, queues: q, o: o}
+	return &testBundle{lambda: f, queues: q, long: long, o: o}
 }
 
 func acme(workers int) domain.Tenant { return domain.Tenant{ID: "acme", Workers: workers} }
@@ -261,6 +273,7 @@ func TestOnboardCreatesQueuesAndMapping(t *testing.T) {
 			b := setup(t, nil, list("list-event-source-mappings-empty.json"), create())
 			require.NoError(t, b.o.Onboard(t.Context(), acme(tc.workers)))
 			require.Equal(t, []string{"acme"}, b.queues.created)
+			require.Equal(t, []string{"acme"}, b.long.created, "the long-task queues, which no mapping consumes")
 
 			got := b.lambda.requests()
 			require.Len(t, got, 2)
@@ -319,6 +332,7 @@ func TestResize(t *testing.T) {
 		b := setup(t, []string{"acme"}, list("list-event-source-mappings.json"), update(uuid))
 		require.NoError(t, b.o.Resize(t.Context(), acme(8)))
 		require.Empty(t, b.queues.created, "the queues exist: Resize leaves them")
+		require.Equal(t, []string{"acme"}, b.long.created, "long-task queues are made if missing (a tenant onboarded before them)")
 		got := b.lambda.requests()
 		requireListed(t, got[0], acmeARN)
 		requireSettings(t, got[1].body, 8)
@@ -358,6 +372,7 @@ func TestOffboard(t *testing.T) {
 		require.NoError(t, b.o.Offboard(t.Context(), "acme"))
 		requireListed(t, b.lambda.requests()[0], acmeARN)
 		require.Equal(t, []string{"acme"}, b.queues.deleted)
+		require.Equal(t, []string{"acme"}, b.long.deleted)
 	})
 	t.Run("mapping gone meanwhile", func(t *testing.T) {
 		t.Parallel()
@@ -378,6 +393,7 @@ func TestOffboard(t *testing.T) {
 			lambdaError(remove(uuid), http.StatusConflict, "ResourceInUseException", "resource-in-use.json"))
 		require.ErrorContains(t, b.o.Offboard(t.Context(), "acme"), "try again")
 		require.Empty(t, b.queues.deleted, "the worker may still poll them")
+		require.Empty(t, b.long.deleted)
 	})
 	t.Run("queue already gone", func(t *testing.T) {
 		t.Parallel()
@@ -390,6 +406,7 @@ func TestOffboard(t *testing.T) {
 		require.Empty(t, got[0].query.Get("EventSourceArn"))
 		require.Equal(t, mappings+"/"+uuid, got[1].path, "acme's mapping, not globex's")
 		require.Equal(t, []string{"acme"}, b.queues.deleted)
+		require.Equal(t, []string{"acme"}, b.long.deleted)
 	})
 }
 
@@ -397,8 +414,8 @@ func TestOffboard(t *testing.T) {
 // Lambda calls.
 func TestQueuesOnly(t *testing.T) {
 	t.Parallel()
-	q := newFakeQueues(t)
-	o, err := awsonboard.New(awsonboard.Config{Queues: q, SQS: q})
+	q, long := newFakeQueues(t), newFakeLongQueues(t)
+	o, err := awsonboard.New(awsonboard.Config{Queues: q, LongQueues: long, SQS: q})
 	require.NoError(t, err)
 	ctx := t.Context()
 	require.NoError(t, o.Onboard(ctx, acme(3)))
@@ -407,6 +424,42 @@ func TestQueuesOnly(t *testing.T) {
 	require.NoError(t, o.Resize(ctx, acme(4)), "Resize onboards a tenant without queues")
 	require.Equal(t, []string{"acme", "acme"}, q.created)
 	require.Equal(t, []string{"acme"}, q.deleted)
+	require.Equal(t, []string{"acme", "acme", "acme"}, long.created, "Onboard, Resize (idempotent), Onboard")
+	require.Equal(t, []string{"acme"}, long.deleted)
+}
+
+// TestWithoutLongQueues: LongQueues is optional; the tenant's queues and
+// mapping are made as before.
+func TestWithoutLongQueues(t *testing.T) {
+	t.Parallel()
+	f, client := newFakeLambda(t, acmeARN, list("list-event-source-mappings-empty.json"), create())
+	q := newFakeQueues(t)
+	o, err := awsonboard.New(awsonboard.Config{Queues: q, SQS: q, Lambda: client, FunctionName: worker})
+	require.NoError(t, err)
+	require.NoError(t, o.Onboard(t.Context(), acme(2)))
+	require.Equal(t, []string{"acme"}, q.created)
+	require.Len(t, f.requests(), 2)
+	queuesOnly, err := awsonboard.New(awsonboard.Config{Queues: q, SQS: q})
+	require.NoError(t, err)
+	require.NoError(t, queuesOnly.Offboard(t.Context(), "acme"))
+	require.Equal(t, []string{"acme"}, q.deleted)
+}
+
+// TestOnboardRefusesATenantTooLongForItsLongQueue: the long-task queue's
+// prefix is 5 characters longer, so a tenant id can fit one name and not
+// the other; it is refused before any queue is made.
+func TestOnboardRefusesATenantTooLongForItsLongQueue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	id := strings.Repeat("a", 57) // heddle-prod-<57>_dlq.fifo is 78 characters, heddle-prod-long_<57>_dlq.fifo 83
+	_, err := b.queues.QueueName(id)
+	require.NoError(t, err)
+	err = b.o.Onboard(t.Context(), domain.Tenant{ID: id, Workers: 2})
+	require.ErrorContains(t, err, "long-task queue")
+	require.ErrorContains(t, err, "too long")
+	require.Empty(t, b.queues.created)
+	require.Empty(t, b.long.created)
+	require.Empty(t, b.lambda.requests())
 }
 
 func TestNewRefuses(t *testing.T) {

@@ -26,6 +26,11 @@
 // events.SQSEvent into a tenant and a Delivery, whose receipt works with
 // Extend and Ack.
 //
+// A tenant's long-task queue (tasks whose action may outlast a Lambda,
+// consumed by `heddle worker` on Fargate) is the queue of the same tenant
+// in a second Queue whose prefix is LongPrefix(prefix); queue/routed sends
+// each message to one or the other.
+//
 // Messages that exhaust MaxReceiveCount go to the dead-letter queue and
 // leave FIFO order; nothing is lost with them, because the message is only
 // a pointer into the store and the janitor re-sends every READY task that

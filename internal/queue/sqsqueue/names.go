@@ -21,6 +21,27 @@ const (
 // that share an account should name their stage: "heddle-prod-".
 const DefaultPrefix = "heddle-"
 
+// longMarker follows the prefix in the names of the tenants' long-task
+// queues: a Queue with the prefix LongPrefix(p) names tenant acme's long
+// queue <p>long_acme.fifo. No queue name of a tenant under p starts with it:
+// every '_' in an encoded tenant starts "__" or "_-", so "long_" followed by
+// an encoded tenant that starts with a letter or digit (as every heddle
+// tenant id does) is no tenant's encoding. A plain "long-" would collide:
+// tenant "long-acme"'s queue would be tenant "acme"'s long queue.
+const longMarker = "long_"
+
+// LongPrefix is the prefix of the long-task queues that go with the queues
+// under prefix (DefaultPrefix if empty): "heddle-prod-" gives
+// "heddle-prod-long_", so tenant acme's long queue is
+// heddle-prod-long_acme.fifo and its dead-letter queue
+// heddle-prod-long_acme_dlq.fifo.
+func LongPrefix(prefix string) string {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return prefix + longMarker
+}
+
 // names derives queue names from tenant ids under a prefix.
 //
 // Tenant ids may hold '.', which queue names may not, so a tenant is

@@ -135,3 +135,44 @@ func FuzzQueueNames(f *testing.F) {
 		require.Error(t, err)
 	})
 }
+
+// TestLongQueueNames: a tenant's long-task queue lives under LongPrefix,
+// and no tenant's queue under the plain prefix is another tenant's long
+// queue, or the other way round.
+func TestLongQueueNames(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "heddle-prod-long_", sqsqueue.LongPrefix("heddle-prod-"))
+	require.Equal(t, sqsqueue.DefaultPrefix+"long_", sqsqueue.LongPrefix(""))
+	short, long := offline(t, "heddle-prod-"), offline(t, sqsqueue.LongPrefix("heddle-prod-"))
+	name, err := long.QueueName("acme")
+	require.NoError(t, err)
+	require.Equal(t, "heddle-prod-long_acme.fifo", name)
+	dlq, err := long.DeadLetterQueueName("acme")
+	require.NoError(t, err)
+	require.Equal(t, "heddle-prod-long_acme_dlq.fifo", dlq)
+
+	// Names no tenant of the short queues: the worker Lambda refuses a
+	// batch from a long queue rather than run it as some other tenant's.
+	_, err = short.TenantOf("arn:aws:sqs:eu-west-1:123456789012:" + name)
+	require.Error(t, err)
+
+	// Tenant ids (letters, digits, '_', '.', '-', starting with a letter or
+	// digit) that would collide with a "long-" marker do not with "long_".
+	for _, tenant := range []string{"long-acme", "long", "long_acme", "long.acme", "longacme", "l"} {
+		s, err := short.QueueName(tenant)
+		require.NoError(t, err)
+		// (sqsqueue itself accepts "-acme" or ".acme", whose long queues
+		// would be the queues of "long.acme" and "long_-acme"; heddle's
+		// tenant ids start with a letter or digit.)
+		for _, other := range []string{"acme", "Acme", "a.b", "x_dlq", "0"} {
+			l, err := long.QueueName(other)
+			require.NoError(t, err)
+			require.NotEqual(t, s, l, "%s's queue is %s's long queue", tenant, other)
+			ld, _ := long.DeadLetterQueueName(other)
+			sd, _ := short.DeadLetterQueueName(tenant)
+			require.NotEqual(t, sd, ld)
+			require.NotEqual(t, s, ld)
+			require.NotEqual(t, sd, l)
+		}
+	}
+}
