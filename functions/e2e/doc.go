@@ -4,14 +4,12 @@
 // (docs/examples/catalog.yaml) is created on local-provider nodes, reached
 // through its load balancer and deleted.
 //
-// The Lambdas are package main and cannot be imported, so the test builds
-// each handler's equivalent from the same internal pieces: the API is
+// The worker runs the worker Lambda's own handler (internal/sqsbatch), fed
+// the SQS events the mapping would send. The API and janitor mains are
+// package main, so the test builds them from the same pieces: the API is
 // api.New over assemble.Build, adapted to API Gateway HTTP API (payload 2.0)
 // events by httpadapter, as functions/api's newServicesHandler does; the
-// worker turns each SQS event's records into deliveries with
-// sqsqueue.DeliveryFromRecord and hands them to engine.HandleBatch, answering
-// BatchItemFailures as functions/worker does; the janitor makes one
-// engine.RunJanitor pass per scheduled event. What the Lambda service does
+// janitor makes one engine.RunJanitor pass per scheduled event. What the Lambda service does
 // around them is played by the test: the event source mapping receives up to
 // 10 messages from the tenant's FIFO queue on fauxqs, invokes the worker with
 // them (at most the tenant's worker count at once) and deletes the records

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,9 +37,9 @@ import (
 	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/provider/local"
-	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/queue/sqsqueue"
 	"github.com/heddle-io/heddle/internal/secrets"
+	"github.com/heddle-io/heddle/internal/sqsbatch"
 	"github.com/heddle-io/heddle/internal/store/dynamostore"
 )
 
@@ -61,9 +60,6 @@ const (
 	// functionTimeout is the worker Lambda's timeout: each invocation's
 	// context ends then.
 	functionTimeout = 25 * time.Second
-	// stopMargin is kept free before the invocation's deadline, as
-	// functions/worker does.
-	stopMargin = 3 * time.Second
 	// janitorEvery is how often the schedule invokes the janitor here
 	// (every minute in template.yaml).
 	janitorEvery = 2 * time.Second
@@ -93,7 +89,7 @@ type lambdas struct {
 	log *logBuffer
 
 	api     func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
-	worker  *worker
+	worker  *sqsbatch.Handler
 	janitor *engine.Engine
 	local   *local.Local
 	dir     string // the local provider's nodes live under it
@@ -197,7 +193,7 @@ func setup(t *testing.T) *lambdas {
 		Automators: map[string]automator.Automator{shell.Type: sh},
 		Engine:     engine.Config{WorkerID: "lambda:heddle-e2e-worker/1"}, Logger: log})
 	require.NoError(t, err)
-	l.worker = &worker{queue: workerQueue, batches: workerSvc.Engine, log: log}
+	l.worker = &sqsbatch.Handler{Queue: workerQueue, Batches: workerSvc.Engine, Log: log} // the worker Lambda's own handler
 
 	// The janitor function (functions/janitor): no executor.
 	janitorSvc, err := assemble.Build(assemble.Parts{Store: db, Queue: newQueue(), Keyring: keyring, Providers: registry(),
@@ -359,80 +355,6 @@ func (l *lambdas) jobFailure() string {
 
 // --- The worker function and its event source mapping ---------------------
 
-// Queue and Batches are what functions/worker needs.
-type Queue interface {
-	queue.Queue
-	TenantOf(queueNameOrARN string) (string, error)
-}
-
-type Batches interface {
-	HandleBatch(ctx context.Context, tenant string, ds []queue.Delivery) []int
-}
-
-// worker is functions/worker's handler, built from the same pieces.
-type worker struct {
-	queue   Queue
-	batches Batches
-	log     *slog.Logger
-}
-
-func (w *worker) handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
-	if len(ev.Records) == 0 {
-		return resp, nil
-	}
-	fail := func(from int) {
-		for _, r := range ev.Records[from:] {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
-		}
-	}
-	source := ev.Records[0].EventSourceARN
-	tenant, err := w.queue.TenantOf(source)
-	if err != nil {
-		w.log.ErrorContext(ctx, "worker: the batch comes from no tenant's queue", "source", source, "error", err)
-		fail(0)
-		return resp, nil
-	}
-	ds := make([]queue.Delivery, 0, len(ev.Records))
-	bad := len(ev.Records)
-	for i, r := range ev.Records {
-		var d queue.Delivery
-		if r.EventSourceARN != source {
-			err = fmt.Errorf("record %s comes from %s, not %s", r.MessageId, r.EventSourceARN, source)
-		} else {
-			d, err = sqsqueue.DeliveryFromRecord(r)
-		}
-		if err != nil {
-			w.log.WarnContext(ctx, "worker: a record is not a task message", "tenant", tenant, "error", err)
-			bad = i
-			break
-		}
-		ds = append(ds, d)
-	}
-	if len(ds) > 0 {
-		runCtx := ctx
-		if dl, ok := ctx.Deadline(); ok {
-			var cancel context.CancelFunc
-			runCtx, cancel = context.WithDeadline(ctx, dl.Add(-stopMargin))
-			defer cancel()
-		}
-		for _, i := range w.batches.HandleBatch(runCtx, tenant, ds) {
-			if i >= 0 && i < len(ds) {
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
-			}
-		}
-	}
-	if bad < len(ev.Records) {
-		for _, r := range ev.Records[bad:] {
-			if err := w.queue.Extend(ctx, tenant, r.ReceiptHandle, 0); err != nil && !errors.Is(err, queue.ErrReceiptInvalid) {
-				w.log.WarnContext(ctx, "worker: releasing a record failed", "record", r.MessageId, "error", err)
-			}
-		}
-		fail(bad)
-	}
-	return resp, nil
-}
-
 // poll is one round of the event source mapping: a receive of up to 10
 // messages from the tenant's queue, a worker invocation with them as the
 // Lambda service serializes an SQS event, and the delete of every record
@@ -482,7 +404,7 @@ func (l *lambdas) poll(ctx context.Context) (int, error) {
 	l.firstEvent.Do(func() { l.firstEventJSON = raw })
 	l.invocations.Add(1)
 	invCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), functionTimeout)
-	resp, err := l.worker.handle(invCtx, got)
+	resp, err := l.worker.Handle(invCtx, got)
 	cancel()
 	if err != nil {
 		return 0, fmt.Errorf("the worker failed: %w", err)
@@ -755,7 +677,7 @@ func requireLambdaShape(t *testing.T, got []byte) {
 	type shape struct {
 		Records []map[string]json.RawMessage `json:"Records"`
 	}
-	raw, err := os.ReadFile("../worker/testdata/fifo-event.json")
+	raw, err := os.ReadFile("../../internal/sqsbatch/testdata/fifo-event.json")
 	require.NoError(t, err)
 	var want, have shape
 	require.NoError(t, json.Unmarshal(raw, &want))

@@ -1,4 +1,4 @@
-package main
+package sqsbatch
 
 import (
 	"context"
@@ -51,7 +51,7 @@ func (b *fakeBatches) HandleBatch(ctx context.Context, tenant string, ds []queue
 type testBundle struct {
 	queue   *fakeQueue
 	batches *fakeBatches
-	worker  *worker
+	worker  *Handler
 	event   events.SQSEvent
 }
 
@@ -63,7 +63,7 @@ func setup(t *testing.T, keep []int) *testBundle {
 	require.NoError(t, err)
 	b := &testBundle{queue: &fakeQueue{Queue: q}, batches: &fakeBatches{keep: keep}}
 	require.NoError(t, json.Unmarshal(raw, &b.event))
-	b.worker = &worker{queue: b.queue, batches: b.batches, log: slog.New(slog.DiscardHandler)}
+	b.worker = &Handler{Queue: b.queue, Batches: b.batches, Log: slog.New(slog.DiscardHandler)}
 	return b
 }
 
@@ -93,7 +93,7 @@ func TestHandleReportsWhatTheEngineKeeps(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, tt.keep)
-			resp, err := b.worker.handle(t.Context(), b.event)
+			resp, err := b.worker.Handle(t.Context(), b.event)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, failures(resp))
 			require.Equal(t, "acme", b.batches.tenant)
@@ -112,7 +112,7 @@ func TestHandleStopsAtAStranger(t *testing.T) {
 	t.Parallel()
 	b := setup(t, []int{0})
 	b.event.Records[1].Body = "not heddle's"
-	resp, err := b.worker.handle(t.Context(), b.event)
+	resp, err := b.worker.Handle(t.Context(), b.event)
 	require.NoError(t, err)
 	require.Equal(t, []string{"m-1", "m-2", "m-3"}, failures(resp))
 	require.Len(t, b.batches.got, 1, "only the records before the stranger are handled")
@@ -131,14 +131,14 @@ func TestHandleForeignQueue(t *testing.T) {
 		for i := range b.event.Records {
 			b.event.Records[i].EventSourceARN = arn
 		}
-		resp, err := b.worker.handle(t.Context(), b.event)
+		resp, err := b.worker.Handle(t.Context(), b.event)
 		require.NoError(t, err)
 		require.Equal(t, []string{"m-1", "m-2", "m-3"}, failures(resp), arn)
 		require.Nil(t, b.batches.got)
 	}
 }
 
-// TestHandleStopsBeforeTheDeadline: the batch's context ends stopMargin
+// TestHandleStopsBeforeTheDeadline: the batch's context ends StopMargin
 // before the invocation's, so the answer gets out.
 func TestHandleStopsBeforeTheDeadline(t *testing.T) {
 	t.Parallel()
@@ -146,15 +146,15 @@ func TestHandleStopsBeforeTheDeadline(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	ctx, cancel := context.WithDeadline(t.Context(), deadline)
 	defer cancel()
-	_, err := b.worker.handle(ctx, b.event)
+	_, err := b.worker.Handle(ctx, b.event)
 	require.NoError(t, err)
-	require.WithinDuration(t, deadline.Add(-stopMargin), b.batches.deadline, time.Millisecond)
+	require.WithinDuration(t, deadline.Add(-StopMargin), b.batches.deadline, time.Millisecond)
 }
 
 func TestHandleEmptyEvent(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	resp, err := b.worker.handle(t.Context(), events.SQSEvent{})
+	resp, err := b.worker.Handle(t.Context(), events.SQSEvent{})
 	require.NoError(t, err)
 	require.Empty(t, resp.BatchItemFailures)
 	require.Nil(t, b.batches.got)
