@@ -141,6 +141,10 @@ func (a *AWS) EngineQueue(r Receives) queue.Queue {
 	return routed.New(a.Queue, a.Queue, a.LongQueue)
 }
 
+// LambdaDetachAfter is the worker Lambda's detach threshold: an action whose
+// timeout is longer runs detached, so no invocation waits on it.
+const LambdaDetachAfter = 10 * time.Second
+
 // BuildAWS assembles the services over a's parts for a process that
 // consumes r's queues, with Engine.LongTaskAfter = LongTaskAfter (unless
 // cfg sets it); runsTasks gives the engine the shell automator (the
@@ -156,15 +160,17 @@ func BuildAWS(a *AWS, cfg engine.Config, r Receives, runsTasks bool, log *slog.L
 	if cfg.LongTaskAfter == 0 {
 		cfg.LongTaskAfter = LongTaskAfter
 	}
-	quickWait := time.Duration(0) // the shell's default in-place wait
+	quickWait := time.Duration(0)   // the shell's default in-place wait
+	detachAfter := time.Duration(0) // the shell's default threshold (2 minutes)
 	switch r {
 	case ReceivesShort:
-		// A Lambda bills every millisecond it waits: a detached run goes to
-		// the engine's polls at once instead of being watched in place
-		// (scripts/cost-model.sh: $0.061 -> $0.049 per 100-node create and
-		// delete). The local server and the Fargate worker keep the
-		// in-place wait for latency.
-		quickWait = -1
+		// A Lambda bills every millisecond it waits: any action that may
+		// run longer than LambdaDetachAfter runs detached, and a detached
+		// run goes to the engine's polls at once instead of being watched
+		// in place (scripts/cost-model.sh: $0.061 -> $0.047 per 100-node
+		// create and delete with 30 s scripts). The local server and the
+		// Fargate worker keep the defaults, for latency.
+		quickWait, detachAfter = -1, LambdaDetachAfter
 	case ReceivesLong:
 		if cfg.ReceiveWait == 0 {
 			// Every SQS receive is a billed request: an idle worker
@@ -174,7 +180,8 @@ func BuildAWS(a *AWS, cfg engine.Config, r Receives, runsTasks bool, log *slog.L
 	}
 	p := Parts{Store: a.Store, Queue: a.EngineQueue(r), Keyring: a.Keyring, Providers: registry, Engine: cfg, Logger: log}
 	if runsTasks {
-		p.Automators = map[string]automator.Automator{shell.Type: shell.New(shell.Config{Scripts: shell.NewScripts(a.Store), QuickWait: quickWait})}
+		p.Automators = map[string]automator.Automator{shell.Type: shell.New(shell.Config{Scripts: shell.NewScripts(a.Store),
+			QuickWait: quickWait, DetachAfter: detachAfter})}
 	}
 	return Build(p)
 }
