@@ -621,7 +621,7 @@ func (q *countingQueue) Extend(ctx context.Context, tenant, receipt string, visi
 //     write that puts, changes or removes an indexed item; 2 writes when the
 //     index key moves.
 //
-// Sizes are dynamostore's itemSize of the item read from the inner store
+// Sizes are store.ItemSize of the item read from the inner store
 // just before the call (not billed).
 type billingStore struct {
 	inner store.Store
@@ -642,24 +642,6 @@ func (b *billingStore) counts() billCounts {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.c
-}
-
-func costItemSize(it store.Item) int {
-	number := func(n int64) int { return len(strconv.FormatInt(n, 10))/2 + 2 }
-	size := 2 + len(it.PK) + 2 + len(it.SK) + 1 + number(it.Version)
-	if it.Status != "" {
-		size += 2 + len(it.Status)
-	}
-	if len(it.Data) > 0 {
-		size += 1 + len(it.Data)
-	}
-	for name, v := range it.Counters {
-		size += 2 + len(name) + number(v)
-	}
-	if it.Index != nil {
-		size += 3 + len(it.Index.Partition) + 3 + len(it.Index.Sort)
-	}
-	return size
 }
 
 func units(size, per int) float64 { return math.Max(1, math.Ceil(float64(size)/float64(per))) }
@@ -734,20 +716,20 @@ func gsiUnits(before, after *store.Item) (float64, int64) {
 	case bi == nil && ai == nil:
 		return 0, 0
 	case bi == nil:
-		return units(costItemSize(*after), 1024), 1
+		return units(store.ItemSize(*after), 1024), 1
 	case ai == nil:
-		return units(costItemSize(*before), 1024), 1
+		return units(store.ItemSize(*before), 1024), 1
 	case *bi == *ai:
-		return units(max(costItemSize(*before), costItemSize(*after)), 1024), 1
+		return units(max(store.ItemSize(*before), store.ItemSize(*after)), 1024), 1
 	}
-	return units(costItemSize(*before), 1024) + units(costItemSize(*after), 1024), 2
+	return units(store.ItemSize(*before), 1024) + units(store.ItemSize(*after), 1024), 2
 }
 
 func sizeOf(it *store.Item) int {
 	if it == nil {
 		return 0
 	}
-	return costItemSize(*it)
+	return store.ItemSize(*it)
 }
 
 func isTaskKey(k store.Key) bool { return strings.Contains(k.PK, "TASKS#") }
@@ -756,7 +738,7 @@ func (b *billingStore) Get(ctx context.Context, k store.Key) (store.Item, error)
 	it, err := b.inner.Get(ctx, k)
 	size := 0
 	if err == nil {
-		size = costItemSize(it)
+		size = store.ItemSize(it)
 	}
 	b.mu.Lock()
 	b.c.rru += units(size, 4096)
@@ -834,7 +816,7 @@ func (b *billingStore) Transact(ctx context.Context, ops []store.Op) error {
 func pageSizeOf(p store.Page) int {
 	n := 0
 	for _, it := range p.Items {
-		n += costItemSize(it)
+		n += store.ItemSize(it)
 	}
 	return n
 }

@@ -68,8 +68,8 @@ func next(op store.Op, cur *store.Item) (it store.Item, ok bool, err error) {
 		return store.Item{}, false, fmt.Errorf("%w: version would overflow", store.ErrInvalidOp)
 	}
 	it.Version = version + 1
-	if size := itemSize(it); size > maxItemBytes {
-		return store.Item{}, false, fmt.Errorf("%w: item %s would hold %d bytes; the limit is %d", store.ErrInvalidOp, op.Key, size, maxItemBytes)
+	if size := store.ItemSize(it); size > store.MaxItemBytes {
+		return store.Item{}, false, fmt.Errorf("%w: item %s would hold %d bytes; the limit is %d", store.ErrInvalidOp, op.Key, size, store.MaxItemBytes)
 	}
 	return it, true, nil
 }

@@ -131,7 +131,7 @@ func (s *Store) read(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
-	if err := checkKey(k); err != nil {
+	if err := store.CheckKey(k); err != nil {
 		return store.Item{}, err
 	}
 	var it *store.Item
@@ -165,7 +165,7 @@ func getItem(items *bolt.Bucket, k store.Key) (*store.Item, error) {
 
 // Write implements store.Store.
 func (s *Store) Write(ctx context.Context, op store.Op) (store.Item, error) {
-	if err := checkOp(op); err != nil {
+	if err := store.CheckOp(op); err != nil {
 		return store.Item{}, err
 	}
 	if op.Kind == store.OpCheck {
@@ -207,7 +207,7 @@ func (s *Store) Transact(ctx context.Context, ops []store.Op) error {
 		return err
 	}
 	for i, op := range ops {
-		if err := checkOp(op); err != nil {
+		if err := store.CheckOp(op); err != nil {
 			return fmt.Errorf("op %d: %w", i, err)
 		}
 	}
@@ -300,8 +300,8 @@ func pageSize(limit int) (int, error) {
 
 // Query implements store.Store.
 func (s *Store) Query(ctx context.Context, pk string, q store.Query) (store.Page, error) {
-	if pk == "" || len(pk) > maxPartitionKeyBytes {
-		return store.Page{}, fmt.Errorf("%w: partition key must hold 1 to %d bytes", store.ErrInvalidOp, maxPartitionKeyBytes)
+	if pk == "" || len(pk) > store.MaxPartitionKeyBytes {
+		return store.Page{}, fmt.Errorf("%w: partition key must hold 1 to %d bytes", store.ErrInvalidOp, store.MaxPartitionKeyBytes)
 	}
 	limit, err := pageSize(q.Limit)
 	if err != nil {
@@ -382,8 +382,8 @@ func decodeStored(k, v []byte) (store.Item, error) {
 
 // QueryIndex implements store.Store.
 func (s *Store) QueryIndex(ctx context.Context, partition string, q store.IndexQuery) (store.Page, error) {
-	if partition == "" || len(partition) > maxPartitionKeyBytes {
-		return store.Page{}, fmt.Errorf("%w: index partition must hold 1 to %d bytes", store.ErrInvalidOp, maxPartitionKeyBytes)
+	if partition == "" || len(partition) > store.MaxPartitionKeyBytes {
+		return store.Page{}, fmt.Errorf("%w: index partition must hold 1 to %d bytes", store.ErrInvalidOp, store.MaxPartitionKeyBytes)
 	}
 	limit, err := pageSize(q.Limit)
 	if err != nil {

@@ -31,7 +31,7 @@ func New(client *dynamodb.Client, table string) *Store {
 
 // Get implements store.Store with a strongly consistent read.
 func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
-	if err := checkKey(k); err != nil {
+	if err := store.CheckKey(k); err != nil {
 		return store.Item{}, err
 	}
 	it, err := s.get(ctx, k)
@@ -58,7 +58,7 @@ func (s *Store) get(ctx context.Context, k store.Key) (*store.Item, error) {
 
 // Write implements store.Store.
 func (s *Store) Write(ctx context.Context, op store.Op) (store.Item, error) {
-	if err := checkOp(op); err != nil {
+	if err := store.CheckOp(op); err != nil {
 		return store.Item{}, err
 	}
 	switch op.Kind {
@@ -105,8 +105,8 @@ func putItem(op store.Op, prior int64) store.Item {
 // old item it returns says whether the caller's condition failed (a
 // ConditionError) or only the version moved (try again on the new version).
 func (s *Store) put(ctx context.Context, op store.Op) (store.Item, error) {
-	if size := itemSize(putItem(op, 1<<62)); size > maxItemBytes {
-		return store.Item{}, fmt.Errorf("%w: item %s would hold %d bytes; the limit is %d", store.ErrInvalidOp, op.Key, size, maxItemBytes)
+	if size := store.ItemSize(putItem(op, 1<<62)); size > store.MaxItemBytes {
+		return store.Item{}, fmt.Errorf("%w: item %s would hold %d bytes; the limit is %d", store.ErrInvalidOp, op.Key, size, store.MaxItemBytes)
 	}
 	prior, known := knownPrior(op.Cond)
 	if !known {
@@ -204,12 +204,12 @@ func (s *Store) Transact(ctx context.Context, ops []store.Op) error {
 		return err
 	}
 	for i, op := range ops {
-		if err := checkOp(op); err != nil {
+		if err := store.CheckOp(op); err != nil {
 			return fmt.Errorf("op %d: %w", i, err)
 		}
 		if op.Kind == store.OpPut {
-			if size := itemSize(putItem(op, 1<<62)); size > maxItemBytes {
-				return fmt.Errorf("op %d: %w: item %s would hold %d bytes; the limit is %d", i, store.ErrInvalidOp, op.Key, size, maxItemBytes)
+			if size := store.ItemSize(putItem(op, 1<<62)); size > store.MaxItemBytes {
+				return fmt.Errorf("op %d: %w: item %s would hold %d bytes; the limit is %d", i, store.ErrInvalidOp, op.Key, size, store.MaxItemBytes)
 			}
 		}
 	}
@@ -374,8 +374,8 @@ func pageSize(limit int) (int, error) {
 
 // Query implements store.Store with strongly consistent reads.
 func (s *Store) Query(ctx context.Context, pk string, q store.Query) (store.Page, error) {
-	if pk == "" || len(pk) > maxPartitionKeyBytes {
-		return store.Page{}, fmt.Errorf("%w: partition key must hold 1 to %d bytes", store.ErrInvalidOp, maxPartitionKeyBytes)
+	if pk == "" || len(pk) > store.MaxPartitionKeyBytes {
+		return store.Page{}, fmt.Errorf("%w: partition key must hold 1 to %d bytes", store.ErrInvalidOp, store.MaxPartitionKeyBytes)
 	}
 	limit, err := pageSize(q.Limit)
 	if err != nil {
@@ -414,8 +414,8 @@ func (s *Store) Query(ctx context.Context, pk string, q store.Query) (store.Page
 // QueryIndex implements store.Store on gsi1. Its reads are eventually
 // consistent, as every GSI's are.
 func (s *Store) QueryIndex(ctx context.Context, partition string, q store.IndexQuery) (store.Page, error) {
-	if partition == "" || len(partition) > maxPartitionKeyBytes {
-		return store.Page{}, fmt.Errorf("%w: index partition must hold 1 to %d bytes", store.ErrInvalidOp, maxPartitionKeyBytes)
+	if partition == "" || len(partition) > store.MaxPartitionKeyBytes {
+		return store.Page{}, fmt.Errorf("%w: index partition must hold 1 to %d bytes", store.ErrInvalidOp, store.MaxPartitionKeyBytes)
 	}
 	limit, err := pageSize(q.Limit)
 	if err != nil {

@@ -1,19 +1,17 @@
-package boltstore
+package store
 
 import (
 	"fmt"
 	"strconv"
-
-	"github.com/heddle-io/heddle/internal/store"
 )
 
-// DynamoDB's limits, enforced here too so that the embedded store refuses
-// what the DynamoDB backend would. dynamostore holds the same rules; the
-// conformance suite checks both.
+// DynamoDB's limits. Every backend checks them (CheckKey, CheckOp,
+// ItemSize) so that the embedded store refuses exactly what DynamoDB would;
+// the conformance suite holds both backends to them.
 const (
-	maxPartitionKeyBytes = 2048
-	maxSortKeyBytes      = 1024
-	maxItemBytes         = 400 * 1024
+	MaxPartitionKeyBytes = 2048
+	MaxSortKeyBytes      = 1024
+	MaxItemBytes         = 400 * 1024
 	maxStatusesInCond    = 100 // operands of DynamoDB's IN
 	maxCounterNameBytes  = 64
 )
@@ -35,25 +33,26 @@ func validCounterName(name string) bool {
 	return true
 }
 
-func checkKey(k store.Key) error {
+// CheckKey refuses an empty or oversized key.
+func CheckKey(k Key) error {
 	if k.PK == "" || k.SK == "" {
-		return fmt.Errorf("%w: empty key %q", store.ErrInvalidOp, k)
+		return fmt.Errorf("%w: empty key %q", ErrInvalidOp, k)
 	}
-	if len(k.PK) > maxPartitionKeyBytes || len(k.SK) > maxSortKeyBytes {
-		return fmt.Errorf("%w: key %.40q...: partition keys hold at most %d bytes, sort keys %d", store.ErrInvalidOp, k.PK, maxPartitionKeyBytes, maxSortKeyBytes)
+	if len(k.PK) > MaxPartitionKeyBytes || len(k.SK) > MaxSortKeyBytes {
+		return fmt.Errorf("%w: key %.40q...: partition keys hold at most %d bytes, sort keys %d", ErrInvalidOp, k.PK, MaxPartitionKeyBytes, MaxSortKeyBytes)
 	}
 	return nil
 }
 
-func checkIndexKey(ix *store.IndexKey) error {
+func checkIndexKey(ix *IndexKey) error {
 	if ix == nil {
 		return nil
 	}
 	if ix.Partition == "" || ix.Sort == "" {
-		return fmt.Errorf("%w: index key needs a partition and a sort key, got %q / %q", store.ErrInvalidOp, ix.Partition, ix.Sort)
+		return fmt.Errorf("%w: index key needs a partition and a sort key, got %q / %q", ErrInvalidOp, ix.Partition, ix.Sort)
 	}
-	if len(ix.Partition) > maxPartitionKeyBytes || len(ix.Sort) > maxSortKeyBytes {
-		return fmt.Errorf("%w: index partition holds at most %d bytes, sort key %d", store.ErrInvalidOp, maxPartitionKeyBytes, maxSortKeyBytes)
+	if len(ix.Partition) > MaxPartitionKeyBytes || len(ix.Sort) > MaxSortKeyBytes {
+		return fmt.Errorf("%w: index partition holds at most %d bytes, sort key %d", ErrInvalidOp, MaxPartitionKeyBytes, MaxSortKeyBytes)
 	}
 	return nil
 }
@@ -61,33 +60,34 @@ func checkIndexKey(ix *store.IndexKey) error {
 func checkCounterNames[V any](what string, counters map[string]V) error {
 	for name := range counters {
 		if !validCounterName(name) {
-			return fmt.Errorf("%w: %s: counter name %q: use 1 to %d letters, digits, '_', '.' or '-', starting with a letter or digit", store.ErrInvalidOp, what, name, maxCounterNameBytes)
+			return fmt.Errorf("%w: %s: counter name %q: use 1 to %d letters, digits, '_', '.' or '-', starting with a letter or digit", ErrInvalidOp, what, name, maxCounterNameBytes)
 		}
 	}
 	return nil
 }
 
-// checkOp validates what store.ValidateOp leaves to backends.
-func checkOp(op store.Op) error {
-	if err := store.ValidateOp(op); err != nil {
+// CheckOp validates an operation: ValidateOp, then DynamoDB's limits on
+// keys, conditions, counter names and index keys.
+func CheckOp(op Op) error {
+	if err := ValidateOp(op); err != nil {
 		return err
 	}
-	if err := checkKey(op.Key); err != nil {
+	if err := CheckKey(op.Key); err != nil {
 		return err
 	}
 	if len(op.Cond.StatusIn) > maxStatusesInCond {
-		return fmt.Errorf("%w: a condition lists at most %d statuses", store.ErrInvalidOp, maxStatusesInCond)
+		return fmt.Errorf("%w: a condition lists at most %d statuses", ErrInvalidOp, maxStatusesInCond)
 	}
 	if err := checkCounterNames("condition", op.Cond.CountersAtLeast); err != nil {
 		return err
 	}
 	switch op.Kind {
-	case store.OpPut:
+	case OpPut:
 		if err := checkCounterNames("put", op.Item.Counters); err != nil {
 			return err
 		}
 		return checkIndexKey(op.Item.Index)
-	case store.OpUpdate:
+	case OpUpdate:
 		ch := op.Changes
 		if err := checkCounterNames("add", ch.Add); err != nil {
 			return err
@@ -97,21 +97,21 @@ func checkOp(op store.Op) error {
 		}
 		for name := range ch.Add {
 			if _, both := ch.Set[name]; both {
-				return fmt.Errorf("%w: counter %q is both added to and set", store.ErrInvalidOp, name)
+				return fmt.Errorf("%w: counter %q is both added to and set", ErrInvalidOp, name)
 			}
 		}
 		if ch.Index != nil && ch.ClearIndex {
-			return fmt.Errorf("%w: an update cannot both set and clear the index entry", store.ErrInvalidOp)
+			return fmt.Errorf("%w: an update cannot both set and clear the index entry", ErrInvalidOp)
 		}
 		return checkIndexKey(ch.Index)
 	}
 	return nil
 }
 
-// itemSize approximates DynamoDB's item size: attribute names plus values,
+// ItemSize approximates DynamoDB's item size: attribute names plus values,
 // numbers at one byte per two digits plus one, under dynamostore's attribute
 // names (pk, sk, v, st, d, c_<name>, gpk, gsk).
-func itemSize(it store.Item) int {
+func ItemSize(it Item) int {
 	number := func(n int64) int { return len(strconv.FormatInt(n, 10))/2 + 2 }
 	size := 2 + len(it.PK) + 2 + len(it.SK) + 1 + number(it.Version)
 	if it.Status != "" {
