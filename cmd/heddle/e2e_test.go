@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/heddle-io/heddle/internal/demotest"
 
 	"github.com/stretchr/testify/require"
 
@@ -184,17 +185,7 @@ func answerers(t *testing.T, c shownCluster, n int) map[string]bool {
 			lb = nd.Addresses["access_v4"]
 		}
 	}
-	require.NotEmpty(t, lb)
-	seen := map[string]bool{}
-	for range n {
-		resp, err := http.Get("http://" + lb + ":18000/")
-		require.NoError(t, err)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
-		seen[strings.Fields(string(body))[2]] = true
-	}
-	return seen
+	return demotest.Answerers(t, lb, n)
 }
 
 func TestEndToEndThroughTheCLI(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -21,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/heddle-io/heddle/internal/demotest"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -557,20 +558,7 @@ func through(t *testing.T, v clusterView, n int) map[string]bool {
 			lb = nd.Addresses["access_v4"]
 		}
 	}
-	require.NotEmpty(t, lb, "the cluster has a load balancer node")
-	client := &http.Client{Timeout: 10 * time.Second}
-	seen := map[string]bool{}
-	for range n {
-		resp, err := client.Get("http://" + lb + ":18000/")
-		require.NoError(t, err)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
-		fields := strings.Fields(string(body)) // "hello from <host> (<ip>); visits so far: N"
-		require.GreaterOrEqual(t, len(fields), 3, "%s", body)
-		seen[fields[2]] = true
-	}
-	return seen
+	return demotest.Answerers(t, lb, n)
 }
 
 // TestClusterLifecycleThroughTheLambdas creates a cluster of the demo

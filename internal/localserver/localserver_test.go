@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heddle-io/heddle/internal/demotest"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/heddle-io/heddle/internal/access"
@@ -178,19 +180,7 @@ func through(t *testing.T, v clusterView, n int) map[string]bool {
 			lb = nd.Addresses["access_v4"]
 		}
 	}
-	require.NotEmpty(t, lb, "the cluster has a load balancer node")
-	seen := map[string]bool{}
-	for range n {
-		resp, err := http.Get("http://" + lb + ":18000/")
-		require.NoError(t, err)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
-		fields := strings.Fields(string(body)) // "hello from <host> (<ip>); visits so far: N"
-		require.GreaterOrEqual(t, len(fields), 3, "%s", body)
-		seen[fields[2]] = true
-	}
-	return seen
+	return demotest.Answerers(t, lb, n)
 }
 
 func TestClusterLifecycleOnLocalNodes(t *testing.T) {
