@@ -78,7 +78,8 @@ func printWelcome(cmd *cobra.Command, srv *localserver.Server, cfg localserver.C
   curl -s -H "Authorization: Bearer %[2]s" -H "Content-Type: application/yaml" \
        --data-binary @docs/examples/catalog.yaml %[1]s/v1/catalog
   curl -s -H "Authorization: Bearer %[2]s" %[1]s/v1/clustertemplates/web/resolved
-The API is described at %[1]s/v1/openapi.json. Stop with Ctrl-C.
+The API is described at %[1]s/v1/openapi.json; the dashboard is at %[1]s/
+(log in with a key). Stop with Ctrl-C.
 `, srv.URL(), key)
 }
 

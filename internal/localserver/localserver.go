@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/heddle-io/heddle/internal/assemble"
 	"github.com/heddle-io/heddle/internal/automator"
 	"github.com/heddle-io/heddle/internal/automator/shell"
+	"github.com/heddle-io/heddle/internal/dashboard"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/provider"
@@ -149,7 +151,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.Addr, s.BootstrapSecret, s.listener = ln.Addr().String(), secret, ln
 	s.http = &http.Server{
-		Handler:           handler,
+		Handler:           withDashboard(handler),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -184,6 +186,19 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.done <- err
 	}()
 	return s, nil
+}
+
+// withDashboard serves the API under /v1 and the web dashboard everywhere
+// else.
+func withDashboard(apiHandler http.Handler) http.Handler {
+	ui := dashboard.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") {
+			apiHandler.ServeHTTP(w, r)
+			return
+		}
+		ui.ServeHTTP(w, r)
+	})
 }
 
 // tenantQueues gives a tenant its in-process queue on first use: a job

@@ -1,0 +1,379 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/localserver"
+)
+
+// chromium is Debian's browser, which .ci/run installs.
+const chromium = "/usr/bin/chromium"
+
+// demoCatalog is what `make demo` applies: a load balancer, web servers and
+// a key-value store on local-provider nodes.
+const demoCatalog = "../../docs/examples/catalog.yaml"
+
+type server struct {
+	t     *testing.T
+	srv   *localserver.Server
+	super string
+	admin string
+}
+
+func startServer(t *testing.T) *server {
+	t.Helper()
+	s := &server{t: t, super: access.NewKeySecret()}
+	srv, err := localserver.Start(context.Background(), localserver.Config{
+		DataDir: t.TempDir(), Listen: "127.0.0.1:0", BootstrapKey: s.super, Version: "test",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), JanitorPeriod: 200 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	s.srv = srv
+	return s
+}
+
+// call sends one API request (a []byte body is YAML) and decodes the answer
+// into out when out is not nil; it returns the status.
+func (s *server) call(key, method, path string, body, out any) int {
+	s.t.Helper()
+	var rd io.Reader
+	ct := "application/json"
+	switch v := body.(type) {
+	case nil:
+	case []byte:
+		rd, ct = bytes.NewReader(v), "application/yaml"
+	default:
+		data, err := json.Marshal(v)
+		require.NoError(s.t, err)
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, s.srv.URL()+path, rd)
+	require.NoError(s.t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if rd != nil {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(s.t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(s.t, err)
+	if out != nil {
+		require.NoError(s.t, json.Unmarshal(data, out), "%s %s answered %d: %s", method, path, resp.StatusCode, data)
+	}
+	return resp.StatusCode
+}
+
+// tenant creates tenant acme with admin ann and applies the demo catalog.
+func (s *server) tenant() {
+	s.t.Helper()
+	var created struct {
+		AdminKey struct {
+			Secret string `json:"secret"`
+		} `json:"adminKey"`
+	}
+	require.Equal(s.t, http.StatusCreated, s.call(s.super, "POST", "/v1/tenants",
+		map[string]any{"id": "acme", "maxClusters": 5, "maxNodes": 20, "workers": 4, "admin": "ann"}, &created))
+	s.admin = created.AdminKey.Secret
+	doc, err := os.ReadFile(demoCatalog)
+	require.NoError(s.t, err)
+	require.Equal(s.t, http.StatusOK, s.call(s.admin, "POST", "/v1/catalog", doc, nil))
+}
+
+// The local server serves the dashboard at / and leaves /v1 to the API.
+func TestDashboardMountedNextToTheAPI(t *testing.T) {
+	s := startServer(t)
+	get := func(path string) (*http.Response, string) {
+		resp, err := http.Get(s.srv.URL() + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp, string(data)
+	}
+	resp, body := get("/")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"))
+	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "default-src 'self'")
+	require.Contains(t, body, "app.js")
+
+	resp, body = get("/v1/status")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, resp.Header.Get("Content-Type"), "application/json")
+	require.Contains(t, body, `"status"`)
+
+	for _, path := range []string{"/v1", "/v1/no-such-thing", "/v1/clusters"} {
+		resp, body = get(path)
+		require.Contains(t, []int{http.StatusNotFound, http.StatusUnauthorized}, resp.StatusCode, path)
+		require.Contains(t, resp.Header.Get("Content-Type"), "application/json", path)
+		require.Contains(t, body, `"error"`, "%s answers the API's envelope, not a page", path)
+	}
+}
+
+// browser starts a headless Debian Chromium with a fresh profile and
+// collects what the page logs as an error (exceptions, console errors,
+// failed loads, Content-Security-Policy violations).
+func browser(t *testing.T) (context.Context, func() []string) {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is missing; .ci/run installs Debian's chromium", chromium)
+		}
+		t.Skipf("%s is missing (apt-get install chromium)", chromium)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1000),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelBrowser(); cancelAlloc() })
+	// The first call starts the browser, on a context without a deadline
+	// (a deadline there would bound the browser's life, not the call's).
+	require.NoError(t, chromedp.Do(bctx), "starting %s", chromium)
+
+	var mu sync.Mutex
+	var problems []string
+	require.NoError(t, chromedp.Listen(bctx, func(ev any) {
+		var p string
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			p = "exception: " + e.ExceptionDetails.Text
+			if e.ExceptionDetails.Exception != nil {
+				p += " " + e.ExceptionDetails.Exception.Description
+			}
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError {
+				var args []string
+				for _, a := range e.Args {
+					args = append(args, string(a.Value))
+				}
+				p = "console.error: " + strings.Join(args, " ")
+			}
+		case *log.EventEntryAdded:
+			// The API's refusal of the bad template (422) is expected;
+			// anything else the browser logs as an error is not.
+			if e.Entry.Level == log.EntryLevelError && !strings.Contains(e.Entry.Text, "status of 422") {
+				p = "log: " + e.Entry.Text + " " + e.Entry.URL
+			}
+		}
+		if p != "" {
+			mu.Lock()
+			problems = append(problems, p)
+			mu.Unlock()
+		}
+	}))
+	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
+	t.Cleanup(cancel)
+	return ctx, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), problems...)
+	}
+}
+
+// shots saves full-page screenshots, numbered in order, into
+// HEDDLE_SCREENSHOTS (CI keeps them as artifacts) or a temporary directory.
+type shots struct {
+	t   *testing.T
+	dir string
+	n   int
+}
+
+func newShots(t *testing.T) *shots {
+	dir := os.Getenv("HEDDLE_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	return &shots{t: t, dir: dir}
+}
+
+func (s *shots) take(name string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		buf, err := chromedp.FullScreenshot(100)(ctx, tg)
+		if err != nil {
+			return err
+		}
+		s.n++
+		path := filepath.Join(s.dir, fmt.Sprintf("%02d-%s.png", s.n, name))
+		s.t.Logf("screenshot %s", path)
+		return os.WriteFile(path, buf, 0o644)
+	})
+}
+
+// until waits for a JavaScript condition on the page.
+func until(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](expr,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))
+}
+
+// css shortens the selectors below.
+type css = chromedp.CSS
+
+// clusterIs is true when the detail page shows the cluster with the status,
+// node count and latest job.
+func clusterIs(status string, nodes int, operation string) string {
+	return fmt.Sprintf(`(() => {
+		const info = document.querySelector('#cluster-info');
+		const job = document.querySelector('#progress');
+		return !!info && info.dataset.status === %q &&
+			document.querySelectorAll('#nodes tr[data-node]').length === %d &&
+			!!job && job.dataset.operation === %q && job.dataset.status === 'SUCCEEDED';
+	})()`, status, nodes, operation)
+}
+
+// TestDashboardClusterLifecycleInBrowser drives the dashboard in headless
+// Chromium the way a person would: log in with a key, create a cluster
+// from the demo template after seeing its plan, watch it reach ACTIVE,
+// expand it, delete it (through the confirmation dialog), and see the
+// field-level validation error of a bad template.
+func TestDashboardClusterLifecycleInBrowser(t *testing.T) {
+	ctx, problems := browser(t)
+	s := startServer(t)
+	s.tenant()
+	shot := newShots(t)
+	start := time.Now()
+	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		require.NoError(t, chromedp.Do(ctx, actions...), "step %q (after %s)", name, time.Since(start).Round(time.Millisecond))
+	}
+	value := func(name string, a chromedp.Action[string]) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, a)
+		require.NoError(t, err, "step %q", name)
+		return v
+	}
+
+	step("login",
+		chromedp.Navigate(s.srv.URL()+"/"),
+		chromedp.WaitVisible(css("#key")),
+		shot.take("login"),
+		chromedp.SendKeys(css("#key"), s.admin),
+		chromedp.Click(css("#login-submit")),
+		chromedp.WaitVisible(css("#clusters")),
+		until(`document.querySelector('#whoami').textContent.includes('ann')`),
+		shot.take("clusters-empty"))
+	stored := value("key in session storage only", chromedp.Evaluate[string](
+		`sessionStorage.getItem('heddle.key') + '|' + location.href + '|' + localStorage.length`))
+	require.Equal(t, s.admin+"|"+s.srv.URL()+"/#/clusters|0", stored, "the key is in session storage, never in the URL")
+
+	step("plan preview",
+		chromedp.Click(css(`#nav a[href="#/clusters/new"]`)),
+		chromedp.WaitVisible(css("#cluster-name")),
+		until(`!!document.querySelector('#cluster-template option[value="web"]')`),
+		chromedp.SendKeys(css("#cluster-name"), "shop"),
+		chromedp.SetValue(css("#cluster-template"), "web"),
+		chromedp.SetValue(css("#cluster-size"), "3"),
+		chromedp.Click(css("#preview-button")),
+		chromedp.WaitVisible(css("#plan-summary")),
+		until(`document.querySelectorAll('#plan-layout tbody tr').length === 3`),
+		shot.take("plan-preview"))
+	require.Regexp(t, `^\d+ tasks in \d+ stages`, value("plan summary", chromedp.Text(css("#plan-summary"))))
+	var none struct {
+		Items []any `json:"items"`
+	}
+	require.Equal(t, http.StatusOK, s.call(s.admin, "GET", "/v1/clusters", nil, &none))
+	require.Empty(t, none.Items, "the preview creates nothing")
+
+	step("create and watch it reach ACTIVE",
+		chromedp.Click(css("#confirm-create")),
+		chromedp.WaitVisible(css("#cluster-info")),
+		shot.take("creating"),
+		until(clusterIs("ACTIVE", 3, "create")),
+		shot.take("active"))
+
+	step("the list shows it ACTIVE",
+		chromedp.Click(css(`#nav a[href="#/clusters"]`)),
+		until(`(() => { const r = document.querySelector('#clusters tr[data-name="shop"]');
+			return !!r && r.querySelector('.status').textContent === 'ACTIVE'; })()`),
+		shot.take("list-active"),
+		chromedp.Click(css(`#clusters tr[data-name="shop"] a`)),
+		until(clusterIs("ACTIVE", 3, "create")))
+
+	step("expand by one",
+		chromedp.SetValue(css("#expand-count"), "1"),
+		chromedp.Click(css("#expand")),
+		until(`!!document.querySelector('#action-result a')`),
+		until(clusterIs("ACTIVE", 4, "expand")),
+		until(`[...document.querySelectorAll('#nodes tr[data-node] .status')].every((b) => b.textContent === 'ACTIVE')`),
+		shot.take("expanded"))
+
+	step("the job view lists the expand's tasks",
+		chromedp.Click(css("#progress a")),
+		chromedp.WaitVisible(css(`#job-info[data-status="SUCCEEDED"]`)),
+		until(`document.querySelectorAll('#tasks tr[data-task][data-status="SUCCEEDED"]').length > 0`),
+		shot.take("job"),
+		chromedp.Click(css(`main a[href^="#/clusters/"]`)),
+		until(clusterIs("ACTIVE", 4, "expand")))
+
+	step("delete through the confirmation dialog",
+		chromedp.Click(css("#delete")),
+		chromedp.WaitVisible(css("#confirm-ok")),
+		shot.take("confirm-delete"),
+		chromedp.Click(css("#confirm-ok")),
+		until(`document.querySelector('#cluster-info')?.dataset.status === 'TERMINATED'`),
+		shot.take("terminated"))
+
+	step("open the web template in the catalog",
+		chromedp.Click(css(`#nav a[href="#/catalog"]`)),
+		chromedp.Click(css(`#kinds a[href="#/catalog/clustertemplates"]`)),
+		chromedp.Click(css(`#entities a[href="#/catalog/clustertemplates/web"]`)),
+		until(`document.querySelector('#entity-json')?.value.includes('"constraints"')`))
+	var tmpl map[string]any
+	require.NoError(t, json.Unmarshal([]byte(value("read the template", chromedp.Value(css("#entity-json")))), &tmpl))
+	tmpl["constraints"].(map[string]any)["size"] = map[string]any{"min": 30, "max": 20}
+	bad, err := json.MarshalIndent(tmpl, "", "  ")
+	require.NoError(t, err)
+
+	step("save a bad template and see the field's error",
+		chromedp.SetValue(css("#entity-json"), string(bad)),
+		chromedp.Click(css("#save-entity")),
+		chromedp.WaitVisible(css(`#entity-errors li[data-field="constraints.size"]`)),
+		shot.take("validation-error"))
+	require.Contains(t, value("message", chromedp.Text(css("#entity-errors .message"))), "not valid")
+	problem := value("problem", chromedp.Text(css(`#entity-errors li[data-field="constraints.size"]`)))
+	require.Contains(t, problem, "constraints.size")
+	require.Contains(t, problem, "min 30 is greater than max 20")
+	var web struct {
+		Version int `json:"version"`
+	}
+	require.Equal(t, http.StatusOK, s.call(s.admin, "GET", "/v1/clustertemplates/web", nil, &web))
+	require.Equal(t, 1, web.Version, "a refused PUT changes nothing")
+
+	require.Empty(t, problems(), "the page logged errors")
+	t.Logf("browser flow took %s", time.Since(start).Round(time.Millisecond))
+}

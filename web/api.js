@@ -1,0 +1,75 @@
+// The API client: every request carries the key from session storage as a
+// bearer token, and every failure becomes an ApiError built from the error
+// envelope ({"error": {status, code, message, details, referrers}}).
+
+const KEY = 'heddle.key';
+
+// UNAUTHORIZED is dispatched on window when the stored key is refused.
+export const UNAUTHORIZED = 'heddle-unauthorized';
+
+export function getKey() {
+  return sessionStorage.getItem(KEY) || '';
+}
+
+export function setKey(key) {
+  sessionStorage.setItem(KEY, key);
+}
+
+export function clearKey() {
+  sessionStorage.removeItem(KEY);
+}
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    const e = (body && body.error) || {};
+    super(e.message || `the API answered ${status}`);
+    this.status = status;
+    this.code = e.code || '';
+    this.details = Array.isArray(e.details) ? e.details : [];
+    this.referrers = Array.isArray(e.referrers) ? e.referrers : [];
+    this.requestId = e.requestId || '';
+  }
+}
+
+// request sends one call. path is relative to the API root ("clusters",
+// "clusters/ID/expand"); the URL is relative to the page, so the dashboard
+// works behind a path prefix too.
+export async function request(method, path, body, key = getKey()) {
+  const init = { method, headers: { Accept: 'application/json' }, cache: 'no-store' };
+  if (key) init.headers.Authorization = `Bearer ${key}`;
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+  }
+  let resp;
+  try {
+    resp = await fetch(`v1/${path}`, init);
+  } catch (err) {
+    throw new ApiError(0, { error: { message: `cannot reach the API: ${err.message}` } });
+  }
+  const text = await resp.text();
+  let data = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = null;
+    }
+  }
+  if (!resp.ok) {
+    const err = new ApiError(resp.status, data);
+    if (resp.status === 401 && key && key === getKey()) {
+      window.dispatchEvent(new CustomEvent(UNAUTHORIZED, { detail: err.message }));
+    }
+    throw err;
+  }
+  return data;
+}
+
+export const get = (path) => request('GET', path);
+export const post = (path, body = {}) => request('POST', path, body);
+export const put = (path, body) => request('PUT', path, body);
+export const del = (path) => request('DELETE', path);
+
+// enc escapes one path segment.
+export const enc = encodeURIComponent;

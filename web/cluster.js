@@ -1,0 +1,166 @@
+// One cluster: its status, the latest job's progress with the stage view,
+// the nodes grouped by layout, the jobs, and the actions.
+
+import { get, post, del, enc } from './api.js';
+import { h, replace, badge, progressBar, stageView, when, errorBox } from './dom.js';
+import { confirmAction } from './ui.js';
+
+const ENDED = new Set(['SUCCEEDED', 'FAILED', 'ABORTED']);
+
+export function renderCluster(view, { id }) {
+  const top = h('div', { id: 'cluster-top' }, h('p', { class: 'muted' }, 'Loading…'));
+  const live = h('div', { id: 'cluster-live' });
+  const result = h('div', { id: 'action-result' });
+  const base = `clusters/${enc(id)}`;
+  const refresh = async () => {
+    try {
+      const [c, jobs] = await Promise.all([get(base), get(`${base}/jobs`)]);
+      if (view.stopped) return;
+      replace(top, clusterInfo(c));
+      replace(live, progressCard(c), nodeGroups(c.nodes || []), jobList(id, jobs.items || []));
+    } catch (err) {
+      if (!view.stopped) replace(top, errorBox(err));
+    }
+  };
+  // run sends one action and shows its job (or the API's error).
+  const run = async (label, call) => {
+    replace(result, h('p', { class: 'muted' }, `${label}…`));
+    try {
+      const res = await call();
+      const job = res && res.job;
+      replace(result, h('p', {}, `${label}: submitted`, job ? [' as job ', h('a', { href: `#/clusters/${enc(id)}/jobs/${enc(job.id)}` }, job.id)] : null));
+      await refresh();
+    } catch (err) {
+      replace(result, errorBox(err));
+    }
+  };
+  replace(view.root,
+    h('p', {}, h('a', { href: '#/clusters' }, '← Clusters')),
+    top,
+    actions(base, run),
+    result,
+    live);
+  view.every(2000, refresh);
+}
+
+function clusterInfo(c) {
+  return h('section', { class: 'card', id: 'cluster-info', dataset: { status: c.status } },
+    h('h1', {}, c.name, ' ', badge(c.status)),
+    c.statusMessage ? h('p', { id: 'status-message' }, c.statusMessage) : null,
+    h('table', {}, h('tbody', {},
+      row('ID', c.id),
+      row('Template', c.template ? `${c.template.name} v${c.template.version}` : '—'),
+      row('Provider', c.provider || '—'),
+      row('Services', (c.services || []).join(', ') || '—'),
+      row('Nodes', h('span', { id: 'node-count' }, String(c.nodeCount ?? 0))),
+      row('Owner', c.owner || '—'),
+      row('Created', when(c.createdAt)),
+      row('Lease expires', h('span', { id: 'lease' }, when(c.expiresAt))))));
+}
+
+function row(label, value) {
+  return h('tr', {}, h('th', {}, label), h('td', {}, value));
+}
+
+function progressCard(c) {
+  const p = c.progress;
+  if (!p) return null;
+  return h('section', { class: 'card', id: 'progress', dataset: { operation: p.operation, status: p.status, job: p.jobId } },
+    h('h2', {}, 'Latest job: ', p.operation, ' ', badge(p.status)),
+    h('p', {}, progressBar(p.done, p.total), ' ',
+      h('a', { href: `#/clusters/${enc(c.id)}/jobs/${enc(p.jobId)}` }, ENDED.has(p.status) ? 'tasks' : 'watch the tasks')),
+    stageView(p.stages));
+}
+
+// layoutKey groups nodes that share hardware, image and services.
+function layoutKey(n) {
+  return [n.hardwareType, n.imageType, [...(n.services || [])].sort().join(',')].join('|');
+}
+
+function nodeGroups(nodes) {
+  const groups = new Map();
+  for (const n of nodes) {
+    const k = layoutKey(n);
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push(n);
+  }
+  return h('section', { class: 'card', id: 'nodes' },
+    h('h2', {}, `Nodes (${nodes.length})`),
+    nodes.length === 0 ? h('p', { class: 'muted' }, 'No nodes.') : null,
+    [...groups.values()].map((group) => {
+      const first = group[0];
+      return h('div', { class: 'node-group' },
+        h('h3', {}, `${(first.services || []).join(', ') || 'no services'} `,
+          h('span', { class: 'muted' }, `· ${first.hardwareType} / ${first.imageType} · ${group.length} node${group.length === 1 ? '' : 's'}`)),
+        h('table', {},
+          h('thead', {}, h('tr', {}, ['#', 'Node', 'Hostname', 'Status', 'Addresses'].map((t) => h('th', {}, t)))),
+          h('tbody', {}, group.map((n) => h('tr', { dataset: { node: n.id } },
+            h('td', {}, String(n.num)),
+            h('td', {}, n.id),
+            h('td', {}, n.hostname || '—'),
+            h('td', {}, badge(n.status)),
+            h('td', {}, Object.entries(n.addresses || {}).map(([k, v]) => h('div', {}, h('span', { class: 'muted' }, `${k} `), v))))))));
+    }));
+}
+
+function jobList(id, jobs) {
+  if (jobs.length === 0) return null;
+  return h('section', { class: 'card', id: 'jobs' },
+    h('h2', {}, 'Jobs'),
+    h('table', {},
+      h('thead', {}, h('tr', {}, ['Job', 'Operation', 'Status', 'Tasks', 'Started', 'Took'].map((t) => h('th', {}, t)))),
+      h('tbody', {}, jobs.map((j) => h('tr', {},
+        h('td', {}, h('a', { href: `#/clusters/${enc(id)}/jobs/${enc(j.id)}` }, j.id)),
+        h('td', {}, j.operation),
+        h('td', {}, badge(j.status)),
+        h('td', {}, `${j.taskDone ?? 0}/${j.taskTotal ?? 0}`),
+        h('td', {}, when(j.startedAt || j.createdAt)),
+        h('td', {}, j.endedAt && j.startedAt ? `${((new Date(j.endedAt) - new Date(j.startedAt)) / 1000).toFixed(1)} s` : '—'))))));
+}
+
+// actions is rendered once (the live part below refreshes on its own), so
+// what the user types survives the polling.
+function actions(base, run) {
+  const expandCount = h('input', { id: 'expand-count', type: 'number', min: 1, value: 1 });
+  const shrinkCount = h('input', { id: 'shrink-count', type: 'number', min: 1, value: 1 });
+  const services = h('input', { id: 'action-services', placeholder: 'all', size: 16 });
+  const restart = h('input', { type: 'checkbox', id: 'reconfigure-restart' });
+  const leaseBy = h('input', { id: 'lease-by', value: '24h', size: 6 });
+  const named = () => services.value.split(',').map((s) => s.trim()).filter(Boolean);
+  // Naming no service means all of them: the field is left out.
+  const body = (extra = {}) => (named().length ? { services: named(), ...extra } : extra);
+  const button = (id, label, onClick, cls) => h('button', { type: 'button', id, class: cls || false, onclick: onClick }, label);
+
+  return h('section', { class: 'card', id: 'actions' },
+    h('h2', {}, 'Actions'),
+    h('div', { class: 'row' },
+      h('label', {}, 'Expand by', expandCount),
+      button('expand', 'Expand', () => run('Expand', () => post(`${base}/expand`, { count: Number(expandCount.value) }))),
+      h('label', {}, 'Shrink by', shrinkCount),
+      button('shrink', 'Shrink', async () => {
+        const n = Number(shrinkCount.value);
+        if (await confirmAction(`Remove ${n} node${n === 1 ? '' : 's'} from this cluster? Their data is lost.`, 'Shrink')) {
+          run('Shrink', () => post(`${base}/shrink`, { count: n }));
+        }
+      }, 'danger')),
+    h('div', { class: 'row' },
+      h('label', {}, 'Services (comma-separated)', services),
+      button('start', 'Start', () => run('Start', () => post(`${base}/start`, body())), 'secondary'),
+      button('stop', 'Stop', async () => {
+        if (await confirmAction(`Stop ${named().join(', ') || 'all services'}?`, 'Stop')) {
+          run('Stop', () => post(`${base}/stop`, body()));
+        }
+      }, 'secondary'),
+      button('restart', 'Restart', () => run('Restart', () => post(`${base}/restart`, body())), 'secondary'),
+      h('label', { class: 'inline' }, restart, ' restart after'),
+      button('reconfigure', 'Reconfigure', () => run('Reconfigure',
+        () => post(`${base}/reconfigure`, body({ restart: restart.checked }))), 'secondary')),
+    h('div', { class: 'row' },
+      h('label', {}, 'Extend lease by', leaseBy),
+      button('extend-lease', 'Extend lease', () => run('Extend lease', () => post(`${base}/lease`, { by: leaseBy.value.trim() })), 'secondary'),
+      button('delete', 'Delete cluster', async () => {
+        if (await confirmAction('Delete this cluster and all its nodes? This cannot be undone.', 'Delete')) {
+          run('Delete', () => del(base));
+        }
+      }, 'danger')));
+}
