@@ -48,6 +48,24 @@ func (s *Service) Get(ctx context.Context, p access.Principal, id string) (*View
 	if err != nil {
 		return nil, err
 	}
+	var job *domain.Job
+	if c.LatestJobID != "" {
+		j, err := s.cfg.Engine.Job(ctx, p.Tenant, id, c.LatestJobID)
+		if err != nil {
+			return nil, err
+		}
+		job = &j
+		if j.Status.Terminal() && c.ActiveJobID == j.ID {
+			// The job ended between the two reads. Its end and the
+			// cluster's change commit together, so one more read of the
+			// cluster shows what the job left: a view never pairs a
+			// finished job with the cluster as it was while it ran.
+			if c, err = s.visible(ctx, p, id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Nodes after the job: the statuses a job's end writes are then in.
 	nodes, err := s.cfg.Engine.Nodes(ctx, p.Tenant, id)
 	if err != nil {
 		return nil, err
@@ -56,11 +74,7 @@ func (s *Service) Get(ctx context.Context, p access.Principal, id string) (*View
 	if v.Nodes == nil {
 		v.Nodes = []domain.Node{}
 	}
-	if c.LatestJobID != "" {
-		job, err := s.cfg.Engine.Job(ctx, p.Tenant, id, c.LatestJobID)
-		if err != nil {
-			return nil, err
-		}
+	if job != nil {
 		stages, err := s.progress(ctx, p.Tenant, job.ID)
 		if err != nil {
 			return nil, err
