@@ -28,6 +28,9 @@ export class ApiError extends Error {
     this.details = Array.isArray(e.details) ? e.details : [];
     this.referrers = Array.isArray(e.referrers) ? e.referrers : [];
     this.requestId = e.requestId || '';
+    // body is the whole answer: a few errors carry more than the envelope
+    // (POST /v1/tenants answers 503 with the tenant and its admin key).
+    this.body = body || {};
   }
 }
 

@@ -8,6 +8,8 @@ import { renderClusters, renderCreate } from './clusters.js';
 import { renderCluster } from './cluster.js';
 import { renderJob } from './job.js';
 import { renderCatalog, renderEntity } from './catalog.js';
+import { renderUsers, renderKeys } from './users.js';
+import { renderTenants, renderTenant } from './tenants.js';
 import { View, flash, clearFlash } from './ui.js';
 
 const routes = [
@@ -17,9 +19,15 @@ const routes = [
   [/^#\/clusters$/, () => renderClusters],
   [/^#\/catalog\/([^/]+)\/([^/]+)$/, (m) => [renderEntity, { kind: m[1], name: m[2] }]],
   [/^#\/catalog(?:\/([^/]+))?$/, (m) => [renderCatalog, { kind: m[1] }]],
+  [/^#\/users\/([^/]+)\/keys$/, (m) => [renderKeys, { user: m[1] }]],
+  [/^#\/users$/, () => renderUsers],
+  [/^#\/tenants\/([^/]+)$/, (m) => [renderTenant, { tenant: m[1] }]],
+  [/^#\/tenants$/, () => renderTenants],
 ];
 
 let current = null;
+// me is who the stored key belongs to (GET /v1/me), null when logged out.
+let me = null;
 
 function go(hash) {
   if (location.hash === hash) route();
@@ -43,7 +51,7 @@ function route() {
   current = new View(root);
   if (!getKey()) {
     showHeader(null);
-    renderLogin(current, { onLogin: (me) => { clearFlash(); showHeader(me); route(); } });
+    renderLogin(current, { onLogin: (who) => { clearFlash(); showHeader(who); route(); } });
     return;
   }
   const found = match(location.hash);
@@ -52,11 +60,18 @@ function route() {
     return;
   }
   const [render, params] = found;
-  render(current, { ...params, go });
+  render(current, { ...params, go, me });
 }
 
-function showHeader(me) {
+const ADMINS = new Set(['admin', 'superadmin']);
+
+// showHeader shows the nav for a logged-in user; the admin pages only to
+// the roles the API lets use them (it still checks every call).
+function showHeader(who) {
+  me = who;
   document.getElementById('nav').hidden = !me;
+  document.getElementById('nav-users').hidden = !me || !ADMINS.has(me.role);
+  document.getElementById('nav-tenants').hidden = !me || me.role !== 'superadmin';
   document.getElementById('logout').hidden = !me;
   document.getElementById('whoami').textContent = me ? `${me.user} · ${me.role} · tenant ${me.tenant}` : '';
 }
@@ -72,7 +87,13 @@ function logout(message) {
 }
 
 async function start() {
-  document.getElementById('logout').addEventListener('click', () => { clearFlash(); logout(); });
+  // Logging out on purpose also leaves the page: whoever logs in next starts
+  // at the clusters, not on a page of the previous user's.
+  document.getElementById('logout').addEventListener('click', () => {
+    clearFlash();
+    history.replaceState(null, '', '#/clusters');
+    logout();
+  });
   window.addEventListener('hashchange', route);
   if (getKey()) {
     try {

@@ -126,6 +126,7 @@ function actions(base, run) {
   const services = h('input', { id: 'action-services', placeholder: 'all', size: 16 });
   const restart = h('input', { type: 'checkbox', id: 'reconfigure-restart' });
   const leaseBy = h('input', { id: 'lease-by', value: '24h', size: 6 });
+  const batchSize = h('input', { id: 'batch-size', type: 'number', min: 1, value: 1 });
   const named = () => services.value.split(',').map((s) => s.trim()).filter(Boolean);
   // Naming no service means all of them: the field is left out.
   const body = (extra = {}) => (named().length ? { services: named(), ...extra } : extra);
@@ -154,7 +155,11 @@ function actions(base, run) {
       button('restart', 'Restart', () => run('Restart', () => post(`${base}/restart`, body())), 'secondary'),
       h('label', { class: 'inline' }, restart, ' restart after'),
       button('reconfigure', 'Reconfigure', () => run('Reconfigure',
-        () => post(`${base}/reconfigure`, body({ restart: restart.checked }))), 'secondary')),
+        () => post(`${base}/reconfigure`, body({ restart: restart.checked }))), 'secondary'),
+      h('label', {}, 'Batch size', batchSize),
+      button('rolling-restart', 'Rolling restart', () => run('Rolling restart',
+        () => post(`${base}/rolling-restart`, body(positive('batchSize', batchSize)))), 'secondary')),
+    serviceChanges(base, run),
     h('div', { class: 'row' },
       h('label', {}, 'Extend lease by', leaseBy),
       button('extend-lease', 'Extend lease', () => run('Extend lease', () => post(`${base}/lease`, { by: leaseBy.value.trim() })), 'secondary'),
@@ -163,4 +168,41 @@ function actions(base, run) {
           run('Delete', () => del(base));
         }
       }, 'danger')));
+}
+
+// positive is {name: n} for a number input holding n > 0, else {} (the API's
+// default).
+function positive(name, input) {
+  const n = Number(input.value);
+  return n > 0 ? { [name]: n } : {};
+}
+
+function serviceList(input) {
+  return input.value.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+// serviceChanges adds or removes services and syncs the cluster to its
+// template's latest (or a given) version.
+function serviceChanges(base, run) {
+  const services = h('input', { id: 'change-services', placeholder: 'e.g. kv, web', size: 16 });
+  const maxNewNodes = h('input', { id: 'max-new-nodes', type: 'number', min: 0, value: 0 });
+  const version = h('input', { id: 'sync-version', type: 'number', min: 0, value: 0 });
+  const button = (id, label, onClick, cls) => h('button', { type: 'button', id, class: cls, onclick: onClick }, label);
+  return [
+    h('div', { class: 'row' },
+      h('label', {}, 'Services to add or remove (comma-separated)', services),
+      h('label', {}, 'Max new nodes', maxNewNodes),
+      button('add-services', 'Add services', () => run('Add services',
+        () => post(`${base}/add-services`, { services: serviceList(services), ...positive('maxNewNodes', maxNewNodes) })), 'secondary'),
+      button('remove-services', 'Remove services', async () => {
+        const named = serviceList(services);
+        if (await confirmAction(`Remove ${named.join(', ') || '(no services named)'} from this cluster? Their data on its nodes is lost.`, 'Remove')) {
+          run('Remove services', () => post(`${base}/remove-services`, { services: named }));
+        }
+      }, 'danger')),
+    h('div', { class: 'row' },
+      h('label', {}, 'Template version (0 = latest)', version),
+      button('sync', 'Sync to template', () => run('Sync to template',
+        () => post(`${base}/sync`, positive('templateVersion', version))), 'secondary')),
+  ];
 }

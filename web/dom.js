@@ -92,3 +92,14 @@ export function problemList(details) {
     h('li', { dataset: { field: p.field || '' } },
       h('code', {}, p.field || '(body)'), ': ', p.message, p.code ? h('span', { class: 'muted' }, ` (${p.code})`) : null)));
 }
+
+// secretBox shows a new API key's secret, which the API returns only in the
+// answer that creates it: the page keeps it nowhere else, so it is gone once
+// the user navigates away.
+export function secretBox(title, key) {
+  return h('section', { class: 'card secret', id: 'new-key', role: 'status' },
+    h('h2', {}, title),
+    h('code', { id: 'new-key-secret' }, key.secret),
+    h('p', {}, h('strong', {}, 'Copy it now: it will not be shown again.'),
+      ` Key ${key.id} of user ${key.user}${key.tenantId ? ` in tenant ${key.tenantId}` : ''}; it works as a bearer token and as the dashboard login.`));
+}

@@ -256,6 +256,35 @@ func clusterIs(status string, nodes int, operation string) string {
 	})()`, status, nodes, operation)
 }
 
+// steps returns step, which runs actions and fails the test with the step's
+// name, and value, which reads one value from the page.
+func steps(t *testing.T, ctx context.Context, start time.Time) (
+	step func(string, ...chromedp.Action[chromedp.Void]), value func(string, chromedp.Action[string]) string,
+) {
+	step = func(name string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		require.NoError(t, chromedp.Do(ctx, actions...), "step %q (after %s)", name, time.Since(start).Round(time.Millisecond))
+	}
+	value = func(name string, a chromedp.Action[string]) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, a)
+		require.NoError(t, err, "step %q", name)
+		return v
+	}
+	return step, value
+}
+
+// login logs in on the login page with key and waits for the clusters page
+// of user.
+func login(key, user string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(
+		chromedp.WaitVisible(css("#key")),
+		chromedp.SendKeys(css("#key"), key),
+		chromedp.Click(css("#login-submit")),
+		chromedp.WaitVisible(css("#clusters")),
+		until(fmt.Sprintf(`document.querySelector('#whoami').textContent.includes(%q)`, user)))
+}
+
 // TestDashboardClusterLifecycleInBrowser drives the dashboard in headless
 // Chromium the way a person would: log in with a key, create a cluster
 // from the demo template after seeing its plan, watch it reach ACTIVE,
@@ -267,25 +296,13 @@ func TestDashboardClusterLifecycleInBrowser(t *testing.T) {
 	s.tenant()
 	shot := newShots(t)
 	start := time.Now()
-	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		require.NoError(t, chromedp.Do(ctx, actions...), "step %q (after %s)", name, time.Since(start).Round(time.Millisecond))
-	}
-	value := func(name string, a chromedp.Action[string]) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, a)
-		require.NoError(t, err, "step %q", name)
-		return v
-	}
+	step, value := steps(t, ctx, start)
 
 	step("login",
 		chromedp.Navigate(s.srv.URL()+"/"),
 		chromedp.WaitVisible(css("#key")),
 		shot.take("login"),
-		chromedp.SendKeys(css("#key"), s.admin),
-		chromedp.Click(css("#login-submit")),
-		chromedp.WaitVisible(css("#clusters")),
-		until(`document.querySelector('#whoami').textContent.includes('ann')`),
+		login(s.admin, "ann"),
 		shot.take("clusters-empty"))
 	stored := value("key in session storage only", chromedp.Evaluate[string](
 		`sessionStorage.getItem('heddle.key') + '|' + location.href + '|' + localStorage.length`))
@@ -376,4 +393,118 @@ func TestDashboardClusterLifecycleInBrowser(t *testing.T) {
 
 	require.Empty(t, problems(), "the page logged errors")
 	t.Logf("browser flow took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// visible is a JavaScript test that the element exists and is not hidden.
+func visible(selector string) string {
+	return fmt.Sprintf(`(() => { const el = document.querySelector(%q); return !!el && !el.hidden && el.offsetParent !== null; })()`, selector)
+}
+
+// TestDashboardAdminPagesInBrowser drives the admin pages: the tenant admin
+// creates a user and an API key for them (whose secret is shown once), and
+// the superadmin creates a tenant and changes its quotas.
+func TestDashboardAdminPagesInBrowser(t *testing.T) {
+	ctx, problems := browser(t)
+	s := startServer(t)
+	s.tenant()
+	shot := newShots(t)
+	shot.n = 50 // after the cluster flow's screenshots
+	start := time.Now()
+	step, value := steps(t, ctx, start)
+
+	step("log in as the tenant admin: Users, but no Tenants",
+		chromedp.Navigate(s.srv.URL()+"/"),
+		login(s.admin, "ann"),
+		until(visible("#nav-users")),
+		until(`document.querySelector('#nav-tenants').hidden`))
+
+	step("create user bob",
+		chromedp.Click(css("#nav-users")),
+		until(`!!document.querySelector('#users tr[data-user="ann"]')`),
+		chromedp.SendKeys(css("#user-name"), "bob"),
+		chromedp.SetValue(css("#user-role"), "user"),
+		chromedp.Click(css("#create-user")),
+		until(`!!document.querySelector('#users tr[data-user="bob"]')`),
+		shot.take("users"))
+	require.Equal(t, "user", value("bob's role", chromedp.Text(css(`#users tr[data-user="bob"] td:nth-child(2)`))))
+	var bob struct {
+		Role string `json:"role"`
+	}
+	require.Equal(t, http.StatusOK, s.call(s.admin, "GET", "/v1/users/bob", nil, &bob))
+	require.Equal(t, "user", bob.Role)
+
+	step("create a key for bob",
+		chromedp.Click(css(`#users tr[data-user="bob"] a`)),
+		chromedp.WaitVisible(css("#create-key")),
+		until(`!!document.querySelector('#keys p, #keys table')`),
+		chromedp.Click(css("#create-key")),
+		chromedp.WaitVisible(css("#new-key-secret")),
+		until(`document.querySelectorAll('#keys tr[data-key]').length === 1`),
+		shot.take("new-key"))
+	secret := value("the secret", chromedp.Text(css("#new-key-secret")))
+	require.True(t, strings.HasPrefix(secret, "hdl_"), "secret %q", secret)
+	require.Contains(t, value("the note", chromedp.Text(css("#new-key"))), "will not be shown again")
+	var me struct {
+		User string `json:"user"`
+		Role string `json:"role"`
+	}
+	require.Equal(t, http.StatusOK, s.call(secret, "GET", "/v1/me", nil, &me))
+	require.Equal(t, "bob", me.User, "the shown secret is bob's key")
+
+	step("the secret is gone after navigating away and back",
+		chromedp.Click(css(`main a[href="#/users"]`)),
+		until(`!!document.querySelector('#users tr[data-user="bob"]')`),
+		chromedp.Click(css(`#users tr[data-user="bob"] a`)),
+		until(`document.querySelectorAll('#keys tr[data-key]').length === 1`),
+		shot.take("keys-later"))
+	page := value("the keys page", chromedp.Evaluate[string](
+		`(document.querySelector('#new-key') ? 'BOX ' : '') + document.body.innerText + JSON.stringify(sessionStorage)`))
+	require.NotContains(t, page, "BOX ", "the secret box is shown only once")
+	require.NotContains(t, page, secret, "the secret is shown only once")
+
+	step("log out and in as the superadmin: Tenants",
+		chromedp.Click(css("#logout")),
+		login(s.super, "superadmin"),
+		until(visible("#nav-tenants")),
+		chromedp.Click(css("#nav-tenants")),
+		until(`!!document.querySelector('#tenants tr[data-tenant="acme"]')`),
+		shot.take("tenants"))
+	require.Equal(t, "0 / 5", value("acme's clusters", chromedp.Text(css(`#tenants tr[data-tenant="acme"] td.clusters`))))
+
+	step("create tenant globex",
+		chromedp.SendKeys(css("#tenant-id"), "globex"),
+		chromedp.SetValue(css("#tenant-max-clusters"), "3"),
+		chromedp.SetValue(css("#tenant-max-nodes"), "12"),
+		chromedp.SetValue(css("#tenant-workers"), "2"),
+		chromedp.SendKeys(css("#tenant-admin"), "gina"),
+		chromedp.Click(css("#create-tenant")),
+		chromedp.WaitVisible(css("#new-key-secret")),
+		until(`!!document.querySelector('#tenants tr[data-tenant="globex"]')`),
+		shot.take("tenant-created"))
+	row := `#tenants tr[data-tenant="globex"] `
+	require.Equal(t, "0 / 3", value("globex's clusters", chromedp.Text(css(row+"td.clusters"))))
+	require.Equal(t, "0 / 12", value("globex's nodes", chromedp.Text(css(row+"td.nodes"))))
+	require.Equal(t, "2", value("globex's workers", chromedp.Text(css(row+"td.workers"))))
+	gina := value("gina's secret", chromedp.Text(css("#new-key-secret")))
+	require.Equal(t, http.StatusOK, s.call(gina, "GET", "/v1/me", nil, &me))
+	require.Equal(t, "gina", me.User)
+	require.Equal(t, "admin", me.Role)
+
+	step("raise globex's node quota",
+		chromedp.Click(css(row+"a")),
+		chromedp.WaitVisible(css("#save-tenant")),
+		chromedp.SetValue(css("#tenant-max-nodes"), "16"),
+		chromedp.Click(css("#save-tenant")),
+		until(`document.querySelector('#tenants tr[data-tenant="globex"] td.nodes')?.textContent === '0 / 16'`),
+		shot.take("tenant-updated"))
+	var globex struct {
+		MaxNodes int   `json:"maxNodes"`
+		Version  int64 `json:"version"`
+	}
+	require.Equal(t, http.StatusOK, s.call(s.super, "GET", "/v1/tenants/globex", nil, &globex))
+	require.Equal(t, 16, globex.MaxNodes)
+	require.EqualValues(t, 2, globex.Version)
+
+	require.Empty(t, problems(), "the page logged errors")
+	t.Logf("admin flow took %s", time.Since(start).Round(time.Millisecond))
 }

@@ -89,7 +89,7 @@ var imports = regexp.MustCompile(`from '\./([A-Za-z0-9_-]+\.js)'`)
 // from strings (all text goes in through text nodes).
 func TestModulesAreEmbeddedAndInsertNoHTML(t *testing.T) {
 	h := Handler()
-	js := []string{"app.js", "api.js", "dom.js", "ui.js", "login.js", "clusters.js", "cluster.js", "job.js", "catalog.js"}
+	js := []string{"app.js", "api.js", "dom.js", "ui.js", "login.js", "clusters.js", "cluster.js", "job.js", "catalog.js", "users.js", "tenants.js"}
 	for _, name := range js {
 		resp := get(t, h, http.MethodGet, "/"+name)
 		require.Equal(t, http.StatusOK, resp.StatusCode, name)
