@@ -118,6 +118,27 @@ func (s *Server) clusterService() (*cluster.Service, error) {
 	return s.clusters, nil
 }
 
+// clusterOf is what every cluster route starts with: the service and the
+// cluster id in the path.
+func (s *Server) clusterOf(r *http.Request) (*cluster.Service, string, error) {
+	svc, err := s.clusterService()
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := pathID(r, "cluster")
+	return svc, id, err
+}
+
+// jobOf is clusterOf plus the job id in the path.
+func (s *Server) jobOf(r *http.Request) (*cluster.Service, string, string, error) {
+	svc, id, err := s.clusterOf(r)
+	if err != nil {
+		return nil, "", "", err
+	}
+	jobID, err := pathID(r, "job")
+	return svc, id, jobID, err
+}
+
 // writeResult answers a mutation: 202 with the job and a Location to watch
 // it, or 200 with the preview of a dry run.
 func writeResult(w http.ResponseWriter, res *cluster.Result) {
@@ -182,11 +203,7 @@ func pathID(r *http.Request, param string) (string, error) {
 }
 
 func (s *Server) getCluster(w http.ResponseWriter, r *http.Request, p access.Principal) error {
-	svc, err := s.clusterService()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r, "cluster")
+	svc, id, err := s.clusterOf(r)
 	if err != nil {
 		return err
 	}
@@ -200,11 +217,7 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request, p access.Pri
 }
 
 func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request, p access.Principal) error {
-	svc, err := s.clusterService()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r, "cluster")
+	svc, id, err := s.clusterOf(r)
 	if err != nil {
 		return err
 	}
@@ -229,11 +242,7 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request, p access.
 // in the path.
 func mutation[Req any](s *Server, op func(svc *cluster.Service, ctx context.Context, p access.Principal, id string, req Req, dry bool) (*cluster.Result, error)) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, p access.Principal) error {
-		svc, err := s.clusterService()
-		if err != nil {
-			return err
-		}
-		id, err := pathID(r, "cluster")
+		svc, id, err := s.clusterOf(r)
 		if err != nil {
 			return err
 		}
@@ -264,11 +273,7 @@ func (s *Server) serviceAction(op domain.Operation) handlerFunc {
 }
 
 func (s *Server) extendLease(w http.ResponseWriter, r *http.Request, p access.Principal) error {
-	svc, err := s.clusterService()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r, "cluster")
+	svc, id, err := s.clusterOf(r)
 	if err != nil {
 		return err
 	}
@@ -288,11 +293,7 @@ func (s *Server) extendLease(w http.ResponseWriter, r *http.Request, p access.Pr
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p access.Principal) error {
-	svc, err := s.clusterService()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r, "cluster")
+	svc, id, err := s.clusterOf(r)
 	if err != nil {
 		return err
 	}
@@ -309,15 +310,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p access.Princ
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request, p access.Principal) error {
-	svc, err := s.clusterService()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(r, "cluster")
-	if err != nil {
-		return err
-	}
-	jobID, err := pathID(r, "job")
+	svc, id, jobID, err := s.jobOf(r)
 	if err != nil {
 		return err
 	}
@@ -331,15 +324,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request, p access.Princip
 
 func (s *Server) controlJob(what cluster.JobControl) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, p access.Principal) error {
-		svc, err := s.clusterService()
-		if err != nil {
-			return err
-		}
-		id, err := pathID(r, "cluster")
-		if err != nil {
-			return err
-		}
-		jobID, err := pathID(r, "job")
+		svc, id, jobID, err := s.jobOf(r)
 		if err != nil {
 			return err
 		}

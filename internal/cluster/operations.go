@@ -17,9 +17,10 @@ import (
 
 // live is an existing cluster ready for an operation: no job holds it.
 type live struct {
-	c     domain.Cluster
-	nodes []domain.Node // live nodes, by Num
-	sp    *spec
+	c           domain.Cluster
+	nodes       []domain.Node // live nodes, by Num
+	sp          *spec
+	specVersion int64 // the condition for replacing the spec (sync)
 }
 
 func (s *Service) loadLive(ctx context.Context, p access.Principal, id string) (*live, error) {
@@ -37,11 +38,11 @@ func (s *Service) loadLive(ctx context.Context, p access.Principal, id string) (
 	if err != nil {
 		return nil, err
 	}
-	sp, _, err := s.loadSpec(ctx, p.Tenant, id)
+	sp, specVersion, err := s.loadSpec(ctx, p.Tenant, id)
 	if err != nil {
 		return nil, err
 	}
-	return &live{c: c, nodes: liveNodes(nodes), sp: sp}, nil
+	return &live{c: c, nodes: liveNodes(nodes), sp: sp, specVersion: specVersion}, nil
 }
 
 func (l *live) solverCluster() solver.Cluster {
@@ -169,12 +170,7 @@ func (s *Service) Expand(ctx context.Context, p access.Principal, id string, req
 	if err != nil {
 		return nil, err
 	}
-	var added []domain.Node
-	for _, n := range layout.Nodes {
-		if slices.Contains(layout.NewNodes, n.ID) {
-			added = append(added, n)
-		}
-	}
+	added, _ := changedNodes(l.nodes, layout) // an expand leaves existing nodes as they are
 	return s.run(ctx, p, l, operation{
 		req:       planner.Request{Operation: domain.OpExpand, New: layout.Nodes, Restart: req.Restart},
 		newNodes:  added,

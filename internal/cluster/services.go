@@ -71,20 +71,7 @@ func (s *Service) RemoveServices(ctx context.Context, p access.Principal, id str
 // relayout submits an operation that changes which services existing nodes
 // run (and may add nodes).
 func (s *Service) relayout(ctx context.Context, p access.Principal, l *live, layout *solver.Layout, op domain.Operation, restart, dryRun bool) (*Result, error) {
-	old := map[string]domain.Node{}
-	for _, n := range l.nodes {
-		old[n.ID] = n
-	}
-	var added, updated []domain.Node
-	for _, n := range layout.Nodes {
-		prev, existed := old[n.ID]
-		switch {
-		case !existed:
-			added = append(added, n)
-		case !slices.Equal(prev.Services, n.Services):
-			updated = append(updated, n)
-		}
-	}
+	added, updated := changedNodes(l.nodes, layout)
 	services := servicesOn(layout.Nodes)
 	return s.run(ctx, p, l, operation{
 		req:       planner.Request{Operation: op, New: layout.Nodes, Restart: restart},
@@ -95,6 +82,25 @@ func (s *Service) relayout(ctx context.Context, p access.Principal, l *live, lay
 		edit:      func(c *domain.Cluster) { c.Services = services },
 		onSuccess: engine.Effect{NodeStatus: domain.NodeActive, Nodes: nodeIDs(added)},
 	}, dryRun)
+}
+
+// changedNodes splits a solved layout against the nodes before it: the nodes
+// it adds and the existing ones whose services change.
+func changedNodes(before []domain.Node, layout *solver.Layout) (added, updated []domain.Node) {
+	old := make(map[string]domain.Node, len(before))
+	for _, n := range before {
+		old[n.ID] = n
+	}
+	for _, n := range layout.Nodes {
+		prev, existed := old[n.ID]
+		switch {
+		case !existed:
+			added = append(added, n)
+		case !slices.Equal(prev.Services, n.Services):
+			updated = append(updated, n)
+		}
+	}
+	return added, updated
 }
 
 // SyncRequest moves a cluster to another version of its template (0: the
@@ -133,10 +139,6 @@ func (s *Service) SyncTemplate(ctx context.Context, p access.Principal, id strin
 	if err := solver.CheckSync(solver.SyncRequest{Cluster: l.solverCluster(), Template: tmpl, Catalog: next.solverCatalog()}); err != nil {
 		return nil, err
 	}
-	_, specVersion, err := s.loadSpec(ctx, p.Tenant, id)
-	if err != nil {
-		return nil, err
-	}
 	services := next.plannerServices(servicesOn(l.nodes))
 	return s.run(ctx, p, l, operation{
 		req: planner.Request{Operation: domain.OpSyncTemplate, New: l.nodes, Services: services, Restart: req.Restart},
@@ -145,7 +147,7 @@ func (s *Service) SyncTemplate(ctx context.Context, p access.Principal, id strin
 		},
 		checks: []store.Op{
 			revisionCheck(p.Tenant, rev),
-			store.Put(store.Item{Key: specKey(p.Tenant, id), Data: mustJSON(next)}, store.Condition{Version: specVersion}),
+			store.Put(store.Item{Key: specKey(p.Tenant, id), Data: mustJSON(next)}, store.Condition{Version: l.specVersion}),
 		},
 	}, dryRun)
 }
