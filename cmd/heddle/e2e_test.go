@@ -146,12 +146,9 @@ func (s *server) tenant(id string) (adminKey string) {
 }
 
 type shownCluster struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-	Nodes  []struct {
-		Services  []string          `json:"services"`
-		Addresses map[string]string `json:"addresses"`
-	} `json:"nodes"`
+	ID       string          `json:"id"`
+	Status   string          `json:"status"`
+	Nodes    []demotest.Node `json:"nodes"`
 	Progress struct {
 		JobID  string `json:"jobId"`
 		Status string `json:"status"`
@@ -179,13 +176,7 @@ func (s *server) createdID(out string) (cluster, job string) {
 
 func answerers(t *testing.T, c shownCluster, n int) map[string]bool {
 	t.Helper()
-	lb := ""
-	for _, nd := range c.Nodes {
-		if len(nd.Services) == 1 && nd.Services[0] == "lb" {
-			lb = nd.Addresses["access_v4"]
-		}
-	}
-	return demotest.Answerers(t, lb, n)
+	return demotest.Answerers(t, demotest.LBAddress(c.Nodes), n)
 }
 
 func TestEndToEndThroughTheCLI(t *testing.T) {

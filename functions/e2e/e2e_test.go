@@ -289,16 +289,11 @@ func (l *lambdas) call(name string, status int, out any) {
 }
 
 type clusterView struct {
-	ID            string `json:"id"`
-	Status        string `json:"status"`
-	StatusMessage string `json:"statusMessage"`
-	Nodes         []struct {
-		ID        string            `json:"id"`
-		Services  []string          `json:"services"`
-		Addresses map[string]string `json:"addresses"`
-		Status    string            `json:"status"`
-	} `json:"nodes"`
-	Progress *struct {
+	ID            string          `json:"id"`
+	Status        string          `json:"status"`
+	StatusMessage string          `json:"statusMessage"`
+	Nodes         []demotest.Node `json:"nodes"`
+	Progress      *struct {
 		JobID  string `json:"jobId"`
 		Status string `json:"status"`
 		Done   int    `json:"done"`
@@ -552,13 +547,7 @@ func (l *lambdas) killLeftovers() {
 // nodes answered.
 func through(t *testing.T, v clusterView, n int) map[string]bool {
 	t.Helper()
-	lb := ""
-	for _, nd := range v.Nodes {
-		if len(nd.Services) == 1 && nd.Services[0] == "lb" {
-			lb = nd.Addresses["access_v4"]
-		}
-	}
-	return demotest.Answerers(t, lb, n)
+	return demotest.Answerers(t, demotest.LBAddress(v.Nodes), n)
 }
 
 // TestClusterLifecycleThroughTheLambdas creates a cluster of the demo

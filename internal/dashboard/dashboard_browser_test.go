@@ -1,7 +1,6 @@
 package dashboard_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,15 +20,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/demotest"
 	"github.com/heddle-io/heddle/internal/localserver"
 )
 
 // chromium is Debian's browser, which .ci/run installs.
 const chromium = "/usr/bin/chromium"
-
-// demoCatalog is what `make demo` applies: a load balancer, web servers and
-// a key-value store on local-provider nodes.
-const demoCatalog = "../../docs/examples/catalog.yaml"
 
 type server struct {
 	t     *testing.T
@@ -55,52 +51,16 @@ func startServer(t *testing.T) *server {
 	return s
 }
 
-// call sends one API request (a []byte body is YAML) and decodes the answer
-// into out when out is not nil; it returns the status.
+// call sends one API request (see demotest.Call).
 func (s *server) call(key, method, path string, body, out any) int {
 	s.t.Helper()
-	var rd io.Reader
-	ct := "application/json"
-	switch v := body.(type) {
-	case nil:
-	case []byte:
-		rd, ct = bytes.NewReader(v), "application/yaml"
-	default:
-		data, err := json.Marshal(v)
-		require.NoError(s.t, err)
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, s.srv.URL()+path, rd)
-	require.NoError(s.t, err)
-	req.Header.Set("Authorization", "Bearer "+key)
-	if rd != nil {
-		req.Header.Set("Content-Type", ct)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(s.t, err)
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	require.NoError(s.t, err)
-	if out != nil {
-		require.NoError(s.t, json.Unmarshal(data, out), "%s %s answered %d: %s", method, path, resp.StatusCode, data)
-	}
-	return resp.StatusCode
+	return demotest.Call(s.t, s.srv.URL(), key, method, path, body, out)
 }
 
 // tenant creates tenant acme with admin ann and applies the demo catalog.
 func (s *server) tenant() {
 	s.t.Helper()
-	var created struct {
-		AdminKey struct {
-			Secret string `json:"secret"`
-		} `json:"adminKey"`
-	}
-	require.Equal(s.t, http.StatusCreated, s.call(s.super, "POST", "/v1/tenants",
-		map[string]any{"id": "acme", "maxClusters": 5, "maxNodes": 20, "workers": 4, "admin": "ann"}, &created))
-	s.admin = created.AdminKey.Secret
-	doc, err := os.ReadFile(demoCatalog)
-	require.NoError(s.t, err)
-	require.Equal(s.t, http.StatusOK, s.call(s.admin, "POST", "/v1/catalog", doc, nil))
+	s.admin = demotest.Tenant(s.t, s.srv.URL(), s.super, "acme", 20)
 }
 
 // The local server serves the dashboard at / and leaves /v1 to the API.

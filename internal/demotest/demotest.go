@@ -5,8 +5,11 @@
 package demotest
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -36,4 +39,78 @@ func Answerers(t testing.TB, lbAddress string, n int) map[string]bool {
 		seen[fields[2]] = true
 	}
 	return seen
+}
+
+// Catalog is the demo catalog's path from a package two levels below the
+// repository's root (internal/x, cmd/x, functions/x).
+const Catalog = "../../docs/examples/catalog.yaml"
+
+// Call sends one API request to baseURL with key (a []byte body goes as
+// YAML, anything else as JSON), decodes the answer into out when out is not
+// nil, and returns the status.
+func Call(t testing.TB, baseURL, key, method, path string, body, out any) int {
+	t.Helper()
+	var rd io.Reader
+	ct := "application/json"
+	switch v := body.(type) {
+	case nil:
+	case []byte:
+		rd, ct = bytes.NewReader(v), "application/yaml"
+	default:
+		data, err := json.Marshal(v)
+		require.NoError(t, err)
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, baseURL+path, rd)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if rd != nil {
+		req.Header.Set("Content-Type", ct)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	if out != nil {
+		require.NoError(t, json.Unmarshal(data, out), "%s %s answered %d: %s", method, path, resp.StatusCode, data)
+	}
+	return resp.StatusCode
+}
+
+// Tenant creates tenant id (admin ann, 5 clusters, maxNodes nodes, 4
+// workers) with the superadmin's key, applies the demo catalog as ann, and
+// returns ann's key.
+func Tenant(t testing.TB, baseURL, superKey, id string, maxNodes int) string {
+	t.Helper()
+	var created struct {
+		AdminKey struct {
+			Secret string `json:"secret"`
+		} `json:"adminKey"`
+	}
+	require.Equal(t, http.StatusCreated, Call(t, baseURL, superKey, "POST", "/v1/tenants",
+		map[string]any{"id": id, "maxClusters": 5, "maxNodes": maxNodes, "workers": 4, "admin": "ann"}, &created))
+	doc, err := os.ReadFile(Catalog)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, Call(t, baseURL, created.AdminKey.Secret, "POST", "/v1/catalog", doc, nil))
+	return created.AdminKey.Secret
+}
+
+// Node is what the tests read of a cluster's node.
+type Node struct {
+	ID        string            `json:"id"`
+	Services  []string          `json:"services"`
+	Addresses map[string]string `json:"addresses"`
+	Status    string            `json:"status"`
+}
+
+// LBAddress is the address of the node that runs the demo's load balancer
+// alone ("" when there is none).
+func LBAddress(nodes []Node) string {
+	for _, n := range nodes {
+		if len(n.Services) == 1 && n.Services[0] == "lb" {
+			return n.Addresses["access_v4"]
+		}
+	}
+	return ""
 }

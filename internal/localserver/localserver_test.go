@@ -1,11 +1,8 @@
 package localserver
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -19,10 +16,6 @@ import (
 
 	"github.com/heddle-io/heddle/internal/access"
 )
-
-// The demo catalog is what `make demo` applies: these tests run the same
-// scripts on local-provider nodes, so the README's main job is tested here.
-const demoCatalog = "../../docs/examples/catalog.yaml"
 
 type bundle struct {
 	t     *testing.T
@@ -48,67 +41,26 @@ func setup(t *testing.T) *bundle {
 	return b
 }
 
-// call sends a JSON (or YAML, for a []byte body) request and decodes the
-// answer into out when out is not nil; it returns the status.
+// call sends an API request to the server (see demotest.Call).
 func (b *bundle) call(key, method, path string, body any, out any) int {
 	b.t.Helper()
-	var rd io.Reader
-	ct := "application/json"
-	switch v := body.(type) {
-	case nil:
-	case []byte:
-		rd, ct = bytes.NewReader(v), "application/yaml"
-	default:
-		data, err := json.Marshal(v)
-		require.NoError(b.t, err)
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequest(method, b.srv.URL()+path, rd)
-	require.NoError(b.t, err)
-	req.Header.Set("Authorization", "Bearer "+key)
-	if rd != nil {
-		req.Header.Set("Content-Type", ct)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(b.t, err)
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	require.NoError(b.t, err)
-	if out != nil {
-		require.NoError(b.t, json.Unmarshal(data, out), "%s %s answered %d: %s", method, path, resp.StatusCode, data)
-	}
-	return resp.StatusCode
+	return demotest.Call(b.t, b.srv.URL(), key, method, path, body, out)
 }
 
 // tenant creates tenant acme with the given node quota and applies the demo
 // catalog as its admin.
 func (b *bundle) tenant(maxNodes int) {
 	b.t.Helper()
-	var created struct {
-		AdminKey struct {
-			Secret string `json:"secret"`
-		} `json:"adminKey"`
-	}
-	require.Equal(b.t, http.StatusCreated, b.call(b.super, "POST", "/v1/tenants",
-		map[string]any{"id": "acme", "maxClusters": 5, "maxNodes": maxNodes, "workers": 4, "admin": "ann"}, &created))
-	b.admin = created.AdminKey.Secret
-	doc, err := os.ReadFile(demoCatalog)
-	require.NoError(b.t, err)
-	require.Equal(b.t, http.StatusOK, b.call(b.admin, "POST", "/v1/catalog", doc, nil))
+	b.admin = demotest.Tenant(b.t, b.srv.URL(), b.super, "acme", maxNodes)
 }
 
 type clusterView struct {
-	ID            string `json:"id"`
-	Status        string `json:"status"`
-	StatusMessage string `json:"statusMessage"`
-	NodeCount     int    `json:"nodeCount"`
-	Nodes         []struct {
-		ID        string            `json:"id"`
-		Services  []string          `json:"services"`
-		Addresses map[string]string `json:"addresses"`
-		Status    string            `json:"status"`
-	} `json:"nodes"`
-	Progress *struct {
+	ID            string          `json:"id"`
+	Status        string          `json:"status"`
+	StatusMessage string          `json:"statusMessage"`
+	NodeCount     int             `json:"nodeCount"`
+	Nodes         []demotest.Node `json:"nodes"`
+	Progress      *struct {
 		JobID  string `json:"jobId"`
 		Status string `json:"status"`
 		Done   int    `json:"done"`
@@ -174,13 +126,7 @@ func (b *bundle) jobFailure(id, job string) string {
 // nodes answered.
 func through(t *testing.T, v clusterView, n int) map[string]bool {
 	t.Helper()
-	lb := ""
-	for _, nd := range v.Nodes {
-		if len(nd.Services) == 1 && nd.Services[0] == "lb" {
-			lb = nd.Addresses["access_v4"]
-		}
-	}
-	return demotest.Answerers(t, lb, n)
+	return demotest.Answerers(t, demotest.LBAddress(v.Nodes), n)
 }
 
 func TestClusterLifecycleOnLocalNodes(t *testing.T) {
