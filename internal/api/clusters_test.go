@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -112,4 +113,17 @@ func TestCatalogOnlyDeploymentAnswers503(t *testing.T) {
 	require.Equal(t, CodeUnavailable, d.Code)
 	_, err := s.clusterService()
 	require.ErrorIs(t, err, errNoClusters)
+}
+
+func TestEngineErrorsReadAsSentences(t *testing.T) {
+	t.Parallel()
+	// A bare sentinel once made the not-found message panic (a 500).
+	d := describe(engine.ErrNotFound)
+	require.Equal(t, http.StatusNotFound, d.Status)
+	require.Equal(t, "not found does not exist", d.Message)
+	d = describe(fmt.Errorf("%w: cluster c1", engine.ErrNotFound))
+	require.Equal(t, "cluster c1 does not exist", d.Message)
+	d = describe(fmt.Errorf("%w: job j1 is working on cluster c1; wait for it, or abort it", engine.ErrClusterBusy))
+	require.Equal(t, CodeClusterBusy, d.Code)
+	require.Equal(t, "job j1 is working on cluster c1; wait for it, or abort it", d.Message)
 }

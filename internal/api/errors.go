@@ -4,10 +4,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/store"
 )
 
@@ -129,13 +131,18 @@ func describe(err error) ErrorDetail {
 }
 
 // trimPrefix drops the "package: sentinel: " lead of a wrapped error so the
-// sentence names just the thing ("service \"zk\"").
+// sentence names just the thing ("service \"zk\""); an error that is only
+// the sentinel keeps its text without the package prefix.
 func trimPrefix(err error) string {
 	msg := err.Error()
-	for _, sentinel := range []error{catalog.ErrNotFound, access.ErrNotFound, access.ErrExists} {
+	for _, sentinel := range []error{catalog.ErrNotFound, access.ErrNotFound, access.ErrExists,
+		engine.ErrNotFound, engine.ErrClusterBusy, engine.ErrJobState, engine.ErrNothingToRetry} {
 		if p := sentinel.Error() + ": "; len(msg) > len(p) && msg[:len(p)] == p {
 			return msg[len(p):]
 		}
+	}
+	if pkg, rest, ok := strings.Cut(msg, ": "); ok && !strings.Contains(pkg, " ") {
+		return rest
 	}
 	return msg
 }

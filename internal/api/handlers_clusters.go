@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/cluster"
@@ -56,13 +55,13 @@ func describeCluster(err error) (ErrorDetail, bool) {
 	case errors.As(err, &state):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeClusterState, Message: state.Error()}, true
 	case errors.Is(err, engine.ErrNotFound):
-		return ErrorDetail{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()[len(engine.ErrNotFound.Error())+2:] + " does not exist"}, true
+		return ErrorDetail{Status: http.StatusNotFound, Code: CodeNotFound, Message: trimPrefix(err) + " does not exist"}, true
 	case errors.Is(err, engine.ErrClusterBusy):
-		return ErrorDetail{Status: http.StatusConflict, Code: CodeClusterBusy, Message: sentence(err, engine.ErrClusterBusy)}, true
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeClusterBusy, Message: trimPrefix(err)}, true
 	case errors.Is(err, engine.ErrNothingToRetry):
-		return ErrorDetail{Status: http.StatusConflict, Code: CodeJobState, Message: sentence(err, engine.ErrNothingToRetry)}, true
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeJobState, Message: trimPrefix(err)}, true
 	case errors.Is(err, engine.ErrJobState):
-		return ErrorDetail{Status: http.StatusConflict, Code: CodeJobState, Message: sentence(err, engine.ErrJobState)}, true
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeJobState, Message: trimPrefix(err)}, true
 	case errors.Is(err, engine.ErrStale):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeCatalogChanged,
 			Message: "the catalog changed while the request was being planned; send it again"}, true
@@ -70,16 +69,6 @@ func describeCluster(err error) (ErrorDetail, bool) {
 		return ErrorDetail{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: err.Error()}, true
 	}
 	return ErrorDetail{}, false
-}
-
-// sentence drops the "engine: ...: " lead of a wrapped sentinel when the
-// wrapping says more, so a person reads what happened to their cluster.
-func sentence(err, sentinel error) string {
-	msg := err.Error()
-	if lead := sentinel.Error() + ": "; strings.HasPrefix(msg, lead) && len(msg) > len(lead) {
-		return msg[len(lead):]
-	}
-	return strings.TrimPrefix(msg, "engine: ")
 }
 
 var errNoClusters = errors.New("this heddle serves the catalog only: cluster operations need the engine (run `heddle server`, or deploy the worker stack)")
