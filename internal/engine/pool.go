@@ -127,11 +127,7 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 			}
 			continue
 		}
-		hctx := ctx
-		if i > 0 {
-			hctx = context.WithValue(ctx, laterInBatchKey{}, true)
-		}
-		disp, err := e.Handle(hctx, tenant, d)
+		disp, err := e.handle(ctx, tenant, d, i > 0)
 		switch {
 		case err != nil:
 			if !errors.Is(err, context.Canceled) {

@@ -90,10 +90,13 @@ func (e *Engine) failIfStuck(ctx context.Context, tenant, cluster, jobID string,
 	if err != nil || now.item.Version != lj.item.Version {
 		return err
 	}
-	r.Stuck++
 	e.log.WarnContext(ctx, "failing a stuck job", "tenant", tenant, "cluster", cluster, "job", jobID, "status", lj.job.Status, "why", why)
 	if rollback {
-		return e.finish(ctx, tenant, cluster, jobID, domain.JobRollingBack, endRollbackFailed, why)
+		if err := e.finish(ctx, tenant, cluster, jobID, domain.JobRollingBack, endRollbackFailed, why); err != nil {
+			return err
+		}
+		r.Stuck++
+		return nil
 	}
 	// RUNNING -> FAILING under the version read before the walks: a pause,
 	// an abort or a failure meanwhile wins, and the next pass looks again.
@@ -103,12 +106,12 @@ func (e *Engine) failIfStuck(ctx context.Context, tenant, cluster, jobID string,
 	_, err = e.store.Write(ctx, store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
 		store.Changes{Status: &failing, Data: mustJSON(job), Index: jobIndex(jobID, e.now())}))
 	if errors.Is(err, store.ErrConditionFailed) {
-		r.Stuck--
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	r.Stuck++
 	return e.settleFailing(ctx, tenant, cluster, jobID)
 }
 

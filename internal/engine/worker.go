@@ -34,6 +34,12 @@ const maxAttemptHistory = 10
 // does nothing. An error means the store could not be reached: leave the
 // message, it comes back after its visibility timeout.
 func (e *Engine) Handle(ctx context.Context, tenant string, d queue.Delivery) (Disposition, error) {
+	return e.handle(ctx, tenant, d, false)
+}
+
+// handle is Handle; laterInBatch says the message follows the first of its
+// batch, so the worker has already spent some of its deadline (see process).
+func (e *Engine) handle(ctx context.Context, tenant string, d queue.Delivery, laterInBatch bool) (Disposition, error) {
 	ref, err := ParseTaskRef(tenant, d.TaskID)
 	if err != nil {
 		e.log.WarnContext(ctx, "dropping a malformed message", "tenant", tenant, "body", d.TaskID)
@@ -72,7 +78,7 @@ func (e *Engine) Handle(ctx context.Context, tenant string, d queue.Delivery) (D
 		_, _, err := e.succeed(ctx, ref, lt, Result{}, false)
 		return Disposition{}, err
 	}
-	if laterInBatch(ctx) && !fitsBefore(ctx, lt.task.Timeout.Std()) {
+	if laterInBatch && !fitsBefore(ctx, lt.task.Timeout.Std()) {
 		// A worker with a deadline (a Lambda invocation) that has already
 		// spent some of it claims only what it can finish before it: cut off
 		// mid-action, the attempt would wait for its lease and run again.
@@ -95,15 +101,6 @@ func (e *Engine) Handle(ctx context.Context, tenant string, d queue.Delivery) (D
 // again at once" (SQS counts visibility in whole seconds), yet marks the
 // message kept, so a Lambda reports it rather than letting it be deleted.
 const handOff = time.Millisecond
-
-type laterInBatchKey struct{}
-
-// laterInBatch reports whether ctx handles a message after the first of its
-// batch (see process).
-func laterInBatch(ctx context.Context) bool {
-	later, _ := ctx.Value(laterInBatchKey{}).(bool)
-	return later
-}
 
 // fitsBefore reports whether an action of the given timeout can run to its
 // end before ctx's deadline (always, for a worker without one).
