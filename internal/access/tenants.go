@@ -97,6 +97,23 @@ func (a *Access) GetTenant(ctx context.Context, id string) (TenantView, error) {
 	return tenantView(it)
 }
 
+// AllTenants lists every tenant, all pages.
+func (a *Access) AllTenants(ctx context.Context) ([]TenantView, error) {
+	var out []TenantView
+	cursor := ""
+	for {
+		page, next, err := a.ListTenants(ctx, store.MaxPageSize, cursor)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if next == "" {
+			return out, nil
+		}
+		cursor = next
+	}
+}
+
 // ListTenants returns one page of tenants.
 func (a *Access) ListTenants(ctx context.Context, limit int, cursor string) ([]TenantView, string, error) {
 	page, err := a.s.Query(ctx, "TENANTS", store.Query{Limit: limit, Cursor: cursor})

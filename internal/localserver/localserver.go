@@ -21,13 +21,13 @@ import (
 	"github.com/heddle-io/heddle/internal/dashboard"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/pools"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/provider/local"
 	"github.com/heddle-io/heddle/internal/provider/static"
 	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/queue/memqueue"
 	"github.com/heddle-io/heddle/internal/secrets"
-	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
 )
 
@@ -70,12 +70,6 @@ type Server struct {
 
 	stop    context.CancelFunc // ends the workers and the janitor
 	running sync.WaitGroup
-	pools   map[string]*pool // by tenant, owned by the supervisor goroutine
-}
-
-type pool struct {
-	workers int
-	cancel  context.CancelFunc
 }
 
 // Start opens the store, bootstraps the superadmin, restores the local
@@ -94,7 +88,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the store in %s: %w", cfg.DataDir, err)
 	}
-	s := &Server{log: cfg.Logger, db: db, done: make(chan error, 1), pools: map[string]*pool{}}
+	s := &Server{log: cfg.Logger, db: db, done: make(chan error, 1)}
 	fail := func(err error) (*Server, error) {
 		s.close()
 		return nil, err
@@ -255,7 +249,7 @@ func (s *Server) resendAll(ctx context.Context, cfg engine.Config) error {
 
 // syncQueues makes sure every tenant has its in-process queue.
 func (s *Server) syncQueues(ctx context.Context) error {
-	tenants, err := s.tenants(ctx)
+	tenants, err := s.access.AllTenants(ctx)
 	if err != nil {
 		return err
 	}
@@ -267,72 +261,41 @@ func (s *Server) syncQueues(ctx context.Context) error {
 	return nil
 }
 
-func (s *Server) tenants(ctx context.Context) ([]access.TenantView, error) {
-	var out []access.TenantView
-	cursor := ""
-	for {
-		page, next, err := s.access.ListTenants(ctx, store.MaxPageSize, cursor)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page...)
-		if next == "" {
-			return out, nil
-		}
-		cursor = next
+// poolKey is one tenant's worker pool: a changed worker count is a new key,
+// so pools.Supervise restarts the pool at the new size.
+type poolKey struct {
+	tenant  string
+	workers int
+}
+
+// poolKeys lists the pools that should run: one per tenant but the system
+// tenant, which runs no tasks.
+func (s *Server) poolKeys(ctx context.Context) ([]poolKey, error) {
+	tenants, err := s.access.AllTenants(ctx)
+	if err != nil {
+		return nil, err
 	}
+	var out []poolKey
+	for _, t := range tenants {
+		if t.ID != domain.SystemTenant {
+			out = append(out, poolKey{tenant: t.ID, workers: max(t.Workers, 1)})
+		}
+	}
+	return out, nil
 }
 
 // superviseWorkers keeps one worker pool per tenant, sized by the tenant's
 // worker count: new tenants get one within a second, a changed count
 // restarts the pool, a deleted tenant's pool stops.
 func (s *Server) superviseWorkers(ctx context.Context) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		tenants, err := s.tenants(ctx)
-		if err != nil && ctx.Err() == nil {
-			s.log.WarnContext(ctx, "listing tenants for worker pools failed", "error", err)
-		}
-		seen := map[string]bool{}
-		for _, t := range tenants {
-			if t.ID == domain.SystemTenant {
-				continue
-			}
-			seen[t.ID] = true
-			workers := max(t.Workers, 1)
-			if p, ok := s.pools[t.ID]; ok && p.workers == workers {
-				continue
-			} else if ok {
-				p.cancel()
-			}
-			if err := s.queue.CreateTenantQueue(ctx, t.ID); err != nil {
-				s.log.WarnContext(ctx, "creating a tenant queue failed", "tenant", t.ID, "error", err)
-				continue
-			}
-			pctx, cancel := context.WithCancel(ctx)
-			s.pools[t.ID] = &pool{workers: workers, cancel: cancel}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s.engine.RunWorkers(pctx, t.ID, workers)
-			}()
-			s.log.InfoContext(ctx, "worker pool started", "tenant", t.ID, "workers", workers)
-		}
-		for id, p := range s.pools {
-			if !seen[id] && err == nil {
-				p.cancel()
-				delete(s.pools, id)
-			}
-		}
-		select {
-		case <-ctx.Done():
+	pools.Supervise(ctx, time.Second, s.poolKeys, func(ctx context.Context, k poolKey) {
+		if err := s.queue.CreateTenantQueue(ctx, k.tenant); err != nil {
+			s.log.WarnContext(ctx, "creating a tenant queue failed", "tenant", k.tenant, "error", err)
 			return
-		case <-tick.C:
 		}
-	}
+		s.log.InfoContext(ctx, "worker pool started", "tenant", k.tenant, "workers", k.workers)
+		s.engine.RunWorkers(ctx, k.tenant, k.workers)
+	}, s.log)
 }
 
 func (s *Server) runJanitor(ctx context.Context, period time.Duration) {

@@ -1,8 +1,8 @@
 // Package pools keeps one goroutine (a worker pool) running per key of a
 // list that changes over time: `heddle worker` runs a pool per tenant on the
-// tenants' long-task queues. The local server's per-tenant pools
-// (internal/localserver) follow the same pattern and can move onto it, with
-// a key of tenant and worker count so that a changed count restarts the pool.
+// tenants' long-task queues, and the local server runs one per tenant on
+// its in-process queues, keyed by tenant and worker count so that a changed
+// count restarts the pool.
 package pools
 
 import (
