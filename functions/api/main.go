@@ -68,15 +68,8 @@ func fromEnv(ctx context.Context, log *slog.Logger) (lambdaHandler, error) {
 	svc := catalogOnly(a.Store)
 	if a.Queue != nil {
 		// Cluster operations: the engine only submits (the worker Lambda
-		// runs the tasks), so it has no executor.
-		registry, err := assemble.AWSProviders(a.Store, a.Keyring)
-		if err != nil {
-			return nil, err
-		}
-		// Long tasks go to the tenants' long-task queues, as the worker's
-		// and the janitor's do (assemble.BuildAWS).
-		built, err := assemble.Build(assemble.Parts{Store: a.Store, Queue: a.EngineQueue(assemble.ReceivesShort), Keyring: a.Keyring, Providers: registry,
-			Engine: engine.Config{WorkerID: "api", LongTaskAfter: assemble.LongTaskAfter}, Logger: log})
+		// runs the tasks), so it runs none itself.
+		built, err := assemble.BuildAWS(a, engine.Config{WorkerID: "api"}, assemble.ReceivesShort, false, log)
 		if err != nil {
 			return nil, err
 		}
@@ -84,7 +77,7 @@ func fromEnv(ctx context.Context, log *slog.Logger) (lambdaHandler, error) {
 		if err != nil {
 			return nil, err
 		}
-		svc = services{catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: registry, onboarder: onboarder}
+		svc = services{catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder}
 	}
 	return newServicesHandler(ctx, svc, "dynamodb", os.Getenv("HEDDLE_BOOTSTRAP_KEY"), log)
 }

@@ -104,12 +104,8 @@ func fromEnv(ctx context.Context, log *slog.Logger) (*janitor, error) {
 	if mode == SweepOff {
 		return j, nil
 	}
-	// The same provider types as the services', for opening fields and
-	// sweeping.
-	registry, err := assemble.AWSProviders(a.Store, a.Keyring)
-	if err != nil {
-		return nil, err
-	}
+	// The services' own provider types open the fields and sweep.
+	registry := svc.Providers
 	impl, _ := registry.Provider(ec2.TypeName)
 	sweeper, ok := impl.(Sweeper)
 	if !ok {

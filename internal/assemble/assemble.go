@@ -47,10 +47,11 @@ type Parts struct {
 
 // Services are what Build makes.
 type Services struct {
-	Access   *access.Access
-	Catalog  *catalog.Catalog
-	Engine   *engine.Engine
-	Clusters *cluster.Service
+	Access    *access.Access
+	Catalog   *catalog.Catalog
+	Engine    *engine.Engine
+	Clusters  *cluster.Service
+	Providers *provider.Registry // Parts.Providers, for the API and the EC2 sweep
 }
 
 // Build assembles the services over p.
@@ -90,7 +91,7 @@ func Build(p Parts) (*Services, error) {
 			return nil, err
 		}
 	}
-	return &Services{Access: acc, Catalog: cat, Engine: eng, Clusters: clusters}, nil
+	return &Services{Access: acc, Catalog: cat, Engine: eng, Clusters: clusters, Providers: p.Providers}, nil
 }
 
 // lateExecutor lets the engine be built before the dispatcher, which needs
