@@ -133,8 +133,10 @@ func (e *Engine) SetLease(ctx context.Context, tenant string, c domain.Cluster, 
 	return c, nil
 }
 
-// TaskStatuses returns the status of every task of a job by task id. It reads
-// no task bodies, so a progress view of a large job stays cheap.
+// TaskStatuses returns the status of every task of a job by task id. It
+// takes each item's status attribute and decodes no task body, which keeps
+// a progress view of a large job cheap (the query still reads whole items;
+// the store has no projection).
 func (e *Engine) TaskStatuses(ctx context.Context, tenant, jobID string) (map[string]domain.TaskStatus, error) {
 	out := map[string]domain.TaskStatus{}
 	cursor := ""

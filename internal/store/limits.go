@@ -128,3 +128,26 @@ func ItemSize(it Item) int {
 	}
 	return size
 }
+
+// PageSize is the page size a query asks for: 0 means DefaultPageSize, more
+// than MaxPageSize is capped, a negative size is invalid.
+func PageSize(limit int) (int, error) {
+	switch {
+	case limit < 0:
+		return 0, fmt.Errorf("%w: negative page size %d", ErrInvalidOp, limit)
+	case limit == 0:
+		return DefaultPageSize, nil
+	case limit > MaxPageSize:
+		return MaxPageSize, nil
+	}
+	return limit, nil
+}
+
+// CheckPartition refuses an empty or oversized partition key (what names a
+// query's partition or an index partition).
+func CheckPartition(what, pk string) error {
+	if pk == "" || len(pk) > MaxPartitionKeyBytes {
+		return fmt.Errorf("%w: %s must hold 1 to %d bytes", ErrInvalidOp, what, MaxPartitionKeyBytes)
+	}
+	return nil
+}

@@ -286,24 +286,12 @@ func apply(items, index *bolt.Bucket, k store.Key, cur *store.Item, it store.Ite
 	return items.Put(recordKey, encodeRecord(it))
 }
 
-func pageSize(limit int) (int, error) {
-	switch {
-	case limit < 0:
-		return 0, fmt.Errorf("%w: negative page size %d", store.ErrInvalidOp, limit)
-	case limit == 0:
-		return store.DefaultPageSize, nil
-	case limit > store.MaxPageSize:
-		return store.MaxPageSize, nil
-	}
-	return limit, nil
-}
-
 // Query implements store.Store.
 func (s *Store) Query(ctx context.Context, pk string, q store.Query) (store.Page, error) {
-	if pk == "" || len(pk) > store.MaxPartitionKeyBytes {
-		return store.Page{}, fmt.Errorf("%w: partition key must hold 1 to %d bytes", store.ErrInvalidOp, store.MaxPartitionKeyBytes)
+	if err := store.CheckPartition("partition key", pk); err != nil {
+		return store.Page{}, err
 	}
-	limit, err := pageSize(q.Limit)
+	limit, err := store.PageSize(q.Limit)
 	if err != nil {
 		return store.Page{}, err
 	}
@@ -382,10 +370,10 @@ func decodeStored(k, v []byte) (store.Item, error) {
 
 // QueryIndex implements store.Store.
 func (s *Store) QueryIndex(ctx context.Context, partition string, q store.IndexQuery) (store.Page, error) {
-	if partition == "" || len(partition) > store.MaxPartitionKeyBytes {
-		return store.Page{}, fmt.Errorf("%w: index partition must hold 1 to %d bytes", store.ErrInvalidOp, store.MaxPartitionKeyBytes)
+	if err := store.CheckPartition("index partition", partition); err != nil {
+		return store.Page{}, err
 	}
-	limit, err := pageSize(q.Limit)
+	limit, err := store.PageSize(q.Limit)
 	if err != nil {
 		return store.Page{}, err
 	}
