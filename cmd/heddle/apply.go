@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/heddle-io/heddle/internal/catalog"
-	"github.com/heddle-io/heddle/internal/domain"
 )
 
 func newApplyCommand(a *app) *cobra.Command {
@@ -38,11 +35,6 @@ changes nothing. -f - reads the document from stdin.`,
 			if err != nil {
 				return err
 			}
-			refs := documentRefs(data)
-			var before map[catalog.Ref]int
-			if !a.jsonOut() {
-				before = versions(cmd.Context(), c, refs)
-			}
 			raw, err := c.Do(cmd.Context(), http.MethodPost, "/v1/catalog", nil, data, documentType(file, data))
 			if err != nil {
 				return err
@@ -50,18 +42,11 @@ changes nothing. -f - reads the document from stdin.`,
 			if a.jsonOut() {
 				return printJSON(cmd.OutOrStdout(), raw)
 			}
-			res, err := decodeBody[importResult](raw)
+			res, err := decodeBody[catalog.ImportResult](raw)
 			if err != nil {
 				return err
 			}
-			if res.Unchanged == nil && before != nil && len(res.Updated) > 0 {
-				// The server lists an entity the import left as it was
-				// under "updated"; its version says whether it changed.
-				if after := versions(cmd.Context(), c, res.Updated); after != nil {
-					res.split(before, after)
-				}
-			}
-			printImport(cmd.OutOrStdout(), &res, refs)
+			printImport(cmd.OutOrStdout(), &res)
 			return nil
 		},
 	}
@@ -106,118 +91,16 @@ func documentType(file string, data []byte) string {
 	return "application/yaml"
 }
 
-// documentRefs lists the document's entities, or nil if it cannot be read
-// here (the server has accepted it; only the "unchanged" list is lost).
-func documentRefs(data []byte) []catalog.Ref {
-	d, err := catalog.DecodeDocument(data)
-	if err != nil {
-		return nil
-	}
-	var refs []catalog.Ref
-	add := func(e domain.Entity) {
-		refs = append(refs, catalog.Ref{Kind: e.EntityKind(), Name: e.EntityMeta().Name})
-	}
-	for _, e := range d.Providers {
-		add(e)
-	}
-	for _, e := range d.HardwareTypes {
-		add(e)
-	}
-	for _, e := range d.ImageTypes {
-		add(e)
-	}
-	for _, e := range d.Services {
-		add(e)
-	}
-	for _, e := range d.PartialTemplates {
-		add(e)
-	}
-	for _, e := range d.ClusterTemplates {
-		add(e)
-	}
-	return refs
-}
-
-// importResult is the answer to POST /v1/catalog. Unchanged is filled in
-// here (or by a server that reports it).
-type importResult struct {
-	Created   []catalog.Ref `json:"created"`
-	Updated   []catalog.Ref `json:"updated"`
-	Unchanged []catalog.Ref `json:"unchanged"`
-}
-
-// split moves the updated entities whose version did not move to Unchanged.
-func (r *importResult) split(before, after map[catalog.Ref]int) {
-	updated := []catalog.Ref{}
-	r.Unchanged = []catalog.Ref{}
-	for _, ref := range r.Updated {
-		if v, ok := after[ref]; ok && v == before[ref] {
-			r.Unchanged = append(r.Unchanged, ref)
-		} else {
-			updated = append(updated, ref)
-		}
-	}
-	r.Updated = updated
-}
-
-// versions reads the current version of each of refs' entities by listing
-// their kinds; nil if that fails.
-func versions(ctx context.Context, c *Client, refs []catalog.Ref) map[catalog.Ref]int {
-	if len(refs) == 0 {
-		return nil
-	}
-	kinds := map[domain.Kind]bool{}
-	for _, r := range refs {
-		kinds[r.Kind] = true
-	}
-	out := map[catalog.Ref]int{}
-	for kind := range kinds {
-		q := url.Values{}
-		for {
-			raw, err := c.Do(ctx, http.MethodGet, "/v1/"+pathEscape(string(kind)), q, nil, "")
-			if err != nil {
-				return nil
-			}
-			p, err := decodeBody[page[domain.Meta]](raw)
-			if err != nil {
-				return nil
-			}
-			for _, m := range p.Items {
-				out[catalog.Ref{Kind: kind, Name: m.Name}] = m.Version
-			}
-			if p.NextCursor == "" {
-				break
-			}
-			q.Set("cursor", p.NextCursor)
-		}
-	}
-	return out
-}
-
-func printImport(w io.Writer, res *importResult, all []catalog.Ref) {
-	written := map[catalog.Ref]bool{}
+func printImport(w io.Writer, res *catalog.ImportResult) {
 	tw := newTable(w)
-	for _, r := range res.Created {
-		written[r] = true
-		fmt.Fprintf(tw, "created\t%s/%s\n", r.Kind, r.Name)
-	}
-	for _, r := range res.Updated {
-		written[r] = true
-		fmt.Fprintf(tw, "updated\t%s/%s\n", r.Kind, r.Name)
-	}
-	unchanged := 0
-	for _, r := range res.Unchanged {
-		written[r] = true
-		unchanged++
-		fmt.Fprintf(tw, "unchanged\t%s/%s\n", r.Kind, r.Name)
-	}
-	// Entities of the document the answer does not name were left alone.
-	for _, r := range all {
-		if !written[r] {
-			unchanged++
-			fmt.Fprintf(tw, "unchanged\t%s/%s\n", r.Kind, r.Name)
+	for _, group := range []struct {
+		what string
+		refs []catalog.Ref
+	}{{"created", res.Created}, {"updated", res.Updated}, {"unchanged", res.Unchanged}} {
+		for _, r := range group.refs {
+			fmt.Fprintf(tw, "%s\t%s/%s\n", group.what, r.Kind, r.Name)
 		}
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "%d created, %d updated, %d unchanged\n", len(res.Created), len(res.Updated), unchanged)
+	fmt.Fprintf(w, "%d created, %d updated, %d unchanged\n", len(res.Created), len(res.Updated), len(res.Unchanged))
 }

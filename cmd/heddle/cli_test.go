@@ -190,8 +190,7 @@ func TestApplyContentType(t *testing.T) {
 	api := newFakeAPI(t)
 	t.Setenv("HEDDLE_ENDPOINT", api.URL)
 	t.Setenv("HEDDLE_KEY", "hdl_admin")
-	api.reply("POST /v1/catalog", 200, `{"created":[{"kind":"providers","name":"local"}],"updated":[]}`)
-	api.reply("GET /v1/providers", 200, `{"items":[{"name":"local","version":1}]}`)
+	api.reply("POST /v1/catalog", 200, `{"created":[{"kind":"providers","name":"local"}],"updated":[],"unchanged":[]}`)
 
 	const yamlDoc = "apiVersion: heddle/v1\nproviders:\n  - name: local\n    providerType: local\n"
 	const jsonDoc = `{"apiVersion": "heddle/v1", "providers": [{"name": "local", "providerType": "local"}]}`
@@ -243,22 +242,8 @@ func TestApplyReportsUnchanged(t *testing.T) {
 	api := newFakeAPI(t)
 	t.Setenv("HEDDLE_ENDPOINT", api.URL)
 	t.Setenv("HEDDLE_KEY", "hdl_admin")
-	// The server lists every existing entity under "updated"; versions tell
-	// which ones moved.
-	api.reply("POST /v1/catalog", 200, `{"created":[],"updated":[{"kind":"providers","name":"a"},{"kind":"providers","name":"b"}]}`)
-	var mu sync.Mutex
-	calls := 0
-	api.mux.HandleFunc("GET /v1/providers", func(w http.ResponseWriter, _ *http.Request) {
-		mu.Lock()
-		calls++
-		n := calls
-		mu.Unlock()
-		if n == 1 {
-			_, _ = io.WriteString(w, `{"items":[{"name":"a","version":1},{"name":"b","version":3}]}`)
-			return
-		}
-		_, _ = io.WriteString(w, `{"items":[{"name":"a","version":2},{"name":"b","version":3}]}`)
-	})
+	// The server says which entities the import left as they were.
+	api.reply("POST /v1/catalog", 200, `{"created":[],"updated":[{"kind":"providers","name":"a"}],"unchanged":[{"kind":"providers","name":"b"}]}`)
 	doc := "apiVersion: heddle/v1\nproviders:\n  - name: a\n    providerType: local\n  - name: b\n    providerType: local\n"
 	r := runCLI(t, doc, "apply", "-f", "-")
 	if r.code != 0 {
@@ -268,6 +253,9 @@ func TestApplyReportsUnchanged(t *testing.T) {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
 		}
+	}
+	if n := len(api.requests()); n != 1 {
+		t.Errorf("apply made %d requests; the import's answer says it all", n)
 	}
 }
 

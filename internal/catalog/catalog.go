@@ -149,17 +149,17 @@ func (c *Catalog) Put(ctx context.Context, tenant string, e domain.Entity, ifMat
 	}
 	var (
 		stored  domain.Entity
-		created bool
+		outcome putOutcome
 	)
 	err := c.write(ctx, tenant, func(tx *writeTx) error {
 		var err error
-		stored, created, err = tx.put(e, ifMatch)
+		stored, outcome, err = tx.put(e, ifMatch)
 		return err
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	return stored, created, nil
+	return stored, outcome == putCreated, nil
 }
 
 // Delete removes an entity (all versions become unreadable) unless a live

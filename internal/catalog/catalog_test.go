@@ -349,6 +349,8 @@ func TestExportImportRoundTrip(t *testing.T) {
 		res, err = b.cat.Import(b.ctx, tenant, d)
 		require.NoError(t, err)
 		require.Empty(t, res.Created)
+		require.Empty(t, res.Updated, "an entity written again with the same content is not updated")
+		require.Len(t, res.Unchanged, 8)
 		rev2, err := b.cat.Revision(b.ctx, tenant)
 		require.NoError(t, err)
 		require.Equal(t, rev, rev2)

@@ -72,8 +72,9 @@ func mustEntities(d *Document) []domain.Entity { es, _ := d.entities(); return e
 
 // ImportResult says what an import wrote.
 type ImportResult struct {
-	Created []Ref `json:"created"`
-	Updated []Ref `json:"updated"`
+	Created   []Ref `json:"created"`
+	Updated   []Ref `json:"updated"`
+	Unchanged []Ref `json:"unchanged"` // the same content as their latest version: nothing written
 }
 
 // Import writes every entity of d as its next version, all in one transaction:
@@ -100,7 +101,7 @@ func (c *Catalog) Import(ctx context.Context, tenant string, d *Document) (*Impo
 	}
 	var res ImportResult
 	err := c.write(ctx, tenant, func(tx *writeTx) error {
-		res = ImportResult{Created: []Ref{}, Updated: []Ref{}}
+		res = ImportResult{Created: []Ref{}, Updated: []Ref{}, Unchanged: []Ref{}}
 		// Stage everything first so templates may refer to entities that come
 		// later in the document.
 		for _, e := range es {
@@ -108,7 +109,7 @@ func (c *Catalog) Import(ctx context.Context, tenant string, d *Document) (*Impo
 		}
 		var ps domain.Problems
 		for i, e := range es {
-			_, created, err := tx.put(e, "")
+			_, outcome, err := tx.put(e, "")
 			if problems, ok := err.(domain.Problems); ok {
 				for _, p := range problems {
 					p.Field = joinField(paths[i], p.Field)
@@ -120,10 +121,13 @@ func (c *Catalog) Import(ctx context.Context, tenant string, d *Document) (*Impo
 				return err
 			}
 			ref := Ref{Kind: e.EntityKind(), Name: e.EntityMeta().Name}
-			if created {
+			switch outcome {
+			case putCreated:
 				res.Created = append(res.Created, ref)
-			} else {
+			case putUpdated:
 				res.Updated = append(res.Updated, ref)
+			default:
+				res.Unchanged = append(res.Unchanged, ref)
 			}
 		}
 		return ps.Err()

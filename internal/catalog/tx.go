@@ -121,21 +121,31 @@ func (tx *writeTx) live(ref Ref) (bool, error) {
 // put stages e as the next version of its entity. It returns the entity as
 // it will be stored: e itself, or for a provider with a registry configured
 // a copy with its sensitive fields sealed (see prepareProvider).
-func (tx *writeTx) put(e domain.Entity, ifMatch string) (stored domain.Entity, created bool, err error) {
+// putOutcome says what a put did to its entity.
+type putOutcome int
+
+const (
+	putRefused   putOutcome = iota // with an error
+	putCreated                     // a new entity (or one deleted before)
+	putUpdated                     // a new version of a live entity
+	putUnchanged                   // the same content as the latest version: nothing written
+)
+
+func (tx *writeTx) put(e domain.Entity, ifMatch string) (stored domain.Entity, outcome putOutcome, err error) {
 	k, meta := e.EntityKind(), e.EntityMeta()
 	head, err := tx.head(k, meta.Name)
 	if err != nil {
-		return nil, false, err
+		return nil, putRefused, err
 	}
 	isLive := head != nil && head.Status == statusLive
 	if ifMatch != "" {
 		// If-Match asks to change an existing entity: with none there is
 		// nothing to match (404, as for any other call naming it).
 		if !isLive {
-			return nil, false, fmt.Errorf("%w: %s %q", ErrNotFound, singular(k), meta.Name)
+			return nil, putRefused, fmt.Errorf("%w: %s %q", ErrNotFound, singular(k), meta.Name)
 		}
 		if ifMatch != "*" && ifMatch != ETag(int(head.Counter(counterLatest))) {
-			return nil, false, ErrPrecondition
+			return nil, putRefused, ErrPrecondition
 		}
 	}
 	if p, ok := e.(*domain.Provider); ok && tx.c.providers != nil {
@@ -144,7 +154,7 @@ func (tx *writeTx) put(e domain.Entity, ifMatch string) (stored domain.Entity, c
 			prev = head
 		}
 		if p, err = tx.prepareProvider(p, prev); err != nil {
-			return nil, false, err
+			return nil, putRefused, err
 		}
 		e, meta = p, p.EntityMeta()
 	}
@@ -152,7 +162,7 @@ func (tx *writeTx) put(e domain.Entity, ifMatch string) (stored domain.Entity, c
 	for _, r := range references(e) {
 		ok, err := tx.live(r.Ref)
 		if err != nil {
-			return nil, false, err
+			return nil, putRefused, err
 		}
 		if !ok {
 			kind := singular(r.Kind)
@@ -164,7 +174,7 @@ func (tx *writeTx) put(e domain.Entity, ifMatch string) (stored domain.Entity, c
 		}
 	}
 	if len(ps) > 0 {
-		return nil, false, ps
+		return nil, putRefused, ps
 	}
 	latest := 0
 	cond := store.Condition{MustNotExist: true}
@@ -178,22 +188,22 @@ func (tx *writeTx) put(e domain.Entity, ifMatch string) (stored domain.Entity, c
 		meta.Version = latest
 		if same, err := json.Marshal(e); err == nil && string(same) == string(head.Data) {
 			tx.pending[Ref{Kind: k, Name: meta.Name}] = e
-			return e, false, nil
+			return e, putUnchanged, nil
 		}
 	}
 	meta.Version = latest + 1
 	tx.pending[Ref{Kind: k, Name: meta.Name}] = e
 	if t, ok := e.(*domain.ClusterTemplate); ok {
 		if _, err := Resolve(t, tx.c.lookup(tx.ctx, tx.tenant, tx.pending)); err != nil {
-			return nil, false, err
+			return nil, putRefused, err
 		}
 	}
 	data, err := json.Marshal(e)
 	if err != nil {
-		return nil, false, err
+		return nil, putRefused, err
 	}
 	if len(data) > MaxEntityBytes {
-		return nil, false, &EntityTooLargeError{Kind: k, Name: meta.Name, Bytes: len(data)}
+		return nil, putRefused, &EntityTooLargeError{Kind: k, Name: meta.Name, Bytes: len(data)}
 	}
 	live := statusLive
 	hk := headKey(k, meta.Name)
@@ -201,7 +211,10 @@ func (tx *writeTx) put(e domain.Entity, ifMatch string) (stored domain.Entity, c
 		store.Put(store.Item{Key: hk, Status: live, Counters: map[string]int64{counterLatest: int64(meta.Version)}, Data: data}, cond),
 		store.Put(store.Item{Key: versionKey(k, meta.Name, meta.Version), Data: data}, store.Condition{MustNotExist: true}),
 	)
-	return e, !isLive, nil
+	if !isLive {
+		return e, putCreated, nil
+	}
+	return e, putUpdated, nil
 }
 
 // referrers lists the live templates and clusters that refer to the entity.
