@@ -125,7 +125,10 @@ func (a *attempt) run(ctx context.Context) engine.Result {
 	if a.in.Poll != "" && !act.IsServiceAction() {
 		return fail(fmt.Errorf("provision: task %s is polled (%q), but %s never runs detached", a.task.ID, a.in.Poll, act))
 	}
-	spec, err := a.d.cfg.Clusters.Spec(ctx, a.in.Tenant, a.task.ClusterID, !providerAction)
+	// Provider actions expand no macros, and a poll only checks a run that
+	// was started with its context already expanded: neither needs the
+	// cluster's node list.
+	spec, err := a.d.cfg.Clusters.Spec(ctx, a.in.Tenant, a.task.ClusterID, !providerAction && a.in.Poll == "")
 	if err != nil {
 		return fail(fmt.Errorf("provision: cluster %s: %w", a.task.ClusterID, err))
 	}
@@ -314,18 +317,23 @@ func (a *attempt) automate(ctx context.Context) engine.Result {
 		return fail(err)
 	}
 	target := sshexec.Target{Node: a.node.ID, Address: ep.Address, User: ep.User, Key: a.key.Signer(), HostKey: ep.HostKey, NoSudo: ep.NoSudo}
-	layout := macros.NewLayout(a.spec.ClusterID, a.spec.Owner, a.spec.Nodes)
-	config, err := macros.ExpandJSON(a.spec.Config, layout, a.node)
-	if err != nil {
-		return fail(fmt.Errorf("provision: cluster config for node %s: %w", a.node.ID, err))
-	}
 	tc := automator.TaskContext{
 		Tenant: a.in.Tenant, ClusterID: a.spec.ClusterID, JobID: a.task.JobID, TaskID: a.task.ID,
-		Attempt: a.task.Attempt, Action: a.task.Action, Service: a.task.Service, Config: config,
+		Attempt: a.task.Attempt, Action: a.task.Action, Service: a.task.Service,
 		Node: automator.NewNodeInfo(a.node),
 	}
-	for i := range a.spec.Nodes {
-		tc.Nodes = append(tc.Nodes, automator.NewNodeInfo(&a.spec.Nodes[i]))
+	// A poll checks a run whose context was expanded and uploaded when it
+	// started: the layout, the config and the fields are not needed again.
+	polling := a.in.Poll != ""
+	var layout *macros.Layout
+	if !polling {
+		layout = macros.NewLayout(a.spec.ClusterID, a.spec.Owner, a.spec.Nodes)
+		if tc.Config, err = macros.ExpandJSON(a.spec.Config, layout, a.node); err != nil {
+			return fail(fmt.Errorf("provision: cluster config for node %s: %w", a.node.ID, err))
+		}
+		for i := range a.spec.Nodes {
+			tc.Nodes = append(tc.Nodes, automator.NewNodeInfo(&a.spec.Nodes[i]))
+		}
 	}
 	base := automator.Request{Target: target, WorkDir: ep.WorkDir, Timeout: a.task.Timeout.Std(), Secrets: a.secrets}
 
@@ -348,10 +356,12 @@ func (a *attempt) automate(ctx context.Context) engine.Result {
 	if a.in.Poll != "" && (!detaches || a.in.Poll != pollState(def.Type)) {
 		return fail(fmt.Errorf("provision: task %s is polled (%q), but its automator type %s did not start it detached", a.task.ID, a.in.Poll, def.Type))
 	}
-	tc.Fields = make(map[string]string, len(def.Fields))
-	for k, v := range def.Fields {
-		if tc.Fields[k], err = macros.Expand(v, layout, a.node); err != nil {
-			return fail(fmt.Errorf("provision: service %s's %s action, field %s, for node %s: %w", svc.Name, a.task.Action, k, a.node.ID, err))
+	if !polling {
+		tc.Fields = make(map[string]string, len(def.Fields))
+		for k, v := range def.Fields {
+			if tc.Fields[k], err = macros.Expand(v, layout, a.node); err != nil {
+				return fail(fmt.Errorf("provision: service %s's %s action, field %s, for node %s: %w", svc.Name, a.task.Action, k, a.node.ID, err))
+			}
 		}
 	}
 	base.Context = tc

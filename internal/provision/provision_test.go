@@ -341,10 +341,21 @@ func TestDetachedActionThroughTheDispatcher(t *testing.T) {
 	})
 	in := w.attempt(domain.ActionInitialize, "c1-1000", "zookeeper", 1)
 	in.Task.Timeout = domain.Duration(time.Hour) // over the threshold: detached
+	w.clusters.mu.Lock()
+	before := len(w.clusters.withNodes)
+	w.clusters.mu.Unlock()
 	res, polls := w.untilDone(in, false)
 	require.NoError(t, res.Err)
 	require.Equal(t, "initialized 1\n", res.Stdout)
 	require.NotZero(t, polls, "a detached action is finished by polls, not by a waiting Execute")
+	w.clusters.mu.Lock()
+	asked := w.clusters.withNodes[before:]
+	w.clusters.mu.Unlock()
+	require.Len(t, asked, polls+1, "one spec read to start, one per poll")
+	require.True(t, asked[0], "the start expands macros against the node list")
+	for _, withNodes := range asked[1:] {
+		require.False(t, withNodes, "a poll does not read the cluster's node list")
+	}
 }
 
 // untilDone runs an attempt the way the engine does: Execute, then, while

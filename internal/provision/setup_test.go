@@ -30,12 +30,15 @@ type clusters struct {
 	mu    sync.Mutex
 	spec  ClusterSpec
 	calls int
+	// withNodes records, per Spec call, whether it asked for the node list.
+	withNodes []bool
 }
 
 func (c *clusters) Spec(_ context.Context, tn, clusterID string, withNodes bool) (*ClusterSpec, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
+	c.withNodes = append(c.withNodes, withNodes)
 	if tn != tenant || clusterID != c.spec.ClusterID {
 		return nil, fmt.Errorf("no cluster %s/%s", tn, clusterID)
 	}
