@@ -99,9 +99,19 @@ func (e *Engine) loadJob(ctx context.Context, tenant, cluster, job string) (load
 	if err != nil {
 		return loadedJob{}, err
 	}
+	j, err := decodeJob(it)
+	if err != nil {
+		return loadedJob{}, err
+	}
+	return loadedJob{item: it, job: j}, nil
+}
+
+// decodeJob reads a job item: its document, with the version, status and
+// progress the item's attributes hold.
+func decodeJob(it store.Item) (jobRecord, error) {
 	var j jobRecord
 	if err := decodeInto(it, &j); err != nil {
-		return loadedJob{}, err
+		return jobRecord{}, err
 	}
 	j.Version = it.Version
 	j.Status = domain.JobStatus(it.Status)
@@ -112,7 +122,7 @@ func (e *Engine) loadJob(ctx context.Context, tenant, cluster, job string) (load
 	if j.Status == domain.JobSucceeded {
 		j.TaskDone = j.TaskTotal
 	}
-	return loadedJob{item: it, job: j}, nil
+	return j, nil
 }
 
 func (e *Engine) loadNode(ctx context.Context, tenant, cluster, node string) (*domain.Node, error) {
@@ -120,12 +130,21 @@ func (e *Engine) loadNode(ctx context.Context, tenant, cluster, node string) (*d
 	if err != nil {
 		return nil, err
 	}
-	var n domain.Node
-	if err := decodeInto(it, &n); err != nil {
+	n, err := decodeNode(it)
+	if err != nil {
 		return nil, err
 	}
-	n.Status = domain.NodeStatus(it.Status)
 	return &n, nil
+}
+
+// decodeNode reads a node item; its status is the item's.
+func decodeNode(it store.Item) (domain.Node, error) {
+	var n domain.Node
+	if err := decodeInto(it, &n); err != nil {
+		return domain.Node{}, err
+	}
+	n.Status = domain.NodeStatus(it.Status)
+	return n, nil
 }
 
 func (e *Engine) loadCluster(ctx context.Context, tenant, cluster string) (store.Item, domain.Cluster, error) {
@@ -133,12 +152,21 @@ func (e *Engine) loadCluster(ctx context.Context, tenant, cluster string) (store
 	if err != nil {
 		return store.Item{}, domain.Cluster{}, err
 	}
-	var c domain.Cluster
-	if err := decodeInto(it, &c); err != nil {
+	c, err := decodeCluster(it)
+	if err != nil {
 		return store.Item{}, domain.Cluster{}, err
 	}
-	c.Version = it.Version
 	return it, c, nil
+}
+
+// decodeCluster reads a cluster item, with its version.
+func decodeCluster(it store.Item) (domain.Cluster, error) {
+	var c domain.Cluster
+	if err := decodeInto(it, &c); err != nil {
+		return domain.Cluster{}, err
+	}
+	c.Version = it.Version
+	return c, nil
 }
 
 // taskItem renders a task as a store item with its status and index entry.

@@ -38,11 +38,10 @@ func (e *Engine) Clusters(ctx context.Context, tenant string, limit int, cursor 
 	}
 	out := make([]domain.Cluster, 0, len(page.Items))
 	for _, it := range page.Items {
-		var c domain.Cluster
-		if err := decodeInto(it, &c); err != nil {
+		c, err := decodeCluster(it)
+		if err != nil {
 			return nil, "", err
 		}
-		c.Version = it.Version
 		out = append(out, c)
 	}
 	return out, page.Next, nil
@@ -58,11 +57,10 @@ func (e *Engine) Nodes(ctx context.Context, tenant, cluster string) ([]domain.No
 			return nil, err
 		}
 		for _, it := range page.Items {
-			var n domain.Node
-			if err := decodeInto(it, &n); err != nil {
+			n, err := decodeNode(it)
+			if err != nil {
 				return nil, err
 			}
-			n.Status = domain.NodeStatus(it.Status)
 			out = append(out, n)
 		}
 		if page.Next == "" {
@@ -89,14 +87,9 @@ func (e *Engine) Jobs(ctx context.Context, tenant, cluster string, limit int, cu
 	}
 	out := make([]domain.Job, 0, len(page.Items))
 	for _, it := range page.Items {
-		var j jobRecord
-		if err := decodeInto(it, &j); err != nil {
+		j, err := decodeJob(it)
+		if err != nil {
 			return nil, "", err
-		}
-		j.Version, j.Status = it.Version, domain.JobStatus(it.Status)
-		j.TaskDone = int(it.Counter(counterDone))
-		if j.Status == domain.JobSucceeded {
-			j.TaskDone = j.TaskTotal
 		}
 		out = append(out, j.Job)
 	}
