@@ -12,8 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heddle-io/heddle/internal/catalog"
-	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/api"
 )
 
 // Client is a small client for heddle's /v1 API: it sends the API key as a
@@ -32,15 +31,10 @@ func NewClient(endpoint, key string) *Client {
 	return &Client{Endpoint: endpoint, Key: key, HTTP: &http.Client{Timeout: 5 * time.Minute}}
 }
 
-// APIError is an error response of the API: its envelope, or what could be
-// made of a response that carried none.
+// APIError is an error response of the API: its envelope (api.ErrorDetail),
+// or what could be made of a response that carried none.
 type APIError struct {
-	Status    int              `json:"status"`
-	Code      string           `json:"code"`
-	Message   string           `json:"message"`
-	Details   []domain.Problem `json:"details,omitempty"`
-	Referrers []catalog.Ref    `json:"referrers,omitempty"`
-	RequestID string           `json:"requestId,omitempty"`
+	api.ErrorDetail
 }
 
 func (e *APIError) Error() string {
@@ -127,14 +121,12 @@ func (c *Client) JSON(ctx context.Context, method, path string, query url.Values
 }
 
 func responseError(status int, data []byte) *APIError {
-	var env struct {
-		Error *APIError `json:"error"`
-	}
-	if err := json.Unmarshal(data, &env); err == nil && env.Error != nil && env.Error.Message != "" {
+	var env api.ErrorBody
+	if err := json.Unmarshal(data, &env); err == nil && env.Error.Message != "" {
 		if env.Error.Status == 0 {
 			env.Error.Status = status
 		}
-		return env.Error
+		return &APIError{env.Error}
 	}
 	msg := fmt.Sprintf("the server answered %d %s", status, http.StatusText(status))
 	if s := strings.TrimSpace(string(data)); s != "" {
@@ -143,7 +135,7 @@ func responseError(status int, data []byte) *APIError {
 		}
 		msg += ": " + s
 	}
-	return &APIError{Status: status, Message: msg}
+	return &APIError{api.ErrorDetail{Status: status, Message: msg}}
 }
 
 // decodeBody decodes a response body into T.

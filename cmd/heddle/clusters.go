@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/heddle-io/heddle/internal/api"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
 )
@@ -176,8 +176,8 @@ func configValue(v string) (json.RawMessage, error) {
 
 // leaseValue checks a duration such as 24h or 7d.
 func leaseValue(flag, v string) (domain.Duration, error) {
-	var d domain.Duration
-	if err := d.UnmarshalJSON(strconv.AppendQuote(nil, v)); err != nil {
+	d, err := domain.ParseDuration(v)
+	if err != nil {
 		return 0, fmt.Errorf("--%s %q: %w", flag, v, err)
 	}
 	return d, nil
@@ -283,7 +283,7 @@ func newClustersListCommand(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				page, err := decodeBody[page[json.RawMessage]](raw)
+				page, err := decodeBody[api.Page[json.RawMessage]](raw)
 				if err != nil {
 					return err
 				}
@@ -297,14 +297,14 @@ func newClustersListCommand(a *app) *cobra.Command {
 			if items == nil {
 				items = []json.RawMessage{}
 			}
-			raw, err := json.Marshal(page[json.RawMessage]{Items: items})
+			raw, err := json.Marshal(api.Page[json.RawMessage]{Items: items})
 			if err != nil {
 				return err
 			}
 			if a.jsonOut() {
 				return printJSON(out, raw)
 			}
-			clusters, err := decodeBody[page[domain.Cluster]](raw)
+			clusters, err := decodeBody[api.Page[domain.Cluster]](raw)
 			if err != nil {
 				return err
 			}
@@ -328,12 +328,6 @@ func newClustersListCommand(a *app) *cobra.Command {
 	f.BoolVar(&all, "all", false, "include TERMINATED clusters")
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"PENDING", "ACTIVE", "INCONSISTENT", "FAILED", "DELETING", "TERMINATED"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
-}
-
-// page is the API's listing shape.
-type page[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"nextCursor,omitempty"`
 }
 
 func templateName(t domain.TemplateRef) string {

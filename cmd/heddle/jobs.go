@@ -10,6 +10,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/heddle-io/heddle/internal/api"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
 )
@@ -62,7 +63,7 @@ func newJobsListCommand(a *app) *cobra.Command {
 			if a.jsonOut() {
 				return printJSON(out, raw)
 			}
-			jobs, err := decodeBody[page[domain.Job]](raw)
+			jobs, err := decodeBody[api.Page[domain.Job]](raw)
 			if err != nil {
 				return err
 			}
