@@ -114,7 +114,7 @@ func (tx *writeTx) prepareProvider(in *domain.Provider, prev *store.Item) (*doma
 	t, _ := reg.Type(p.ProviderType)
 	for name, v := range p.Fields {
 		old := stored[name]
-		if v == "" || secrets.IsSealed(v) || !secrets.IsSealed(old) || !sensitive(t, name) {
+		if v == "" || secrets.IsSealed(v) || !secrets.IsSealed(old) || !t.Sensitive(name) {
 			continue
 		}
 		opened, err := kr.OpenString(tx.ctx, secrets.Sealed(old), provider.FieldBinding(tx.tenant, p.Name, name))
@@ -129,6 +129,3 @@ func (tx *writeTx) prepareProvider(in *domain.Provider, prev *store.Item) (*doma
 	return &p, nil
 }
 
-func sensitive(t provider.Type, name string) bool {
-	return t.Parameters.Admin.Fields[name].Sensitive || t.Parameters.User.Fields[name].Sensitive
-}

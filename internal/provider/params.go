@@ -172,8 +172,8 @@ func fieldList(sets ...map[string]Field) string {
 	return strings.Join(names, ", ")
 }
 
-// sensitive reports whether name is a sensitive admin or user field.
-func (t Type) sensitive(name string) bool {
+// Sensitive reports whether name is a sensitive admin or user field.
+func (t Type) Sensitive(name string) bool {
 	return t.Parameters.Admin.Fields[name].Sensitive || t.Parameters.User.Fields[name].Sensitive
 }
 

@@ -179,7 +179,7 @@ func (r *Registry) SealUserFields(ctx context.Context, kr *secrets.Keyring, tena
 
 func sealMap(ctx context.Context, kr *secrets.Keyring, t Type, fields map[string]string, bind func(string) secrets.Binding) error {
 	for name, v := range fields {
-		if v == "" || !t.sensitive(name) || secrets.IsSealed(v) {
+		if v == "" || !t.Sensitive(name) || secrets.IsSealed(v) {
 			continue
 		}
 		s, err := kr.SealString(ctx, v, bind(name))
@@ -215,7 +215,7 @@ func (r *Registry) OpenFields(ctx context.Context, kr *secrets.Keyring, tenant, 
 	}
 	out := Opened{Fields: t.Merge(admin, users)}
 	for name, v := range out.Fields {
-		if v != "" && (t.sensitive(name) || secrets.IsSealed(p.Fields[name]) || secrets.IsSealed(user[name])) {
+		if v != "" && (t.Sensitive(name) || secrets.IsSealed(p.Fields[name]) || secrets.IsSealed(user[name])) {
 			out.Secrets = append(out.Secrets, secrets.NewSecret(v))
 		}
 	}
@@ -245,7 +245,7 @@ func (r *Registry) Redact(p domain.Provider) domain.Provider {
 	t, _ := r.Type(p.ProviderType)
 	p.Fields = maps.Clone(p.Fields)
 	for name, v := range p.Fields {
-		if v != "" && (t.sensitive(name) || secrets.IsSealed(v)) {
+		if v != "" && (t.Sensitive(name) || secrets.IsSealed(v)) {
 			p.Fields[name] = secrets.Redacted
 		}
 	}
