@@ -128,4 +128,3 @@ func (tx *writeTx) prepareProvider(in *domain.Provider, prev *store.Item) (*doma
 	}
 	return &p, nil
 }
-
