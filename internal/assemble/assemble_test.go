@@ -85,9 +85,11 @@ func TestBuildClosesTheCircle(t *testing.T) {
 	res, err := svc.Clusters.Create(ctx, who, cluster.CreateRequest{Name: "shop", Template: "web", Size: 2}, false)
 	require.NoError(t, err)
 
-	// catalog -> cluster service: a service the live cluster runs cannot go.
+	// catalog -> cluster service: the template the live cluster was made
+	// from (which nothing else in the catalog refers to) cannot go.
 	var refused *catalog.ReferencedError
-	require.ErrorAs(t, svc.Catalog.Delete(ctx, "acme", domain.KindService, "kv", ""), &refused)
+	require.ErrorAs(t, svc.Catalog.Delete(ctx, "acme", domain.KindClusterTemplate, "web", ""), &refused)
+	require.Contains(t, refused.Referrers, catalog.Ref{Kind: catalog.KindCluster, Name: res.Cluster.ID})
 
 	// engine -> dispatcher -> cluster service -> local provider: the first
 	// task a worker takes (a node's create) really makes the node.
