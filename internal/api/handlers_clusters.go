@@ -128,6 +128,17 @@ func (s *Server) jobOf(r *http.Request) (*cluster.Service, string, string, error
 	return svc, id, jobID, err
 }
 
+// notFoundFirst answers a request whose parameters or body are bad with 404
+// when the caller may not see the cluster, so another tenant's or user's ids
+// cannot be probed through the 400s; the cluster is read only on this path
+// (the operation itself reads it on the normal one).
+func notFoundFirst(r *http.Request, svc *cluster.Service, p access.Principal, id string, bad error) error {
+	if err := svc.Check(r.Context(), p, id); err != nil {
+		return err
+	}
+	return bad
+}
+
 // writeResult answers a mutation: 202 with the job and a Location to watch
 // it, or 200 with the preview of a dry run.
 func writeResult(w http.ResponseWriter, res *cluster.Result) {
@@ -235,16 +246,13 @@ func mutation[Req any](s *Server, op func(svc *cluster.Service, ctx context.Cont
 		if err != nil {
 			return err
 		}
-		if err := svc.Check(r.Context(), p, id); err != nil {
-			return err
-		}
 		dry, err := boolParam(r, "dryRun")
 		if err != nil {
-			return err
+			return notFoundFirst(r, svc, p, id, err)
 		}
 		var req Req
 		if err := decode(r, &req); err != nil {
-			return err
+			return notFoundFirst(r, svc, p, id, err)
 		}
 		res, err := op(svc, r.Context(), p, id, req, dry)
 		if err != nil {
@@ -266,12 +274,9 @@ func (s *Server) extendLease(w http.ResponseWriter, r *http.Request, p access.Pr
 	if err != nil {
 		return err
 	}
-	if err := svc.Check(r.Context(), p, id); err != nil {
-		return err
-	}
 	var req cluster.ExtendRequest
 	if err := decode(r, &req); err != nil {
-		return err
+		return notFoundFirst(r, svc, p, id, err)
 	}
 	c, err := svc.ExtendLease(r.Context(), p, id, req)
 	if err != nil {
