@@ -411,3 +411,33 @@ func tasksOf(tasks []domain.Task, node string) []string {
 	}
 	return out
 }
+
+// TestResendReadySendsEveryReadyTask: a process whose in-process queue died
+// with its last run sends every READY task again at start, however recently
+// it became ready (the janitor would wait ResendAfter).
+func TestResendReadySendsEveryReadyTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{ResendAfter: time.Hour})
+	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 3, nil))
+	require.NoError(t, err)
+	// The queue loses what Submit sent.
+	ds, err := b.q.Receive(b.ctx, tenant, queue.MaxBatch, time.Second, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ds, 3, "each node's create")
+	for _, d := range ds {
+		require.NoError(t, b.q.Ack(b.ctx, tenant, d.Receipt))
+	}
+	r, err := b.eng.RunJanitor(b.ctx)
+	require.NoError(t, err)
+	require.Zero(t, r.Resent, "the janitor waits ResendAfter")
+
+	n, err := b.eng.ResendReady(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	again, err := b.q.Receive(b.ctx, tenant, queue.MaxBatch, time.Second, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, again, 3)
+	for _, d := range again {
+		require.Contains(t, d.TaskID, job.ID)
+	}
+}

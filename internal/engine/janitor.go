@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/store"
@@ -118,7 +119,29 @@ func (e *Engine) timeOut(ctx context.Context, indexed store.Item, r *JanitorRepo
 		Err: fmt.Errorf("timed out: the worker stopped renewing the attempt before it ended (worker lost, or the action overran its %s timeout)", t.Timeout)})
 }
 
+// ResendReady sends every READY task again, however recently it became
+// ready, and returns how many it sent: what a process whose in-process queue
+// was lost with its last run does at start, rather than wait ResendAfter.
+func (e *Engine) ResendReady(ctx context.Context) (int, error) {
+	var r JanitorReport
+	var errs []error
+	now := e.now()
+	for shard := range indexShards {
+		if err := e.eachIndexed(ctx, readyPartition(shard), store.SortableTime(now), func(it store.Item) error {
+			return e.resend(ctx, it, now, &r)
+		}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return r.Resent, errors.Join(errs...)
+}
+
 func (e *Engine) resendLost(ctx context.Context, indexed store.Item, r *JanitorReport) error {
+	return e.resend(ctx, indexed, e.now().Add(-e.cfg.ResendAfter), r)
+}
+
+// resend sends a READY task that became ready before readyBefore again.
+func (e *Engine) resend(ctx context.Context, indexed store.Item, readyBefore time.Time, r *JanitorReport) error {
 	it, err := e.store.Get(ctx, indexed.Key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -131,7 +154,7 @@ func (e *Engine) resendLost(ctx context.Context, indexed store.Item, r *JanitorR
 		return err
 	}
 	ref, ok := refOf(it, t)
-	if !ok || t.Status != domain.TaskReady || t.ReadyAt.After(e.now().Add(-e.cfg.ResendAfter)) {
+	if !ok || t.Status != domain.TaskReady || t.ReadyAt.After(readyBefore) {
 		return nil
 	}
 	lj, err := e.loadJob(ctx, ref.Tenant, ref.Cluster, ref.Job)

@@ -156,7 +156,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// process stopped is sent again now rather than after ResendAfter.
 	// RUNNING attempts of the dead process fail when their lease runs out
 	// and are retried.
-	if err := s.resendAll(ctx, ecfg); err != nil {
+	if err := s.resendAll(ctx); err != nil {
 		s.log.WarnContext(ctx, "resending ready tasks at start failed; the janitor will", "error", err)
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -235,15 +235,12 @@ func localEngineConfig(c engine.Config, log *slog.Logger) engine.Config {
 	return c
 }
 
-// resendAll sends every READY task again (an engine whose resend delay is
-// nil); tenants' queues are created first.
-func (s *Server) resendAll(ctx context.Context, cfg engine.Config) error {
+// resendAll sends every READY task again; tenants' queues are created first.
+func (s *Server) resendAll(ctx context.Context) error {
 	if err := s.syncQueues(ctx); err != nil {
 		return err
 	}
-	cfg.ResendAfter = time.Nanosecond
-	// This pass runs nothing and expires nothing: no executor, no lease hook.
-	_, err := engine.New(s.db, s.queue, nil, cfg).RunJanitor(ctx)
+	_, err := s.engine.ResendReady(ctx)
 	return err
 }
 
