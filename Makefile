@@ -4,6 +4,8 @@ GO ?= go
 PKGS := ./...
 LAMBDAS := api worker janitor
 FUZZTIME ?= 30s
+# GOLAMBDA builds a Lambda's bootstrap binary: linux/arm64, no RPC runtime.
+GOLAMBDA = CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w"
 
 .PHONY: help build run demo test test-unit lint bench fuzz lambda clean
 
@@ -40,7 +42,7 @@ lambda: ## Build the Lambda bootstrap binaries and zips (linux/arm64) into dist/
 	@for fn in $(LAMBDAS); do \
 		if [ ! -f functions/$$fn/main.go ]; then echo "skip $$fn (not written yet)"; continue; fi; \
 		mkdir -p dist/$$fn && \
-		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w" -o dist/$$fn/bootstrap ./functions/$$fn && \
+		$(GOLAMBDA) -o dist/$$fn/bootstrap ./functions/$$fn && \
 		(cd dist/$$fn && rm -f ../$$fn.zip && zip -q -X ../$$fn.zip bootstrap) && \
 		printf "%-8s bootstrap %6s KiB  zip %6s KiB\n" $$fn $$(( $$(stat -c %s dist/$$fn/bootstrap) / 1024 )) $$(( $$(stat -c %s dist/$$fn.zip) / 1024 )); \
 	done
@@ -49,7 +51,8 @@ clean: ## Remove build output
 	rm -rf bin dist
 
 # `sam build` runs these (BuildMethod: makefile): each copies one function's
-# bootstrap into the artifacts directory SAM gives.
+# bootstrap into the artifacts directory SAM gives. They spell out
+# $(GOLAMBDA)'s flags: infra/samtemplate_test.go reads them from here.
 build-ApiFunction:
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w" -o $(ARTIFACTS_DIR)/bootstrap ./functions/api
 

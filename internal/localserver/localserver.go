@@ -93,11 +93,6 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.close()
 		return nil, err
 	}
-	s.access = access.New(db)
-	secret, err := s.access.Bootstrap(ctx, cfg.BootstrapKey)
-	if err != nil {
-		return fail(fmt.Errorf("bootstrapping the superadmin: %w", err))
-	}
 	masterKey, err := secrets.LoadOrCreateKeyFile(filepath.Join(cfg.DataDir, "master.key"))
 	if err != nil {
 		return fail(fmt.Errorf("loading the local master key: %w", err))
@@ -129,6 +124,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return fail(err)
 	}
 	s.engine, s.access = svc.Engine, svc.Access
+	secret, err := s.access.Bootstrap(ctx, cfg.BootstrapKey)
+	if err != nil {
+		return fail(fmt.Errorf("bootstrapping the superadmin: %w", err))
+	}
 
 	handler := api.New(api.Config{
 		Catalog:   svc.Catalog,
@@ -161,13 +160,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = stop
-	s.running.Add(2)
-	go func() {
-		defer s.running.Done()
-		if !cfg.NoWorkers {
+	if !cfg.NoWorkers {
+		s.running.Add(1)
+		go func() {
+			defer s.running.Done()
 			s.superviseWorkers(bg)
-		}
-	}()
+		}()
+	}
+	s.running.Add(1)
 	go func() {
 		defer s.running.Done()
 		s.runJanitor(bg, cfg.JanitorPeriod)
