@@ -55,26 +55,46 @@ func createKeyFile(path string) (*LocalKey, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("secrets: key file directory: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		// Another process created it first: use theirs.
-		return LoadOrCreateKeyFile(path)
-	}
+	// The key is written whole to a private temporary file and then linked
+	// into place: link fails when path exists, so of several processes
+	// starting together exactly one key wins, and no reader ever sees a
+	// file that exists but is still empty or half written.
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".master-key-*")
 	if err != nil {
 		return nil, fmt.Errorf("secrets: create key file: %w", err)
 	}
-	_, err = f.WriteString(keyFileHeader + base64.StdEncoding.EncodeToString(key) + "\n")
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(keyFileHeader + base64.StdEncoding.EncodeToString(key) + "\n")
 	if err == nil {
-		err = f.Sync()
+		err = tmp.Sync()
 	}
-	if cerr := f.Close(); err == nil {
+	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		_ = os.Remove(path)
 		return nil, fmt.Errorf("secrets: write key file: %w", err)
 	}
+	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+		// Another process created it first: use theirs.
+		return LoadOrCreateKeyFile(path)
+	} else if err != nil {
+		return nil, fmt.Errorf("secrets: create key file: %w", err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("secrets: key file directory: %w", err)
+	}
 	return NewLocalKey(key)
+}
+
+// syncDir makes a new directory entry durable, so a key that sealed secrets
+// is not lost to a crash right after it was created.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 func parseKeyFile(path string, data []byte) (*LocalKey, error) {
