@@ -67,10 +67,13 @@ func (e *Engine) moveJob(ctx context.Context, tenant, cluster, jobID string, fro
 }
 
 // resendReady sends every READY task of the job (of the given plan) again,
-// with a fresh deduplication id so the queue does not drop it.
+// with a fresh deduplication id so the queue does not drop it; for the
+// forward plan, unclaimed roots too.
 func (e *Engine) resendReady(ctx context.Context, tenant, jobID string, rollback bool) error {
 	var ready []domain.Task
+	seen := map[string]bool{}
 	err := e.eachTask(ctx, tenant, jobID, func(it store.Item, t domain.Task) (bool, error) {
+		seen[t.ID] = true
 		if t.Status != domain.TaskReady || t.Rollback != rollback {
 			return true, nil
 		}
@@ -89,5 +92,12 @@ func (e *Engine) resendReady(ctx context.Context, tenant, jobID string, rollback
 	if err != nil {
 		return err
 	}
-	return e.send(ctx, tenant, ready)
+	if err := e.send(ctx, tenant, ready); err != nil || rollback {
+		return err
+	}
+	roots, err := e.unclaimedRoots(ctx, tenant, jobID, func(id string) bool { return seen[id] })
+	if err != nil {
+		return err
+	}
+	return e.sendRoots(ctx, tenant, jobID, roots)
 }

@@ -208,6 +208,8 @@ type Engine struct {
 	exec  Executor
 	cfg   Config
 	log   *slog.Logger
+
+	deferred deferredCache
 }
 
 // New returns an engine over the unscoped store s.

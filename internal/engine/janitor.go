@@ -120,8 +120,9 @@ func (e *Engine) timeOut(ctx context.Context, indexed store.Item, r *JanitorRepo
 }
 
 // ResendReady sends every READY task again, however recently it became
-// ready, and returns how many it sent: what a process whose in-process queue
-// was lost with its last run does at start, rather than wait ResendAfter.
+// ready, and the unclaimed roots of every running job, and returns how many
+// it sent: what a process whose in-process queue was lost with its last run
+// does at start, rather than wait ResendAfter.
 func (e *Engine) ResendReady(ctx context.Context) (int, error) {
 	var r JanitorReport
 	var errs []error
@@ -132,8 +133,35 @@ func (e *Engine) ResendReady(ctx context.Context) (int, error) {
 		}); err != nil {
 			errs = append(errs, err)
 		}
+		if err := e.eachIndexed(ctx, jobPartition(shard), store.SortableTime(now), func(it store.Item) error {
+			return e.resendRootsOf(ctx, it, &r)
+		}); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return r.Resent, errors.Join(errs...)
+}
+
+// resendRootsOf sends the unclaimed roots of an indexed job that runs.
+func (e *Engine) resendRootsOf(ctx context.Context, indexed store.Item, r *JanitorReport) error {
+	tenant, rest, ok := store.TenantOf(indexed.PK)
+	_, isJob := strings.CutPrefix(rest, "JOBS#")
+	if !ok || !isJob || indexed.Status != string(domain.JobRunning) {
+		return nil
+	}
+	seen := map[string]bool{}
+	if err := e.eachTask(ctx, tenant, indexed.SK, func(_ store.Item, t domain.Task) (bool, error) {
+		seen[t.ID] = true
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	roots, err := e.unclaimedRoots(ctx, tenant, indexed.SK, func(id string) bool { return seen[id] })
+	if err != nil || len(roots) == 0 {
+		return err
+	}
+	r.Resent += len(roots)
+	return e.sendRoots(ctx, tenant, indexed.SK, roots)
 }
 
 func (e *Engine) resendLost(ctx context.Context, indexed store.Item, r *JanitorReport) error {

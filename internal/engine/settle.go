@@ -52,11 +52,11 @@ func (e *Engine) succeed(ctx context.Context, ref TaskRef, lt loadedTask, res Re
 			edges = edges[1:]
 			pd := pending[depID]
 			if pd == nil {
-				dep, err := e.loadTask(ctx, TaskRef{Tenant: ref.Tenant, Cluster: ref.Cluster, Job: ref.Job, Task: depID})
+				dep, err := e.loadTaskOrDeferred(ctx, TaskRef{Tenant: ref.Tenant, Cluster: ref.Cluster, Job: ref.Job, Task: depID})
 				if err != nil {
 					return false, nil, fmt.Errorf("reading dependent %s of %s: %w", depID, t.ID, err)
 				}
-				if dep.task.Status != domain.TaskBlocked || dep.task.Remaining < 1 {
+				if dep.task.Status != domain.TaskBlocked || dep.task.Remaining < 1 || (dep.item.Version == 0 && dep.task.Remaining != 1) {
 					return false, nil, fmt.Errorf("engine: dependent %s of %s is %s with %d remaining; the graph is broken", depID, t.ID, dep.task.Status, dep.task.Remaining)
 				}
 				pd = &pendingDep{loaded: dep}
@@ -102,6 +102,11 @@ func (e *Engine) succeed(ctx context.Context, ref TaskRef, lt loadedTask, res Re
 				continue
 			}
 			d.Remaining = 0
+			if pd.loaded.item.Version == 0 {
+				// A deferred task (chunks.go): its item starts here.
+				ops = append(ops, store.Put(taskItem(dk, d), store.Condition{MustNotExist: true}))
+				continue
+			}
 			ch := taskChanges(dk, d)
 			ch.Add = sub
 			ops = append(ops, store.Update(dk, store.Condition{Version: pd.loaded.item.Version}, ch))
@@ -251,6 +256,9 @@ func (e *Engine) settleFailing(ctx context.Context, tenant, cluster, jobID strin
 		}
 		if len(lj.job.RollbackRoots) == 0 {
 			return e.finish(ctx, tenant, cluster, jobID, domain.JobFailing, endFailed, "")
+		}
+		if err := e.materializeRollback(ctx, tenant, jobID); err != nil {
+			return err
 		}
 		status := string(domain.JobRollingBack)
 		_, err = e.store.Write(ctx, store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},

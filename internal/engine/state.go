@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
@@ -96,16 +98,33 @@ func (e *Engine) Jobs(ctx context.Context, tenant, cluster string, limit int, cu
 	return out, page.Next, nil
 }
 
-// Tasks returns every task of a job (forward and rollback plans), in id order.
+// Tasks returns every task of a job's forward plan, and of its rollback plan
+// once a failure released it (the plan preview shows it before), in id order.
 func (e *Engine) Tasks(ctx context.Context, tenant, jobID string) ([]domain.Task, error) {
 	var out []domain.Task
+	seen := map[string]bool{}
 	err := e.eachTask(ctx, tenant, jobID, func(it store.Item, t domain.Task) (bool, error) {
 		t.Status = domain.TaskStatus(it.Status)
 		t.Remaining = int(it.Counter(counterRemaining))
 		out = append(out, t)
+		seen[t.ID] = true
 		return true, nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	// Deferred tasks not created yet are BLOCKED (chunks.go).
+	defs, err := e.deferredTasks(ctx, tenant, jobID)
+	if err != nil {
+		return nil, err
+	}
+	for id, t := range defs {
+		if !seen[id] {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b domain.Task) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 // SetLease moves a cluster's lease expiry under the cluster's version, so it

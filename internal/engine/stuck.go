@@ -77,6 +77,20 @@ func (e *Engine) failIfStuck(ctx context.Context, tenant, cluster, jobID string,
 		if second.running || second.ready || !maps.Equal(first.versions, second.versions) {
 			return nil // it moved: not stuck, or not provably; the next pass looks again
 		}
+		if !rollback {
+			// Roots no worker claimed are READY without an item (chunks.go):
+			// their message was lost, or the workers have not got to them
+			// yet. Past ResendAfter, they are sent again; either way the job
+			// is not stuck.
+			roots, err := e.unclaimedRoots(ctx, tenant, jobID, func(id string) bool { _, ok := second.versions[id]; return ok })
+			if err != nil || len(roots) > 0 {
+				if err == nil && lj.job.StartedAt.Before(e.now().Add(-e.cfg.ResendAfter)) {
+					r.Resent += len(roots)
+					err = e.sendRoots(ctx, tenant, jobID, roots)
+				}
+				return err
+			}
+		}
 		why = "stuck: no task was ready or running, so nothing could make progress (a step was lost); failed by the janitor"
 	case checkIdle && !first.recent:
 		why = fmt.Sprintf("stuck: tasks were ready but no attempt started or ended for %s (no worker claimed them); failed by the janitor", e.cfg.StuckAfter)

@@ -87,13 +87,23 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 		Created: sub.Create, PrevStatus: sub.Cluster.Status, TakenClusters: sub.TakeClusters, TakenNodes: sub.TakeNodes,
 		AddedNodeCount: len(sub.NewNodes),
 	}
-	tasks, sinks, rbSinks, roots := buildTasks(sub, job.ID, now)
-	job.TaskTotal = 0
-	for _, t := range tasks {
+	all, sinks, rbSinks, roots := buildTasks(sub, job.ID, now)
+	// Tasks that need an item now, and those kept in chunks (chunks.go).
+	var tasks, deferred, rollback []domain.Task
+	for _, t := range all {
 		if !t.Join && !t.Rollback {
 			job.TaskTotal++
 		}
+		switch {
+		case t.Rollback:
+			rollback = append(rollback, t)
+		case len(t.DependsOn) <= 1:
+			deferred = append(deferred, t)
+		default:
+			tasks = append(tasks, t)
+		}
 	}
+	chunks := append(taskChunks(sub.Tenant, deferredChunks, job.ID, deferred), taskChunks(sub.Tenant, rollbackChunks, job.ID, rollback)...)
 	job.RollbackRoots = roots
 
 	// Step 1: lock, quota, checks, job.
@@ -178,6 +188,14 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 			}
 		}
 	}
+	for _, it := range chunks {
+		batch = append(batch, store.Put(it, store.Condition{}))
+		if len(batch) == store.MaxTransactItems {
+			if err := flush(); err != nil {
+				return domain.Job{}, fmt.Errorf("writing the task chunks of job %s: %w", job.ID, err)
+			}
+		}
+	}
 	for _, t := range tasks {
 		batch = append(batch, store.Put(taskItem(taskKey(sub.Tenant, job.ID, t.ID), t), store.Condition{}))
 		if len(batch) == store.MaxTransactItems {
@@ -202,7 +220,7 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 		return domain.Job{}, fmt.Errorf("starting job %s: %w", job.ID, err)
 	}
 	var ready []domain.Task
-	for _, t := range tasks {
+	for _, t := range deferred {
 		if t.Status == domain.TaskReady {
 			ready = append(ready, t)
 		}

@@ -45,7 +45,7 @@ func (e *Engine) handle(ctx context.Context, tenant string, d queue.Delivery, la
 		e.log.WarnContext(ctx, "dropping a malformed message", "tenant", tenant, "body", d.TaskID)
 		return Disposition{}, nil
 	}
-	lt, err := e.loadTask(ctx, ref)
+	lt, err := e.loadTaskOrDeferred(ctx, ref)
 	if errors.Is(err, store.ErrNotFound) {
 		return Disposition{}, nil
 	}
@@ -320,7 +320,12 @@ func (e *Engine) claim(ctx context.Context, ref TaskRef, lt loadedTask) (loadedT
 	t.Deadline = e.attemptDeadline(t)
 	compactAttempts(&t)
 	key := taskKey(ref.Tenant, ref.Job, ref.Task)
-	it, err := e.store.Write(ctx, store.Update(key, store.Condition{Version: lt.item.Version}, taskChanges(key, t)))
+	op := store.Update(key, store.Condition{Version: lt.item.Version}, taskChanges(key, t))
+	if lt.item.Version == 0 {
+		// A deferred root (chunks.go): the claim creates its item.
+		op = store.Put(taskItem(key, t), store.Condition{MustNotExist: true})
+	}
+	it, err := e.store.Write(ctx, op)
 	if err != nil {
 		return loadedTask{}, err
 	}

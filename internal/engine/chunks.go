@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/store"
+)
+
+// Two kinds of task are written at submission as a few chunk items rather
+// than one item each, because an item per task would cost a write that most
+// jobs never need:
+//
+//   - the rollback plan (ROLLBACK#<job>): most jobs succeed and never run it.
+//     Its tasks become items when the job fails, before it becomes
+//     ROLLING_BACK (settleFailing); until then no rollback task exists, so
+//     nothing can have run or changed one.
+//   - forward tasks with at most one dependency (DEFERRED#<job>). A root
+//     (no dependency) is READY from the start: the worker's claim creates
+//     its item, conditional on its absence, so of two workers holding the
+//     same message one wins as with any claim. A task with one dependency
+//     is BLOCKED until the transaction that completes that dependency
+//     creates its item, already READY, RUNNING (a continuation) or, for a
+//     join, SUCCEEDED: the write that would otherwise have readied an
+//     existing item. A task is what its item says, else what its
+//     definition says.
+//
+// A root whose message is lost has no item in the janitor's index of ready
+// tasks; the janitor finds it when the job can go no further without it
+// (resendUnclaimedRoots), a resume or a retry sends it again, and so does a
+// local server starting with an empty queue (ResendReady).
+//
+// Chunks never change once written, so an engine caches a job's deferred
+// definitions.
+
+// maxChunkBytes keeps a chunk well under DynamoDB's item size limit.
+const maxChunkBytes = store.MaxItemBytes / 2
+
+const (
+	rollbackChunks = "ROLLBACK#"
+	deferredChunks = "DEFERRED#"
+)
+
+func chunkPK(tenant, kind, job string) string { return store.TenantPK(tenant, kind+job) }
+
+// taskChunks packs tasks into items of at most maxChunkBytes of JSON each (a
+// task alone is always small enough).
+func taskChunks(tenant, kind, job string, tasks []domain.Task) []store.Item {
+	var items []store.Item
+	var chunk []json.RawMessage
+	size := 0
+	flush := func() {
+		if len(chunk) > 0 {
+			key := store.Key{PK: chunkPK(tenant, kind, job), SK: fmt.Sprintf("%06d", len(items))}
+			items = append(items, store.Item{Key: key, Data: mustJSON(chunk)})
+			chunk, size = nil, 0
+		}
+	}
+	for _, t := range tasks {
+		b := mustJSON(t)
+		if size+len(b)+1 > maxChunkBytes {
+			flush()
+		}
+		chunk = append(chunk, b)
+		size += len(b) + 1
+	}
+	flush()
+	return items
+}
+
+// readChunks returns the tasks held in a job's chunks of one kind.
+func (e *Engine) readChunks(ctx context.Context, tenant, kind, job string) ([]domain.Task, error) {
+	var out []domain.Task
+	cursor := ""
+	for {
+		page, err := e.store.Query(ctx, chunkPK(tenant, kind, job), store.Query{Limit: store.MaxPageSize, Cursor: cursor})
+		if err != nil {
+			return nil, fmt.Errorf("reading the %s tasks of job %s: %w", kind, job, err)
+		}
+		for _, it := range page.Items {
+			var tasks []domain.Task
+			if err := decodeInto(it, &tasks); err != nil {
+				return nil, err
+			}
+			out = append(out, tasks...)
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		cursor = page.Next
+	}
+}
+
+// materializeRollback writes the job's rollback tasks as task items, each
+// only if it does not exist yet: a second caller (the janitor, a retried
+// settle) skips what the first wrote, and never resets a task that has
+// moved on since.
+func (e *Engine) materializeRollback(ctx context.Context, tenant, jobID string) error {
+	tasks, err := e.readChunks(ctx, tenant, rollbackChunks, jobID)
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(tasks); start += store.MaxTransactItems {
+		batch := tasks[start:min(start+store.MaxTransactItems, len(tasks))]
+		ops := make([]store.Op, len(batch))
+		for j, t := range batch {
+			ops[j] = store.Put(taskItem(taskKey(tenant, jobID, t.ID), t), store.Condition{MustNotExist: true})
+		}
+		err := e.store.Transact(ctx, ops)
+		if errors.Is(err, store.ErrConditionFailed) {
+			// Some exist already (an earlier call was cut short): write the
+			// others one by one.
+			for _, op := range ops {
+				if _, err := e.store.Write(ctx, op); err != nil && !errors.Is(err, store.ErrConditionFailed) {
+					return fmt.Errorf("writing rollback task %s: %w", op.Key.SK, err)
+				}
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("writing rollback tasks of job %s: %w", jobID, err)
+		}
+	}
+	return nil
+}
+
+// deferredCache holds jobs' deferred task definitions, which never change.
+// It is bounded: past maxCachedJobs it starts again empty, which costs a
+// query per job on the next miss and nothing else.
+type deferredCache struct {
+	mu   sync.Mutex
+	jobs map[string]map[string]domain.Task
+}
+
+const maxCachedJobs = 256
+
+// deferredTasks returns the job's deferred task definitions by id.
+func (e *Engine) deferredTasks(ctx context.Context, tenant, jobID string) (map[string]domain.Task, error) {
+	key := tenant + "\x00" + jobID
+	c := &e.deferred
+	c.mu.Lock()
+	defs, ok := c.jobs[key]
+	c.mu.Unlock()
+	if ok {
+		return defs, nil
+	}
+	tasks, err := e.readChunks(ctx, tenant, deferredChunks, jobID)
+	if err != nil {
+		return nil, err
+	}
+	defs = make(map[string]domain.Task, len(tasks))
+	for _, t := range tasks {
+		defs[t.ID] = t
+	}
+	if len(defs) > 0 {
+		// Never an empty answer: the chunks of a job still being submitted
+		// may not be written yet.
+		c.mu.Lock()
+		if c.jobs == nil || len(c.jobs) >= maxCachedJobs {
+			c.jobs = map[string]map[string]domain.Task{}
+		}
+		c.jobs[key] = defs
+		c.mu.Unlock()
+	}
+	return defs, nil
+}
+
+// loadTaskOrDeferred reads a task: its item, or, for a deferred task with no
+// item yet, its definition with an item that has only its key (version 0:
+// the claim or the completion that readies it creates the item).
+func (e *Engine) loadTaskOrDeferred(ctx context.Context, ref TaskRef) (loadedTask, error) {
+	lt, err := e.loadTask(ctx, ref)
+	if !errors.Is(err, store.ErrNotFound) {
+		return lt, err
+	}
+	defs, derr := e.deferredTasks(ctx, ref.Tenant, ref.Job)
+	if derr != nil {
+		return loadedTask{}, derr
+	}
+	t, ok := defs[ref.Task]
+	if !ok {
+		return loadedTask{}, err
+	}
+	return loadedTask{item: store.Item{Key: taskKey(ref.Tenant, ref.Job, ref.Task)}, task: t}, nil
+}
+
+// unclaimedRoots returns the job's deferred roots that have no item: READY
+// tasks that no worker has claimed. seen holds the ids of the job's task
+// items (a full walk's).
+func (e *Engine) unclaimedRoots(ctx context.Context, tenant, jobID string, seen func(id string) bool) ([]domain.Task, error) {
+	defs, err := e.deferredTasks(ctx, tenant, jobID)
+	if err != nil {
+		return nil, err
+	}
+	var out []domain.Task
+	for id, t := range defs {
+		if len(t.DependsOn) == 0 && !seen(id) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// sendRoots gives unclaimed roots an item, READY and counted as sent once
+// more (so the queue's deduplication does not drop the message), and sends
+// them. A root claimed meanwhile keeps its item: the write is conditional
+// on there being none.
+func (e *Engine) sendRoots(ctx context.Context, tenant, jobID string, roots []domain.Task) error {
+	var ready []domain.Task
+	for _, t := range roots {
+		t.Sends++
+		t.ReadyAt = maxTime(t.ReadyAt, e.now())
+		_, err := e.store.Write(ctx, store.Put(taskItem(taskKey(tenant, jobID, t.ID), t), store.Condition{MustNotExist: true}))
+		if errors.Is(err, store.ErrConditionFailed) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("sending root %s again: %w", t.ID, err)
+		}
+		ready = append(ready, t)
+	}
+	return e.send(ctx, tenant, ready)
+}

@@ -1,0 +1,176 @@
+package engine
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/queue"
+	"github.com/heddle-io/heddle/internal/store"
+	"github.com/heddle-io/heddle/planner"
+)
+
+// taskItems returns the job's task items by id, as stored.
+func taskItems(t *testing.T, b *testBundle, jobID string) map[string]domain.Task {
+	t.Helper()
+	out := map[string]domain.Task{}
+	require.NoError(t, b.eng.eachTask(b.ctx, tenant, jobID, func(it store.Item, task domain.Task) (bool, error) {
+		task.Status = domain.TaskStatus(it.Status)
+		out[task.ID] = task
+		return true, nil
+	}))
+	return out
+}
+
+// drainQueue takes what is in the tenant's queue out of it, as a lost send
+// would, and returns how many messages there were.
+func drainQueue(t *testing.T, b *testBundle) int {
+	t.Helper()
+	n := 0
+	for {
+		ds, err := b.q.Receive(b.ctx, tenant, queue.MaxBatch, 100*time.Millisecond, time.Minute)
+		require.NoError(t, err)
+		if len(ds) == 0 {
+			return n
+		}
+		for _, d := range ds {
+			require.NoError(t, b.q.Ack(b.ctx, tenant, d.Receipt))
+		}
+		n += len(ds)
+	}
+}
+
+func TestTasksWithoutAnItemYetAreListedFromTheirDefinitions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{ResendAfter: time.Hour})
+	sub := createSubmission(t, "c1", 4, nil)
+	job, err := b.eng.Submit(b.ctx, sub)
+	require.NoError(t, err)
+
+	// Only tasks with two dependencies or more have an item before anything
+	// ran: the others are created by the write that readies or claims them.
+	items := taskItems(t, b, job.ID)
+	for _, pt := range sub.Plan.Tasks {
+		_, has := items[pt.ID]
+		require.Equal(t, len(pt.DependsOn) > 1, has, "task %s with %d dependencies", pt.ID, len(pt.DependsOn))
+	}
+	for _, task := range items {
+		require.False(t, task.Rollback, "no rollback task item before a failure")
+	}
+
+	// The job's view still shows the whole forward plan.
+	view, err := b.eng.Tasks(b.ctx, tenant, job.ID)
+	require.NoError(t, err)
+	require.Len(t, view, len(sub.Plan.Tasks))
+	for _, task := range view {
+		want := domain.TaskBlocked
+		if len(task.DependsOn) == 0 {
+			want = domain.TaskReady
+		}
+		require.Equal(t, want, task.Status, task.ID)
+		require.False(t, task.Rollback)
+	}
+
+	stop := b.run(t, 4, 50*time.Millisecond)
+	final := b.waitJob(t, "c1", job.ID, 30*time.Second)
+	stop()
+	require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+	items = taskItems(t, b, job.ID)
+	require.Len(t, items, len(sub.Plan.Tasks), "every forward task has an item once it ran, and no rollback task has one")
+	checkInvariants(t, b)
+}
+
+func TestLostRootMessagesAreResentByTheJanitor(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T) {
+		// The engine's clock runs ahead when the test says so: ResendAfter
+		// passes without waiting for it.
+		var ahead atomic.Int64
+		clock := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+		b := setup(t, nil, Config{ResendAfter: time.Minute, Clock: clock})
+		job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 3, nil))
+		require.NoError(t, err)
+		require.Equal(t, 3, drainQueue(t, b), "each node's create was sent")
+
+		// Before ResendAfter the janitor neither resends the roots nor takes
+		// a job whose roots nobody claimed yet for stuck.
+		r, err := b.eng.RunJanitor(b.ctx)
+		require.NoError(t, err)
+		require.Zero(t, r.Resent)
+		require.Zero(t, r.Stuck)
+		lj, err := b.eng.loadJob(b.ctx, tenant, "c1", job.ID)
+		require.NoError(t, err)
+		require.Equal(t, domain.JobRunning, lj.job.Status)
+
+		ahead.Store(int64(2 * time.Minute))
+		r, err = b.eng.RunJanitor(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, 3, r.Resent, "the three roots, sent again")
+		require.Zero(t, r.Stuck)
+		for _, task := range taskItems(t, b, job.ID) {
+			if len(task.DependsOn) == 0 {
+				require.Equal(t, domain.TaskReady, task.Status)
+				require.Equal(t, 1, task.Sends, "a fresh deduplication id")
+			}
+		}
+
+		stop := b.run(t, 3, 50*time.Millisecond)
+		final := b.waitJob(t, "c1", job.ID, 60*time.Second)
+		stop()
+		require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+		checkInvariants(t, b)
+	})
+}
+
+func TestRollbackTasksAreWrittenOnceAndNeverReset(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	sub := createSubmission(t, "c1", 3, nil)
+	job, err := b.eng.Submit(b.ctx, sub)
+	require.NoError(t, err)
+
+	require.NoError(t, b.eng.materializeRollback(b.ctx, tenant, job.ID))
+	items := taskItems(t, b, job.ID)
+	var rollback []string
+	for id, task := range items {
+		if task.Rollback {
+			rollback = append(rollback, id)
+		}
+	}
+	require.Len(t, rollback, len(sub.Plan.Rollback.Tasks))
+
+	// A rollback task that moved on (its root released) stays as it is when
+	// a second caller writes the plan again.
+	root := job.ID
+	for _, pt := range sub.Plan.Rollback.Tasks {
+		if len(pt.DependsOn) == 0 {
+			root = pt.ID
+			break
+		}
+	}
+	require.NoError(t, b.eng.releaseRollback(b.ctx, tenant, "c1", job.ID, []string{root}))
+	require.NoError(t, b.eng.materializeRollback(b.ctx, tenant, job.ID))
+	require.Equal(t, domain.TaskReady, taskItems(t, b, job.ID)[root].Status)
+}
+
+func TestChunksStayUnderTheItemLimit(t *testing.T) {
+	t.Parallel()
+	nodes := layout("c1", 1000)
+	plan, err := planner.Build(planner.Request{Operation: domain.OpCreate, New: nodes, Services: services()})
+	require.NoError(t, err)
+	sub := Submission{Tenant: tenant, Cluster: domain.Cluster{ID: "c1"}, Plan: plan}
+	tasks, _, _, _ := buildTasks(sub, "j1", time.Now())
+	chunks := taskChunks(tenant, deferredChunks, "j1", tasks)
+	require.Greater(t, len(chunks), 1, "a 1,000-node plan takes several chunks")
+	n := 0
+	for i, it := range chunks {
+		require.LessOrEqual(t, len(it.Data), maxChunkBytes, "chunk %d", i)
+		var got []domain.Task
+		require.NoError(t, decodeInto(it, &got))
+		n += len(got)
+	}
+	require.Equal(t, len(tasks), n, "every task in exactly one chunk")
+}
