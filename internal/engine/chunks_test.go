@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -173,4 +175,45 @@ func TestChunksStayUnderTheItemLimit(t *testing.T) {
 		n += len(got)
 	}
 	require.Equal(t, len(tasks), n, "every task in exactly one chunk")
+}
+
+// progressBeforeFinish lands a progress count on the job just before the
+// first transaction that ends it, as a worker's batched count can, so that
+// transaction is canceled and finish tries again.
+type progressBeforeFinish struct {
+	store.Store
+	done       atomic.Bool
+	nodeWrites atomic.Int64
+}
+
+func (p *progressBeforeFinish) Transact(ctx context.Context, ops []store.Op) error {
+	if len(ops) > 0 && ops[0].Changes.ClearIndex && strings.Contains(ops[0].Key.PK, "JOBS#") && p.done.CompareAndSwap(false, true) {
+		if _, err := p.Store.Write(ctx, store.Update(ops[0].Key, store.Condition{}, store.Changes{Add: map[string]int64{counterDone: 0}})); err != nil {
+			return err
+		}
+	}
+	return p.Store.Transact(ctx, ops)
+}
+
+func (p *progressBeforeFinish) Write(ctx context.Context, op store.Op) (store.Item, error) {
+	if strings.Contains(op.Key.PK, "NODES#") {
+		p.nodeWrites.Add(1)
+	}
+	return p.Store.Write(ctx, op)
+}
+
+func TestFinishWritesTheNodesOnceWhenItTriesAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	wrapped := &progressBeforeFinish{Store: b.eng.store}
+	b.eng.store = wrapped
+	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 3, nil))
+	require.NoError(t, err)
+	stop := b.run(t, 3, 50*time.Millisecond)
+	final := b.waitJob(t, "c1", job.ID, 30*time.Second)
+	stop()
+	require.Equal(t, domain.JobSucceeded, final.Status)
+	require.True(t, wrapped.done.Load(), "the finish transaction was canceled once")
+	require.EqualValues(t, 3, wrapped.nodeWrites.Load(), "each node marked ACTIVE once")
+	checkInvariants(t, b)
 }

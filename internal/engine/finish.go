@@ -46,6 +46,7 @@ func (e *Engine) checkJobEnd(ctx context.Context, tenant, cluster, jobID string)
 // status with its lock released, and the quota the ending gives back. Of
 // several callers, only the first passes the condition on the job.
 func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from domain.JobStatus, how ending, msg string) error {
+	nodesWritten := false
 	for range maxSettleAttempts {
 		lj, err := e.loadJob(ctx, tenant, cluster, jobID)
 		if err != nil {
@@ -69,12 +70,18 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 		if job.Aborted && final == domain.JobFailed {
 			final = domain.JobAborted
 		}
-		for _, id := range effect.Nodes {
-			status := string(effect.NodeStatus)
-			_, err := e.store.Write(ctx, store.Update(nodeKey(tenant, cluster, id), store.Condition{MustExist: true}, store.Changes{Status: &status}))
-			if err != nil && !errors.Is(err, store.ErrConditionFailed) {
-				return fmt.Errorf("marking node %s %s: %w", id, status, err)
+		// The nodes once: the ending, and so the effect, is the same on
+		// every attempt (a retry comes from a progress count or the cluster
+		// changing under the transaction below).
+		if !nodesWritten {
+			for _, id := range effect.Nodes {
+				status := string(effect.NodeStatus)
+				_, err := e.store.Write(ctx, store.Update(nodeKey(tenant, cluster, id), store.Condition{MustExist: true}, store.Changes{Status: &status}))
+				if err != nil && !errors.Is(err, store.ErrConditionFailed) {
+					return fmt.Errorf("marking node %s %s: %w", id, status, err)
+				}
 			}
+			nodesWritten = true
 		}
 		cit, c, err := e.loadCluster(ctx, tenant, cluster)
 		if err != nil {
