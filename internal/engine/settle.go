@@ -163,8 +163,31 @@ func (e *Engine) succeed(ctx context.Context, ref TaskRef, lt loadedTask, res Re
 		if err != nil {
 			return false, nil, fmt.Errorf("completing %s: %w", t.ID, err)
 		}
-		if err := e.send(ctx, ref.Tenant, ready); err != nil {
+		var work []domain.Task
+		var joins []loadedTask
+		for _, d := range ready {
+			if !d.Join {
+				work = append(work, d)
+				continue
+			}
+			it := pending[d.ID].loaded.item
+			it.Version++ // the write above
+			d.Remaining, d.Version = 0, it.Version
+			joins = append(joins, loadedTask{item: it, task: d})
+		}
+		if err := e.send(ctx, ref.Tenant, work); err != nil {
 			e.log.WarnContext(ctx, "sending ready dependents failed; the janitor will resend", "task", t.ID, "error", err)
+		}
+		// A join too wide to settle inline settles now, in a transaction of
+		// its own: it is bookkeeping, and a trip through the queue would
+		// only give its dependents' other dependencies time to complete
+		// and cancel it. It is READY in the store, so if this fails (or the
+		// worker dies first) the janitor sends it like any ready task.
+		for _, j := range joins {
+			jref := TaskRef{Tenant: ref.Tenant, Cluster: ref.Cluster, Job: ref.Job, Task: j.task.ID}
+			if _, _, err := e.succeed(ctx, jref, j, Result{}, false); err != nil {
+				e.log.WarnContext(ctx, "settling a ready join failed; the janitor will resend it", "join", j.task.ID, "error", err)
+			}
 		}
 		if sinks > 0 || (len(ready) == 0 && next == nil) {
 			// A sink may end the job; a task that readied nothing may have
@@ -195,12 +218,11 @@ type pendingDep struct {
 const inlineReserve = 5
 
 // maxInlineItems bounds the transaction a completion grows by settling the
-// joins it readies inline. A join with a wide fan-out is sent instead and
-// settles in a transaction of its own: the wider a transaction, the likelier
-// another dependency of one of its dependents completes between the reads
-// and the commit and cancels it, and a canceled transaction costs every
-// write it carried (BenchmarkNoopTasks: about 4.25 writes per task when
-// inlining up to DynamoDB's 100 items, 3.86 at this bound).
+// joins it readies inline. A join with a wide fan-out is settled right after
+// the commit, in a transaction of its own: the wider a transaction, the
+// likelier another dependency of one of its dependents completes between
+// the reads and the commit and cancels it, and a canceled transaction costs
+// every write it carried.
 const maxInlineItems = 12
 
 // fail records a failed attempt: a retry after a backoff while attempts
