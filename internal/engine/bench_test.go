@@ -15,18 +15,39 @@ import (
 )
 
 // BenchmarkNoopTasks runs creates of 100 nodes whose tasks do nothing through
-// the embedded engine (bbolt with fsync, the in-process queue, 32 workers)
+// the embedded engine (bbolt with fsync, the in-process queue, 64 workers)
 // and reports work tasks per second and the store traffic per work task.
+// Every op a canceled transaction carried counts as a write.
+//
+// Two plans of the same layout: "references=declared" is what the cluster
+// service plans (it tells the planner which services' scripts name which
+// others, from their macros), "references=unknown" the most cautious plan
+// (no service task before every node is confirmed: a barrier of joins over
+// all nodes, which costs edges and claims). With HEDDLE_DYNAMODB_ENDPOINT
+// and HEDDLE_SQS_ENDPOINT set (scripts/dynamodb-local.sh, scripts/fauxqs.sh)
+// the declared plan also runs on DynamoDB Local and the SQS backend.
 //
 //	go test -run '^$' -bench NoopTasks -benchtime 5x ./internal/engine/
 func BenchmarkNoopTasks(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		refs map[string][]string
+	}{{"references=declared", declaredReferences()}, {"references=unknown", nil}} {
+		b.Run(bc.name+"/embedded", func(b *testing.B) { benchmarkNoopTasks(b, bc.refs) })
+	}
+	if os.Getenv("HEDDLE_DYNAMODB_ENDPOINT") != "" && os.Getenv(sqsEndpointVar) != "" {
+		b.Run("references=declared/dynamodb", func(b *testing.B) { benchmarkNoopTasks(b, declaredReferences()) })
+	}
+}
+
+func benchmarkNoopTasks(b *testing.B, refs map[string][]string) {
 	const nodes, workers = 100, 64
 	var tasks, elapsed float64
 	var counts store.Counts
 	for b.Loop() {
 		b.StopTimer()
 		tb := setup(b, nil, Config{})
-		sub := createSubmission(b, "c1", nodes, nil)
+		sub := createSubmissionWithReferences(b, "c1", nodes, nil, refs)
 		tb.counts.Reset()
 		b.StartTimer()
 

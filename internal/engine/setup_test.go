@@ -215,12 +215,28 @@ func layout(cluster string, n int) []domain.Node {
 	return nodes
 }
 
+// declaredReferences is what the cluster service derives from the macros of
+// a typical three-tier catalog: app's scripts name db's host, lb's name the
+// app hosts, db names nobody.
+func declaredReferences() map[string][]string {
+	return map[string][]string{"db": {}, "app": {"db"}, "lb": {"app"}}
+}
+
 // createSubmission plans a create of n nodes and returns what the cluster
-// service will submit for it.
+// service will submit for it. The planner is not told which services refer
+// to which (a nil map: every service to every one), the most cautious plan:
+// no service task starts before every node is confirmed.
 func createSubmission(t testing.TB, cluster string, n int, params func(planner.Task) map[string]string) Submission {
 	t.Helper()
+	return createSubmissionWithReferences(t, cluster, n, params, nil)
+}
+
+// createSubmissionWithReferences is createSubmission with the configuration
+// references the planner is told about.
+func createSubmissionWithReferences(t testing.TB, cluster string, n int, params func(planner.Task) map[string]string, refs map[string][]string) Submission {
+	t.Helper()
 	nodes := layout(cluster, n)
-	plan, err := planner.Build(planner.Request{Operation: domain.OpCreate, New: nodes, Services: services()})
+	plan, err := planner.Build(planner.Request{Operation: domain.OpCreate, New: nodes, Services: services(), ConfigReferences: refs})
 	require.NoError(t, err)
 	ids := make([]string, n)
 	for i, nd := range nodes {
