@@ -167,9 +167,9 @@ func BuildAWS(a *AWS, cfg engine.Config, r Receives, runsTasks bool, log *slog.L
 		// A Lambda bills every millisecond it waits: any action that may
 		// run longer than LambdaDetachAfter runs detached, and a detached
 		// run goes to the engine's polls at once instead of being watched
-		// in place (scripts/cost-model.sh with 30 s scripts: $0.047 per 100-node
+		// in place (scripts/cost-model.sh with 30 s scripts: $0.046 per 100-node
 		// create and delete; HEDDLE_COST_QUICK_WAIT=2s prices the in-place
-		// wait at $0.059). The local server and the
+		// wait at $0.058). The local server and the
 		// Fargate worker keep the defaults, for latency.
 		quickWait, detachAfter = -1, LambdaDetachAfter
 	case ReceivesLong:
