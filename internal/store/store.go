@@ -11,6 +11,11 @@ import (
 // TransactWriteItems limit. Longer work needs a multi-step protocol.
 const MaxTransactItems = 100
 
+// MaxTransactBytes is the most data one Transact may carry: DynamoDB refuses
+// a transaction whose items add up to more than 4 MB. TransactSize is how
+// heddle counts it.
+const MaxTransactBytes = 4 << 20
+
 // Key addresses one item.
 type Key struct {
 	PK string
@@ -272,6 +277,9 @@ func ValidateTransaction(ops []Op) error {
 	if len(ops) > MaxTransactItems {
 		return fmt.Errorf("%w: %d operations; a transaction holds at most %d", ErrInvalidOp, len(ops), MaxTransactItems)
 	}
+	if size := TransactSize(ops); size > MaxTransactBytes {
+		return fmt.Errorf("%w: %d bytes of items; a transaction carries at most %d", ErrInvalidOp, size, MaxTransactBytes)
+	}
 	seen := make(map[Key]int, len(ops))
 	for i, op := range ops {
 		if err := ValidateOp(op); err != nil {
@@ -283,6 +291,24 @@ func ValidateTransaction(ops []Op) error {
 		seen[op.Key] = i
 	}
 	return nil
+}
+
+// TransactSize approximates the bytes a transaction carries as DynamoDB
+// counts them: a put's item, an update's key and new data (what it adds to
+// the item it changes), a delete's or a check's key.
+func TransactSize(ops []Op) int {
+	size := 0
+	for _, op := range ops {
+		switch op.Kind {
+		case OpPut:
+			size += ItemSize(op.Item)
+		case OpUpdate:
+			size += ItemSize(Item{Key: op.Key, Data: op.Changes.Data})
+		default:
+			size += ItemSize(Item{Key: op.Key})
+		}
+	}
+	return size
 }
 
 // ValidateOp checks one operation's shape.

@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"TransactChecks", testTransactChecks},
 		{"TransactInvalid", testTransactInvalid},
 		{"TransactMaxItems", testTransactMaxItems},
+		{"TransactMaxBytes", testTransactMaxBytes},
 		{"ConcurrentVersionedUpdates", testConcurrentVersionedUpdates},
 		{"ConcurrentCounterAdds", testConcurrentCounterAdds},
 		{"ConcurrentPuts", testConcurrentPuts},

@@ -129,6 +129,7 @@ func testTransactInvalid(t *testing.T, s store.Store) {
 		}},
 		{"invalid op", []store.Op{store.Put(store.Item{Key: k}, store.Condition{}), store.Update(key("inv", "x"), store.Condition{}, store.Changes{Add: map[string]int64{"bad name": 1}})}},
 		{"item too big", []store.Op{store.Put(store.Item{Key: k}, store.Condition{}), store.Put(store.Item{Key: key("inv", "x"), Data: make([]byte, 410<<10)}, store.Condition{})}},
+		{"over 4 MB in all", bigItems(k, 11, 380<<10)},
 	}
 	for _, tc := range cases {
 		err := s.Transact(t.Context(), tc.ops)
@@ -137,6 +138,31 @@ func testTransactInvalid(t *testing.T, s store.Store) {
 	}
 	requireMissing(t, s, k)
 	requireMissing(t, s, key("inv", "0"))
+}
+
+// bigItems returns n puts of items with size bytes of data each, the first
+// on k.
+func bigItems(k store.Key, n, size int) []store.Op {
+	ops := make([]store.Op, n)
+	for i := range ops {
+		ik := key("inv", fmt.Sprintf("big%d", i))
+		if i == 0 {
+			ik = k
+		}
+		ops[i] = store.Put(store.Item{Key: ik, Data: make([]byte, size)}, store.Condition{})
+	}
+	return ops
+}
+
+func testTransactMaxBytes(t *testing.T, s store.Store) {
+	// Ten items of 380 KiB, 3.7 MiB in all: within DynamoDB's 4 MB.
+	ops := bigItems(key("bytes", "k"), 10, 380<<10)
+	for i := range ops {
+		ops[i].Key.PK, ops[i].Item.Key.PK = "bytes", "bytes"
+	}
+	require.LessOrEqual(t, store.TransactSize(ops), store.MaxTransactBytes)
+	require.NoError(t, s.Transact(t.Context(), ops))
+	require.Len(t, queryAll(t, s, "bytes", store.Query{}), 10)
 }
 
 func testTransactMaxItems(t *testing.T, s store.Store) {
