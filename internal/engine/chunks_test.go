@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -216,4 +217,23 @@ func TestFinishWritesTheNodesOnceWhenItTriesAgain(t *testing.T) {
 	require.True(t, wrapped.done.Load(), "the finish transaction was canceled once")
 	require.EqualValues(t, 3, wrapped.nodeWrites.Load(), "each node marked ACTIVE once")
 	checkInvariants(t, b)
+}
+
+func TestSubmissionBatchesStayWithinTheTransactionLimits(t *testing.T) {
+	t.Parallel()
+	var ops []store.Op
+	for i := range 250 {
+		ops = append(ops, store.Put(store.Item{Key: store.Key{PK: "p", SK: fmt.Sprint(i)}, Data: []byte("small")}, store.Condition{}))
+	}
+	for i := range 30 {
+		ops = append(ops, store.Put(store.Item{Key: store.Key{PK: "c", SK: fmt.Sprint(i)}, Data: make([]byte, maxChunkBytes)}, store.Condition{}))
+	}
+	batches := transactBatches(ops)
+	n := 0
+	for _, b := range batches {
+		require.NoError(t, store.ValidateTransaction(b))
+		n += len(b)
+	}
+	require.Equal(t, len(ops), n, "every op in one batch, in order")
+
 }

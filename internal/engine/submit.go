@@ -152,60 +152,30 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 		return domain.Job{}, fmt.Errorf("submitting job for cluster %s: %w", cluster.ID, err)
 	}
 
-	// Step 2: nodes and tasks, in batches; nothing acts on a PENDING job.
-	var batch []store.Op
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := e.store.Transact(ctx, batch)
-		batch = batch[:0]
-		return err
-	}
+	// Step 2: nodes, tasks and chunks, in batches; nothing acts on a PENDING
+	// job.
+	var ops2 []store.Op
 	for _, n := range sub.NewNodes {
 		n.ClusterID, n.Status, n.CreatedAt = cluster.ID, domain.NodePlanned, now
-		batch = append(batch, store.Put(store.Item{Key: nodeKey(sub.Tenant, cluster.ID, n.ID), Status: string(n.Status), Data: mustJSON(n)}, store.Condition{}))
-		if len(batch) == store.MaxTransactItems {
-			if err := flush(); err != nil {
-				return domain.Job{}, fmt.Errorf("writing nodes of job %s: %w", job.ID, err)
-			}
-		}
+		ops2 = append(ops2, store.Put(store.Item{Key: nodeKey(sub.Tenant, cluster.ID, n.ID), Status: string(n.Status), Data: mustJSON(n)}, store.Condition{}))
 	}
 	for _, n := range sub.UpdatedNodes {
-		batch = append(batch, store.Update(nodeKey(sub.Tenant, cluster.ID, n.ID), store.Condition{MustExist: true}, store.Changes{Data: mustJSON(n)}))
-		if len(batch) == store.MaxTransactItems {
-			if err := flush(); err != nil {
-				return domain.Job{}, fmt.Errorf("updating nodes of job %s: %w", job.ID, err)
-			}
-		}
+		ops2 = append(ops2, store.Update(nodeKey(sub.Tenant, cluster.ID, n.ID), store.Condition{MustExist: true}, store.Changes{Data: mustJSON(n)}))
 	}
 	deleting := string(domain.NodeDeleting)
 	for _, id := range sub.RetiringNodes {
-		batch = append(batch, store.Update(nodeKey(sub.Tenant, cluster.ID, id), store.Condition{MustExist: true}, store.Changes{Status: &deleting}))
-		if len(batch) == store.MaxTransactItems {
-			if err := flush(); err != nil {
-				return domain.Job{}, fmt.Errorf("marking nodes of job %s: %w", job.ID, err)
-			}
-		}
+		ops2 = append(ops2, store.Update(nodeKey(sub.Tenant, cluster.ID, id), store.Condition{MustExist: true}, store.Changes{Status: &deleting}))
 	}
 	for _, it := range chunks {
-		batch = append(batch, store.Put(it, store.Condition{}))
-		if len(batch) == store.MaxTransactItems {
-			if err := flush(); err != nil {
-				return domain.Job{}, fmt.Errorf("writing the task chunks of job %s: %w", job.ID, err)
-			}
-		}
+		ops2 = append(ops2, store.Put(it, store.Condition{}))
 	}
 	for _, t := range tasks {
-		batch = append(batch, store.Put(taskItem(taskKey(sub.Tenant, job.ID, t.ID), t), store.Condition{}))
-		if len(batch) == store.MaxTransactItems {
-			if err := flush(); err != nil {
-				return domain.Job{}, fmt.Errorf("writing tasks of job %s: %w", job.ID, err)
-			}
-		}
+		ops2 = append(ops2, store.Put(taskItem(taskKey(sub.Tenant, job.ID, t.ID), t), store.Condition{}))
 	}
-	if err := flush(); err != nil {
-		return domain.Job{}, fmt.Errorf("writing tasks of job %s: %w", job.ID, err)
+	for _, batch := range transactBatches(ops2) {
+		if err := e.store.Transact(ctx, batch); err != nil {
+			return domain.Job{}, fmt.Errorf("writing the nodes and tasks of job %s: %w", job.ID, err)
+		}
 	}
 
 	// Step 3: start it, then send what is ready.
@@ -230,6 +200,25 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 		e.log.WarnContext(ctx, "sending the first tasks failed; the janitor will resend", "job", job.ID, "error", err)
 	}
 	return job.Job, nil
+}
+
+// transactBatches cuts ops into transactions within DynamoDB's limits on
+// operations and bytes (every op fits one alone: items are at most 400 KB).
+func transactBatches(ops []store.Op) [][]store.Op {
+	var out [][]store.Op
+	start, size := 0, 0
+	for i, op := range ops {
+		n := store.TransactSize([]store.Op{op})
+		if i > start && (i-start == store.MaxTransactItems || size+n > store.MaxTransactBytes) {
+			out = append(out, ops[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(ops) {
+		out = append(out, ops[start:])
+	}
+	return out
 }
 
 func clusterItem(tenant string, c domain.Cluster) store.Item {
