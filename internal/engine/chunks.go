@@ -129,14 +129,17 @@ func (e *Engine) materializeRollback(ctx context.Context, tenant, jobID string) 
 }
 
 // deferredCache holds jobs' deferred task definitions, which never change.
-// It is bounded: past maxCachedJobs it starts again empty, which costs a
-// query per job on the next miss and nothing else.
+// It is bounded (a worker Lambda has 512 MB): past maxCachedTasks it starts
+// again empty, which costs a query per job on the next miss and nothing
+// else.
 type deferredCache struct {
-	mu   sync.Mutex
-	jobs map[string]map[string]domain.Task
+	mu    sync.Mutex
+	jobs  map[string]map[string]domain.Task
+	tasks int
 }
 
-const maxCachedJobs = 256
+// maxCachedTasks is about three 1,000-node jobs' definitions.
+const maxCachedTasks = 20000
 
 // deferredTasks returns the job's deferred task definitions by id.
 func (e *Engine) deferredTasks(ctx context.Context, tenant, jobID string) (map[string]domain.Task, error) {
@@ -160,10 +163,13 @@ func (e *Engine) deferredTasks(ctx context.Context, tenant, jobID string) (map[s
 		// Never an empty answer: the chunks of a job still being submitted
 		// may not be written yet.
 		c.mu.Lock()
-		if c.jobs == nil || len(c.jobs) >= maxCachedJobs {
-			c.jobs = map[string]map[string]domain.Task{}
+		if c.jobs == nil || c.tasks+len(defs) > maxCachedTasks {
+			c.jobs, c.tasks = map[string]map[string]domain.Task{}, 0
 		}
-		c.jobs[key] = defs
+		if _, ok := c.jobs[key]; !ok {
+			c.jobs[key] = defs
+			c.tasks += len(defs)
+		}
 		c.mu.Unlock()
 	}
 	return defs, nil
