@@ -69,6 +69,10 @@ func (c *Catalog) write(ctx context.Context, tenant string, fn func(*writeTx) er
 			return fmt.Errorf("%w: %d entities need %d writes; one import holds at most %d entities, so split the document",
 				ErrTooLarge, len(tx.pending), len(ops), (store.MaxTransactItems-1)/2)
 		}
+		if size := store.TransactSize(ops); size > store.MaxTransactBytes {
+			return fmt.Errorf("%w: its %d entities come to %d KB with their history items; one import holds at most %d KB, so split the document",
+				ErrTooLarge, len(tx.pending), size>>10, store.MaxTransactBytes>>10)
+		}
 		err = s.Transact(ctx, ops)
 		if errors.Is(err, store.ErrConditionFailed) {
 			continue
