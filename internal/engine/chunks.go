@@ -69,27 +69,40 @@ func taskChunks(tenant, kind, job string, tasks []domain.Task) []store.Item {
 		size += len(b) + 1
 	}
 	flush()
+	// Each chunk knows how many there are, so a reader can tell a complete
+	// set from one still being written (submission writes them in batches).
+	for i := range items {
+		items[i].Counters = map[string]int64{counterChunks: int64(len(items))}
+	}
 	return items
 }
 
-// readChunks returns the tasks held in a job's chunks of one kind.
-func (e *Engine) readChunks(ctx context.Context, tenant, kind, job string) ([]domain.Task, error) {
+// counterChunks, on a chunk item, is the number of chunks of its kind.
+const counterChunks = "of"
+
+// readChunks returns the tasks held in a job's chunks of one kind, and
+// whether it read them all (false while a submission is still writing them,
+// or when the job has none).
+func (e *Engine) readChunks(ctx context.Context, tenant, kind, job string) ([]domain.Task, bool, error) {
 	var out []domain.Task
+	read, of := 0, int64(-1)
 	cursor := ""
 	for {
 		page, err := e.store.Query(ctx, chunkPK(tenant, kind, job), store.Query{Limit: store.MaxPageSize, Cursor: cursor})
 		if err != nil {
-			return nil, fmt.Errorf("reading the %s tasks of job %s: %w", kind, job, err)
+			return nil, false, fmt.Errorf("reading the %s tasks of job %s: %w", kind, job, err)
 		}
 		for _, it := range page.Items {
 			var tasks []domain.Task
 			if err := decodeInto(it, &tasks); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			out = append(out, tasks...)
+			read++
+			of = it.Counter(counterChunks)
 		}
 		if page.Next == "" {
-			return out, nil
+			return out, read > 0 && int64(read) == of, nil
 		}
 		cursor = page.Next
 	}
@@ -100,8 +113,19 @@ func (e *Engine) readChunks(ctx context.Context, tenant, kind, job string) ([]do
 // settle) skips what the first wrote, and never resets a task that has
 // moved on since.
 func (e *Engine) materializeRollback(ctx context.Context, tenant, jobID string) error {
-	tasks, err := e.readChunks(ctx, tenant, rollbackChunks, jobID)
+	tasks, complete, err := e.readChunks(ctx, tenant, rollbackChunks, jobID)
 	if err != nil {
+		return err
+	}
+	if !complete {
+		return fmt.Errorf("engine: the rollback plan of job %s is incomplete in the store", jobID)
+	}
+	// Batches are written in order: when the last task exists, all do (an
+	// earlier settle wrote them), and a read spares a canceled transaction
+	// and a failed put per task.
+	if _, err := e.store.Get(ctx, taskKey(tenant, jobID, tasks[len(tasks)-1].ID)); err == nil {
+		return nil
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	for start := 0; start < len(tasks); start += store.MaxTransactItems {
@@ -151,7 +175,7 @@ func (e *Engine) deferredTasks(ctx context.Context, tenant, jobID string) (map[s
 	if ok {
 		return defs, nil
 	}
-	tasks, err := e.readChunks(ctx, tenant, deferredChunks, jobID)
+	tasks, complete, err := e.readChunks(ctx, tenant, deferredChunks, jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -159,9 +183,9 @@ func (e *Engine) deferredTasks(ctx context.Context, tenant, jobID string) (map[s
 	for _, t := range tasks {
 		defs[t.ID] = t
 	}
-	if len(defs) > 0 {
-		// Never an empty answer: the chunks of a job still being submitted
-		// may not be written yet.
+	if complete {
+		// Only a complete set: the chunks of a job still being submitted
+		// may not all be written yet.
 		c.mu.Lock()
 		if c.jobs == nil || c.tasks+len(defs) > maxCachedTasks {
 			c.jobs, c.tasks = map[string]map[string]domain.Task{}, 0
@@ -215,7 +239,7 @@ func (e *Engine) unclaimedRoots(ctx context.Context, tenant, jobID string, seen 
 // more (so the queue's deduplication does not drop the message), and sends
 // them. A root claimed meanwhile keeps its item: the write is conditional
 // on there being none.
-func (e *Engine) sendRoots(ctx context.Context, tenant, jobID string, roots []domain.Task) error {
+func (e *Engine) sendRoots(ctx context.Context, tenant, jobID string, roots []domain.Task) (int, error) {
 	var ready []domain.Task
 	for _, t := range roots {
 		t.Sends++
@@ -225,9 +249,9 @@ func (e *Engine) sendRoots(ctx context.Context, tenant, jobID string, roots []do
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("sending root %s again: %w", t.ID, err)
+			return len(ready), fmt.Errorf("sending root %s again: %w", t.ID, err)
 		}
 		ready = append(ready, t)
 	}
-	return e.send(ctx, tenant, ready)
+	return len(ready), e.send(ctx, tenant, ready)
 }

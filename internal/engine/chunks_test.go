@@ -64,18 +64,22 @@ func TestTasksWithoutAnItemYetAreListedFromTheirDefinitions(t *testing.T) {
 		require.False(t, task.Rollback, "no rollback task item before a failure")
 	}
 
-	// The job's view still shows the whole forward plan.
+	// The job's view still shows both plans whole.
 	view, err := b.eng.Tasks(b.ctx, tenant, job.ID)
 	require.NoError(t, err)
-	require.Len(t, view, len(sub.Plan.Tasks))
+	require.Len(t, view, len(sub.Plan.Tasks)+len(sub.Plan.Rollback.Tasks))
+	rollback := 0
 	for _, task := range view {
 		want := domain.TaskBlocked
-		if len(task.DependsOn) == 0 {
+		if len(task.DependsOn) == 0 && !task.Rollback {
 			want = domain.TaskReady
 		}
 		require.Equal(t, want, task.Status, task.ID)
-		require.False(t, task.Rollback)
+		if task.Rollback {
+			rollback++
+		}
 	}
+	require.Equal(t, len(sub.Plan.Rollback.Tasks), rollback)
 
 	stop := b.run(t, 4, 50*time.Millisecond)
 	final := b.waitJob(t, "c1", job.ID, 30*time.Second)
@@ -234,6 +238,101 @@ func TestSubmissionBatchesStayWithinTheTransactionLimits(t *testing.T) {
 		require.NoError(t, store.ValidateTransaction(b))
 		n += len(b)
 	}
-	require.Equal(t, len(ops), n, "every op in one batch, in order")
+	require.Equal(t, len(ops), n, "every op in one batch")
+	var flat []store.Op
+	for _, b := range batches {
+		flat = append(flat, b...)
+	}
+	require.Equal(t, ops, flat, "in order")
 
+}
+
+func TestAClaimAndAResendOfTheSameRootNeverBothWin(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{ResendAfter: time.Hour})
+	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 2, nil))
+	require.NoError(t, err)
+	roots, err := b.eng.unclaimedRoots(b.ctx, tenant, job.ID, func(string) bool { return false })
+	require.NoError(t, err)
+	require.Len(t, roots, 2)
+	ref := func(id string) TaskRef { return TaskRef{Tenant: tenant, Cluster: "c1", Job: job.ID, Task: id} }
+
+	// A worker read the first root before the janitor sent it again: its
+	// claim must lose, or the janitor's item would hide a running attempt.
+	first, err := b.eng.loadTaskOrDeferred(b.ctx, ref(roots[0].ID))
+	require.NoError(t, err)
+	require.Zero(t, first.item.Version, "no item yet")
+	n, err := b.eng.sendRoots(b.ctx, tenant, job.ID, roots[:1])
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = b.eng.claim(b.ctx, ref(roots[0].ID), first)
+	require.ErrorIs(t, err, store.ErrConditionFailed)
+
+	// A worker claimed the second root first: sending it again must leave
+	// the running attempt as it is.
+	second, err := b.eng.loadTaskOrDeferred(b.ctx, ref(roots[1].ID))
+	require.NoError(t, err)
+	claimed, err := b.eng.claim(b.ctx, ref(roots[1].ID), second)
+	require.NoError(t, err)
+	n, err = b.eng.sendRoots(b.ctx, tenant, job.ID, roots[1:])
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing to send: it was claimed")
+	now, err := b.eng.loadTask(b.ctx, ref(roots[1].ID))
+	require.NoError(t, err)
+	require.Equal(t, domain.TaskRunning, now.task.Status)
+	require.Equal(t, claimed.item.Version, now.item.Version)
+}
+
+func TestDefinitionsOfAJobStillBeingWrittenAreNotCached(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	nodes := layout("c1", 1000)
+	plan, err := planner.Build(planner.Request{Operation: domain.OpCreate, New: nodes, Services: services()})
+	require.NoError(t, err)
+	tasks, _, _, _ := buildTasks(Submission{Tenant: tenant, Cluster: domain.Cluster{ID: "c1"}, Plan: plan}, "j1", time.Now())
+	chunks := taskChunks(tenant, deferredChunks, "j1", tasks)
+	require.Greater(t, len(chunks), 1)
+
+	// A view between two of the submission's batches sees part of them.
+	_, err = b.db.Write(b.ctx, store.Put(chunks[0], store.Condition{}))
+	require.NoError(t, err)
+	part, err := b.eng.deferredTasks(b.ctx, tenant, "j1")
+	require.NoError(t, err)
+	require.Less(t, len(part), len(tasks))
+
+	for _, it := range chunks[1:] {
+		_, err = b.db.Write(b.ctx, store.Put(it, store.Condition{}))
+		require.NoError(t, err)
+	}
+	all, err := b.eng.deferredTasks(b.ctx, tenant, "j1")
+	require.NoError(t, err)
+	require.Len(t, all, len(tasks), "the partial read was not kept")
+}
+
+func TestAContinuationTheJanitorTookMeanwhileIsNeverStarted(t *testing.T) {
+	t.Parallel()
+	var ahead atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	b := setup(t, nil, Config{ResendAfter: time.Hour, Clock: clock})
+	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 1, nil))
+	require.NoError(t, err)
+	roots, err := b.eng.unclaimedRoots(b.ctx, tenant, job.ID, func(string) bool { return false })
+	require.NoError(t, err)
+	ref := TaskRef{Tenant: tenant, Cluster: "c1", Job: job.ID, Task: roots[0].ID}
+	lt, err := b.eng.loadTaskOrDeferred(b.ctx, ref)
+	require.NoError(t, err)
+	claimed, err := b.eng.claim(b.ctx, ref, lt)
+	require.NoError(t, err)
+
+	// Before it starts, its lease runs out and the janitor fails the attempt.
+	ahead.Store(int64(time.Minute))
+	r, err := b.eng.RunJanitor(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, r.TimedOut)
+
+	next, delay, err := b.eng.runClaimed(b.ctx, ref, claimed, queue.Delivery{}, "")
+	require.NoError(t, err)
+	require.Nil(t, next)
+	require.Zero(t, delay)
+	require.Empty(t, b.rec.runs, "attempt 1 was the janitor's to end, not this worker's to start")
 }

@@ -99,5 +99,6 @@ func (e *Engine) resendReady(ctx context.Context, tenant, jobID string, rollback
 	if err != nil {
 		return err
 	}
-	return e.sendRoots(ctx, tenant, jobID, roots)
+	_, err = e.sendRoots(ctx, tenant, jobID, roots)
+	return err
 }

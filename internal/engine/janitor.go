@@ -127,13 +127,15 @@ func (e *Engine) ResendReady(ctx context.Context) (int, error) {
 	var r JanitorReport
 	var errs []error
 	now := e.now()
+	// The whole partitions (SortBefore ""): an item indexed in this very
+	// millisecond counts too.
 	for shard := range indexShards {
-		if err := e.eachIndexed(ctx, readyPartition(shard), store.SortableTime(now), func(it store.Item) error {
+		if err := e.eachIndexed(ctx, readyPartition(shard), "", func(it store.Item) error {
 			return e.resend(ctx, it, now, &r)
 		}); err != nil {
 			errs = append(errs, err)
 		}
-		if err := e.eachIndexed(ctx, jobPartition(shard), store.SortableTime(now), func(it store.Item) error {
+		if err := e.eachIndexed(ctx, jobPartition(shard), "", func(it store.Item) error {
 			return e.resendRootsOf(ctx, it, &r)
 		}); err != nil {
 			errs = append(errs, err)
@@ -160,8 +162,9 @@ func (e *Engine) resendRootsOf(ctx context.Context, indexed store.Item, r *Janit
 	if err != nil || len(roots) == 0 {
 		return err
 	}
-	r.Resent += len(roots)
-	return e.sendRoots(ctx, tenant, indexed.SK, roots)
+	n, err := e.sendRoots(ctx, tenant, indexed.SK, roots)
+	r.Resent += n
+	return err
 }
 
 func (e *Engine) resendLost(ctx context.Context, indexed store.Item, r *JanitorReport) error {

@@ -34,8 +34,14 @@ func (e *Engine) succeed(ctx context.Context, ref TaskRef, lt loadedTask, res Re
 	e.endAttempt(&t, domain.TaskSucceeded, res)
 	key := taskKey(ref.Tenant, ref.Job, ref.Task)
 	var ready []domain.Task
+	own := store.Update(key, store.Condition{Version: lt.item.Version}, taskChanges(key, t))
+	if lt.item.Version == 0 {
+		// A join that is a root (chunks.go) has no item yet: its completion
+		// creates it, once.
+		own = store.Put(taskItem(key, t), store.Condition{MustNotExist: true})
+	}
 	for attempt := range maxSettleAttempts {
-		ops := []store.Op{store.Update(key, store.Condition{Version: lt.item.Version}, taskChanges(key, t))}
+		ops := []store.Op{own}
 		ready = ready[:0]
 		var next *loadedTask
 		jobCheckAt := -1
@@ -186,7 +192,11 @@ func (e *Engine) succeed(ctx context.Context, ref TaskRef, lt loadedTask, res Re
 		for _, j := range joins {
 			jref := TaskRef{Tenant: ref.Tenant, Cluster: ref.Cluster, Job: ref.Job, Task: j.task.ID}
 			if _, _, err := e.succeed(ctx, jref, j, Result{}, false); err != nil {
-				e.log.WarnContext(ctx, "settling a ready join failed; the janitor will resend it", "join", j.task.ID, "error", err)
+				// Through the queue then, as any ready task.
+				e.log.WarnContext(ctx, "settling a ready join failed; sending it", "join", j.task.ID, "error", err)
+				if err := e.send(ctx, ref.Tenant, []domain.Task{j.task}); err != nil {
+					e.log.WarnContext(ctx, "sending a ready join failed; the janitor will resend it", "join", j.task.ID, "error", err)
+				}
 			}
 		}
 		if sinks > 0 || (len(ready) == 0 && next == nil) {

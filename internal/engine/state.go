@@ -98,8 +98,8 @@ func (e *Engine) Jobs(ctx context.Context, tenant, cluster string, limit int, cu
 	return out, page.Next, nil
 }
 
-// Tasks returns every task of a job's forward plan, and of its rollback plan
-// once a failure released it (the plan preview shows it before), in id order.
+// Tasks returns every task of a job (forward and rollback plans), in id
+// order; tasks with no item yet come from their definitions (chunks.go).
 func (e *Engine) Tasks(ctx context.Context, tenant, jobID string) ([]domain.Task, error) {
 	var out []domain.Task
 	seen := map[string]bool{}
@@ -113,13 +113,21 @@ func (e *Engine) Tasks(ctx context.Context, tenant, jobID string) ([]domain.Task
 	if err != nil {
 		return nil, err
 	}
-	// Deferred tasks not created yet are BLOCKED (chunks.go).
 	defs, err := e.deferredTasks(ctx, tenant, jobID)
 	if err != nil {
 		return nil, err
 	}
-	for id, t := range defs {
+	rollback, _, err := e.readChunks(ctx, tenant, rollbackChunks, jobID)
+	if err != nil {
+		return nil, err
+	}
+	for id, t := range defs { // the cache's map: read, never written
 		if !seen[id] {
+			out = append(out, t)
+		}
+	}
+	for _, t := range rollback {
+		if !seen[t.ID] {
 			out = append(out, t)
 		}
 	}

@@ -85,8 +85,9 @@ func (e *Engine) failIfStuck(ctx context.Context, tenant, cluster, jobID string,
 			roots, err := e.unclaimedRoots(ctx, tenant, jobID, func(id string) bool { _, ok := second.versions[id]; return ok })
 			if err != nil || len(roots) > 0 {
 				if err == nil && lj.job.StartedAt.Before(e.now().Add(-e.cfg.ResendAfter)) {
-					r.Resent += len(roots)
-					err = e.sendRoots(ctx, tenant, jobID, roots)
+					var n int
+					n, err = e.sendRoots(ctx, tenant, jobID, roots)
+					r.Resent += n
 				}
 				return err
 			}

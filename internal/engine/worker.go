@@ -143,6 +143,20 @@ func (e *Engine) runFrom(ctx context.Context, ref TaskRef, claimed loadedTask, d
 // to be polled) and the delivery is to come back after it.
 func (e *Engine) runClaimed(ctx context.Context, ref TaskRef, claimed loadedTask, d queue.Delivery, poll string) (*loadedTask, time.Duration, error) {
 	tenant := ref.Tenant
+	if n := len(claimed.task.Attempts); poll == "" && n > 0 && e.now().Sub(claimed.task.Attempts[n-1].StartedAt) > e.cfg.TaskLease/3 {
+		// Claimed a while ago with no heartbeat yet (a continuation whose
+		// claim was followed by settling the joins that completion readied):
+		// renew the lease first, so an attempt the janitor took meanwhile
+		// is never started.
+		renewed, err := e.extendLease(ctx, ref, claimed)
+		if errors.Is(err, store.ErrConditionFailed) {
+			return nil, 0, nil
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		claimed = renewed
+	}
 	lt := claimed
 	var err error
 	in := Attempt{Tenant: tenant, Task: forExecutor(claimed.task), Poll: poll}

@@ -294,8 +294,10 @@ func ValidateTransaction(ops []Op) error {
 }
 
 // TransactSize approximates the bytes a transaction carries as DynamoDB
-// counts them: a put's item, an update's key and new data (what it adds to
-// the item it changes), a delete's or a check's key.
+// counts them: a put's item, an update's key and new data, a delete's or a
+// check's key. DynamoDB counts an updated or checked item whole, which this
+// cannot see without reading it, so for updates of large items it is a lower
+// bound.
 func TransactSize(ops []Op) int {
 	size := 0
 	for _, op := range ops {
