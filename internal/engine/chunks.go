@@ -117,6 +117,11 @@ func (e *Engine) materializeRollback(ctx context.Context, tenant, jobID string) 
 	if err != nil {
 		return err
 	}
+	if len(tasks) == 0 {
+		// No chunks: a job without a rollback plan, or one submitted before
+		// rollback plans were chunked, whose tasks have items already.
+		return nil
+	}
 	if !complete {
 		return fmt.Errorf("engine: the rollback plan of job %s is incomplete in the store", jobID)
 	}

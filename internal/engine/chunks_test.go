@@ -338,3 +338,32 @@ func TestAContinuationTheJanitorTookMeanwhileIsNeverStarted(t *testing.T) {
 	require.Zero(t, delay)
 	require.Empty(t, b.rec.runs, "attempt 1 was the janitor's to end, not this worker's to start")
 }
+
+func TestAJobWhoseRollbackTasksHaveItemsAlreadyRollsBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 3, func(pt planner.Task) map[string]string {
+		if pt.Service == "app" && pt.Action == domain.ActionStart {
+			return map[string]string{SimFailAttempts: "99"}
+		}
+		return nil
+	}))
+	require.NoError(t, err)
+	// As a job submitted before rollback plans were chunked: its rollback
+	// tasks have items and there is no chunk.
+	require.NoError(t, b.eng.materializeRollback(b.ctx, tenant, job.ID))
+	page, err := b.db.Query(b.ctx, chunkPK(tenant, rollbackChunks, job.ID), store.Query{})
+	require.NoError(t, err)
+	require.NotEmpty(t, page.Items)
+	for _, it := range page.Items {
+		_, err := b.db.Write(b.ctx, store.Delete(it.Key, store.Condition{}))
+		require.NoError(t, err)
+	}
+
+	stop := b.run(t, 2, 50*time.Millisecond)
+	final := b.waitJob(t, "c1", job.ID, 30*time.Second)
+	stop()
+	require.Equal(t, domain.JobFailed, final.Status)
+	require.Contains(t, final.StatusMessage, "rolled back")
+	checkInvariants(t, b)
+}
