@@ -31,7 +31,7 @@ import (
 //
 // A root whose message is lost has no item in the janitor's index of ready
 // tasks; the janitor finds it when the job can go no further without it
-// (resendUnclaimedRoots), a resume or a retry sends it again, and so does a
+// (failIfStuck, then sendRoots), a resume or a retry sends it again, and so does a
 // local server starting with an empty queue (ResendReady).
 //
 // Chunks never change once written, so an engine caches a job's deferred
