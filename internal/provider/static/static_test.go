@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -248,12 +250,36 @@ func request(key *secrets.SSHKey, node string, fields map[string]string) provide
 		Token: "tok-" + node, Key: key, Fields: fields, Flavor: "any", Image: "any"}
 }
 
+var nodeSeq atomic.Int64
+
+// uniqueNode names a node no other test (or other run of the same test)
+// uses: the in-process hosts share one home, and a node's delete removes
+// the authorized_keys line that names it.
+func uniqueNode() string { return fmt.Sprintf("c1-%d", 5000+nodeSeq.Add(1)) }
+
+// readAuthorizedKeys reads the shared home's authorized_keys under the lock
+// the provider's edits take: parallel tests' removals rewrite the file in
+// place, and an unlocked read can fall between the truncation and the
+// write.
+func readAuthorizedKeys(t *testing.T) string {
+	t.Helper()
+	lock, err := os.OpenFile(filepath.Join(home, ".ssh", ".heddle.lock"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	require.NoError(t, err)
+	defer lock.Close()
+	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
+	data, err := os.ReadFile(filepath.Join(home, ".ssh", "authorized_keys"))
+	require.NoError(t, err)
+	return string(data)
+}
+
 func TestCreateConfirmDeleteInProcess(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	key, servers := inProcessHosts(t, f, 1)
 	marker := filepath.Join(t.TempDir(), "wiped")
-	req := request(key, "c1-1000", map[string]string{FieldWipeScript: `echo "$HEDDLE_NODE_ID on $HEDDLE_HOST_ID" > ` + marker})
+	node := uniqueNode()
+	req := request(key, node, map[string]string{FieldWipeScript: `echo "$HEDDLE_NODE_ID on $HEDDLE_HOST_ID" > ` + marker})
 	ctx := testCtx(t)
 
 	created, err := f.static.Create(ctx, req)
@@ -261,16 +287,14 @@ func TestCreateConfirmDeleteInProcess(t *testing.T) {
 	require.Equal(t, "127.0.0.1", created.Addresses[provider.AddressAccess])
 	require.Equal(t, "static:rack1/h0", created.ProviderID)
 	require.Empty(t, created.HostKey, "no host key was registered: pinned at confirm")
-	keys, err := os.ReadFile(filepath.Join(home, ".ssh", "authorized_keys"))
-	require.NoError(t, err)
-	require.Contains(t, string(keys), keyLine(req)+"\n")
+	keys := readAuthorizedKeys(t)
+	require.Contains(t, keys, keyLine(req)+"\n")
 
 	again, err := f.static.Create(ctx, req)
 	require.NoError(t, err)
 	require.Equal(t, created, again)
-	keys2, err := os.ReadFile(filepath.Join(home, ".ssh", "authorized_keys"))
-	require.NoError(t, err)
-	require.Equal(t, strings.Count(string(keys), keyLine(req)), strings.Count(string(keys2), keyLine(req)), "the key line is added once")
+	keys2 := readAuthorizedKeys(t)
+	require.Equal(t, strings.Count(keys, keyLine(req)), strings.Count(keys2, keyLine(req)), "the key line is added once")
 
 	confirmed, err := f.static.Confirm(ctx, req)
 	require.NoError(t, err)
@@ -279,10 +303,8 @@ func TestCreateConfirmDeleteInProcess(t *testing.T) {
 	require.NoError(t, f.static.Delete(ctx, req))
 	wiped, err := os.ReadFile(marker)
 	require.NoError(t, err)
-	require.Equal(t, "c1-1000 on h0\n", string(wiped))
-	keys, err = os.ReadFile(filepath.Join(home, ".ssh", "authorized_keys"))
-	require.NoError(t, err)
-	require.NotContains(t, string(keys), keyLine(req))
+	require.Equal(t, node+" on h0\n", string(wiped))
+	require.NotContains(t, readAuthorizedKeys(t), keyLine(req))
 	require.Equal(t, []string{"h0"}, hostsByStatus(t, f, StatusFree), "the host is back in the pool")
 	require.NoError(t, f.static.Delete(ctx, req), "deleting again succeeds")
 	_, err = f.static.Confirm(ctx, req)
@@ -293,7 +315,7 @@ func TestFailedWipeKeepsTheHostOut(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	key, _ := inProcessHosts(t, f, 1)
-	req := request(key, "c1-1000", map[string]string{FieldWipeScript: "echo 'disk busy' >&2; exit 1"})
+	req := request(key, uniqueNode(), map[string]string{FieldWipeScript: "echo 'disk busy' >&2; exit 1"})
 	ctx := testCtx(t)
 	_, err := f.static.Create(ctx, req)
 	require.NoError(t, err)
