@@ -240,6 +240,16 @@ func (e *Engine) unclaimedRoots(ctx context.Context, tenant, jobID string, seen 
 	return out, nil
 }
 
+// sendUnclaimedRoots sends the job's unclaimed roots again (see sendRoots)
+// and returns how many it sent; seen is as for unclaimedRoots.
+func (e *Engine) sendUnclaimedRoots(ctx context.Context, tenant, jobID string, seen func(id string) bool) (int, error) {
+	roots, err := e.unclaimedRoots(ctx, tenant, jobID, seen)
+	if err != nil || len(roots) == 0 {
+		return 0, err
+	}
+	return e.sendRoots(ctx, tenant, jobID, roots)
+}
+
 // sendRoots gives unclaimed roots an item, READY and counted as sent once
 // more (so the queue's deduplication does not drop the message), and sends
 // them. A root claimed meanwhile keeps its item: the write is conditional

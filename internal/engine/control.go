@@ -95,10 +95,6 @@ func (e *Engine) resendReady(ctx context.Context, tenant, jobID string, rollback
 	if err := e.send(ctx, tenant, ready); err != nil || rollback {
 		return err
 	}
-	roots, err := e.unclaimedRoots(ctx, tenant, jobID, func(id string) bool { return seen[id] })
-	if err != nil {
-		return err
-	}
-	_, err = e.sendRoots(ctx, tenant, jobID, roots)
+	_, err = e.sendUnclaimedRoots(ctx, tenant, jobID, func(id string) bool { return seen[id] })
 	return err
 }

@@ -158,11 +158,7 @@ func (e *Engine) resendRootsOf(ctx context.Context, indexed store.Item, r *Janit
 	}); err != nil {
 		return err
 	}
-	roots, err := e.unclaimedRoots(ctx, tenant, indexed.SK, func(id string) bool { return seen[id] })
-	if err != nil || len(roots) == 0 {
-		return err
-	}
-	n, err := e.sendRoots(ctx, tenant, indexed.SK, roots)
+	n, err := e.sendUnclaimedRoots(ctx, tenant, indexed.SK, func(id string) bool { return seen[id] })
 	r.Resent += n
 	return err
 }
