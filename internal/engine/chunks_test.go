@@ -46,6 +46,16 @@ func drainQueue(t *testing.T, b *testBundle) int {
 	}
 }
 
+// thousandNodeTasks returns the stored tasks of a 1,000-node create, job j1:
+// enough definitions for several chunks.
+func thousandNodeTasks(t *testing.T) []domain.Task {
+	t.Helper()
+	plan, err := planner.Build(planner.Request{Operation: domain.OpCreate, New: layout("c1", 1000), Services: services()})
+	require.NoError(t, err)
+	tasks, _, _, _ := buildTasks(Submission{Tenant: tenant, Cluster: domain.Cluster{ID: "c1"}, Plan: plan}, "j1", time.Now())
+	return tasks
+}
+
 func TestTasksWithoutAnItemYetAreListedFromTheirDefinitions(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, Config{ResendAfter: time.Hour})
@@ -165,11 +175,7 @@ func TestRollbackTasksAreWrittenOnceAndNeverReset(t *testing.T) {
 
 func TestChunksStayUnderTheItemLimit(t *testing.T) {
 	t.Parallel()
-	nodes := layout("c1", 1000)
-	plan, err := planner.Build(planner.Request{Operation: domain.OpCreate, New: nodes, Services: services()})
-	require.NoError(t, err)
-	sub := Submission{Tenant: tenant, Cluster: domain.Cluster{ID: "c1"}, Plan: plan}
-	tasks, _, _, _ := buildTasks(sub, "j1", time.Now())
+	tasks := thousandNodeTasks(t)
 	chunks := taskChunks(tenant, deferredChunks, "j1", tasks)
 	require.Greater(t, len(chunks), 1, "a 1,000-node plan takes several chunks")
 	n := 0
@@ -288,15 +294,12 @@ func TestAClaimAndAResendOfTheSameRootNeverBothWin(t *testing.T) {
 func TestDefinitionsOfAJobStillBeingWrittenAreNotCached(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, Config{})
-	nodes := layout("c1", 1000)
-	plan, err := planner.Build(planner.Request{Operation: domain.OpCreate, New: nodes, Services: services()})
-	require.NoError(t, err)
-	tasks, _, _, _ := buildTasks(Submission{Tenant: tenant, Cluster: domain.Cluster{ID: "c1"}, Plan: plan}, "j1", time.Now())
+	tasks := thousandNodeTasks(t)
 	chunks := taskChunks(tenant, deferredChunks, "j1", tasks)
 	require.Greater(t, len(chunks), 1)
 
 	// A view between two of the submission's batches sees part of them.
-	_, err = b.db.Write(b.ctx, store.Put(chunks[0], store.Condition{}))
+	_, err := b.db.Write(b.ctx, store.Put(chunks[0], store.Condition{}))
 	require.NoError(t, err)
 	part, err := b.eng.deferredTasks(b.ctx, tenant, "j1")
 	require.NoError(t, err)
@@ -342,12 +345,7 @@ func TestAContinuationTheJanitorTookMeanwhileIsNeverStarted(t *testing.T) {
 func TestAJobWhoseRollbackTasksHaveItemsAlreadyRollsBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, Config{})
-	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 3, func(pt planner.Task) map[string]string {
-		if pt.Service == "app" && pt.Action == domain.ActionStart {
-			return map[string]string{SimFailAttempts: "99"}
-		}
-		return nil
-	}))
+	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 3, failAppStart(alwaysFails)))
 	require.NoError(t, err)
 	// As a job submitted before rollback plans were chunked: its rollback
 	// tasks have items and there is no chunk.

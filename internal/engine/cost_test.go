@@ -254,17 +254,7 @@ func runCostScenario(tb testing.TB, detached bool) *costRun {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(scaled(time.Minute))
-		defer tick.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-tick.C:
-				passes.Add(1)
-				_, _ = eng.RunJanitor(runCtx)
-			}
-		}
+		janitorEvery(runCtx, eng, scaled(time.Minute), func() { passes.Add(1) })
 	}()
 
 	start := time.Now()

@@ -177,12 +177,7 @@ func TestFailedCreateRollsBack(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T) {
 		b := setup(t, nil, Config{})
-		job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 4, func(pt planner.Task) map[string]string {
-			if pt.Service == "app" && pt.Action == domain.ActionStart {
-				return map[string]string{SimFailAttempts: "99"}
-			}
-			return nil
-		}))
+		job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 4, failAppStart(alwaysFails)))
 		require.NoError(t, err)
 		stop := b.run(t, 4, 50*time.Millisecond)
 		final := b.waitJob(t, "c1", job.ID, 60*time.Second)
@@ -319,12 +314,7 @@ func TestRetryContinuesAFailedJobFromItsFailedTasks(t *testing.T) {
 		// app/start fails every attempt of the first run and succeeds on the
 		// first attempt of the retry; without a rollback plan the job stops
 		// FAILED with the cluster held at FAILED.
-		sub := createSubmission(t, "c1", 4, func(pt planner.Task) map[string]string {
-			if pt.Service == "app" && pt.Action == domain.ActionStart {
-				return map[string]string{SimFailAttempts: strconv.Itoa(pt.MaxAttempts)}
-			}
-			return nil
-		})
+		sub := createSubmission(t, "c1", 4, failAppStart(failsFirstRun))
 		sub.Plan.Rollback = nil
 		job, err := b.eng.Submit(b.ctx, sub)
 		require.NoError(t, err)
@@ -382,12 +372,7 @@ func (s *interleavingStore) Transact(ctx context.Context, ops []store.Op) error 
 func TestRetrySurvivesAProgressCountLandingMeanwhile(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, Config{})
-	sub := createSubmission(t, "c1", 3, func(pt planner.Task) map[string]string {
-		if pt.Service == "app" && pt.Action == domain.ActionStart {
-			return map[string]string{SimFailAttempts: strconv.Itoa(pt.MaxAttempts)}
-		}
-		return nil
-	})
+	sub := createSubmission(t, "c1", 3, failAppStart(failsFirstRun))
 	sub.Plan.Rollback = nil
 	job, err := b.eng.Submit(b.ctx, sub)
 	require.NoError(t, err)

@@ -224,12 +224,7 @@ func TestTwoJanitorsAtOnce(t *testing.T) {
 			return nil
 		}))
 		require.NoError(t, err)
-		rolled, err := b.eng.Submit(b.ctx, createSubmission(t, "c2", 3, func(pt planner.Task) map[string]string {
-			if pt.Service == "app" && pt.Action == domain.ActionStart {
-				return map[string]string{SimFailAttempts: "99"}
-			}
-			return nil
-		}))
+		rolled, err := b.eng.Submit(b.ctx, createSubmission(t, "c2", 3, failAppStart(alwaysFails)))
 		require.NoError(t, err)
 
 		ctx, cancel := context.WithCancel(b.ctx)

@@ -84,19 +84,7 @@ func TestLongTasksGoToTheLongQueue(t *testing.T) {
 		b.eng.RunWorkers(lctx, tenant, 2)
 	}()
 	go func() { defer wg.Done(); fargate.RunWorkers(ctx, tenant, 2) }()
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				_, _ = b.eng.RunJanitor(ctx)
-			}
-		}
-	}()
+	go func() { defer wg.Done(); janitorEvery(ctx, b.eng, 50*time.Millisecond, nil) }()
 	final := b.waitJob(t, "c1", job.ID, 30*time.Second)
 	cancel()
 	wg.Wait()

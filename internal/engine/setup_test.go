@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -260,6 +261,24 @@ func createSubmissionWithReferences(t testing.TB, cluster string, n int, params 
 	}
 }
 
+// failAppStart returns task params under which every app/start fails its
+// first n attempts (n of the task: its MaxAttempts fails exactly the first
+// run, so a retry succeeds; more than any run has fails for good).
+func failAppStart(n func(planner.Task) int) func(planner.Task) map[string]string {
+	return func(pt planner.Task) map[string]string {
+		if pt.Service == "app" && pt.Action == domain.ActionStart {
+			return map[string]string{SimFailAttempts: strconv.Itoa(n(pt))}
+		}
+		return nil
+	}
+}
+
+// Arguments for failAppStart.
+var (
+	alwaysFails   = func(planner.Task) int { return 99 }
+	failsFirstRun = func(pt planner.Task) int { return pt.MaxAttempts }
+)
+
 // run starts n workers and a janitor ticking every period until stop.
 func (b *testBundle) run(t testing.TB, workers int, period time.Duration) (stop func()) {
 	t.Helper()
@@ -267,20 +286,26 @@ func (b *testBundle) run(t testing.TB, workers int, period time.Duration) (stop 
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); b.eng.RunWorkers(ctx, tenant, workers) }()
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(period)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				_, _ = b.eng.RunJanitor(ctx)
-			}
-		}
-	}()
+	go func() { defer wg.Done(); janitorEvery(ctx, b.eng, period, nil) }()
 	return func() { cancel(); wg.Wait() }
+}
+
+// janitorEvery runs eng's janitor every period until ctx ends, calling
+// onPass (when set) before each pass.
+func janitorEvery(ctx context.Context, eng *Engine, period time.Duration, onPass func()) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if onPass != nil {
+			onPass()
+		}
+		_, _ = eng.RunJanitor(ctx)
+	}
 }
 
 // waitJob waits until the job ends and returns its final state.
