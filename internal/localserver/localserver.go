@@ -115,7 +115,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.shell = shell.New(shell.Config{Scripts: shell.NewScripts(db)})
 
 	s.queue = &tenantQueues{memqueue.New(memqueue.Options{})}
-	ecfg := localEngineConfig(cfg.Engine, cfg.Logger)
+	ecfg := localEngineConfig(cfg.Engine)
 	// Provider entities are checked against their type in the registry and
 	// their sensitive fields sealed with the local master key.
 	svc, err := assemble.Build(assemble.Parts{Store: db, Queue: s.queue, Keyring: keyring, Providers: registry,
@@ -152,10 +152,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 
 	// The in-process queue starts empty: whatever was READY when the last
-	// process stopped is sent again now rather than after ResendAfter.
-	// RUNNING attempts of the dead process fail when their lease runs out
-	// and are retried.
-	if err := s.resendAll(ctx); err != nil {
+	// process stopped is sent again now rather than after ResendAfter (each
+	// tenant's queue is made by its first send, see tenantQueues). RUNNING
+	// attempts of the dead process fail when their lease runs out and are
+	// retried.
+	if _, err := s.engine.ResendReady(ctx); err != nil {
 		s.log.WarnContext(ctx, "resending ready tasks at start failed; the janitor will", "error", err)
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -211,7 +212,9 @@ func (q *tenantQueues) Send(ctx context.Context, tenant string, msgs ...queue.Me
 	return err
 }
 
-func localEngineConfig(c engine.Config, log *slog.Logger) engine.Config {
+// localEngineConfig fills c's zero fields with the local defaults; the
+// logger is set by assemble.Build.
+func localEngineConfig(c engine.Config) engine.Config {
 	if c.ResendAfter == 0 {
 		c.ResendAfter = 20 * time.Second
 	}
@@ -231,31 +234,7 @@ func localEngineConfig(c engine.Config, log *slog.Logger) engine.Config {
 		host, _ := os.Hostname()
 		c.WorkerID = fmt.Sprintf("local-%s-%d", host, os.Getpid())
 	}
-	c.Logger = log
 	return c
-}
-
-// resendAll sends every READY task again; tenants' queues are created first.
-func (s *Server) resendAll(ctx context.Context) error {
-	if err := s.syncQueues(ctx); err != nil {
-		return err
-	}
-	_, err := s.engine.ResendReady(ctx)
-	return err
-}
-
-// syncQueues makes sure every tenant has its in-process queue.
-func (s *Server) syncQueues(ctx context.Context) error {
-	tenants, err := s.access.AllTenants(ctx)
-	if err != nil {
-		return err
-	}
-	for _, t := range tenants {
-		if err := s.queue.CreateTenantQueue(ctx, t.ID); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // poolKey is one tenant's worker pool: a changed worker count is a new key,

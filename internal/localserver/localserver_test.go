@@ -100,6 +100,20 @@ func (b *bundle) settle(key, id string) clusterView {
 	}
 }
 
+// settleTo waits until the cluster's latest job has ended and requires the
+// cluster to be in status want, naming the failed tasks when it is not.
+func (b *bundle) settleTo(key, id, want string) clusterView {
+	b.t.Helper()
+	v := b.settle(key, id)
+	var failed string
+	if v.Status != want {
+		failed = b.jobFailure(id, v.Progress.JobID)
+	}
+	require.Equal(b.t, want, v.Status, "%s\n%s", v.StatusMessage, failed)
+	return v
+}
+
+// jobFailure describes the job's failed tasks, for messages.
 func (b *bundle) jobFailure(id, job string) string {
 	var v struct {
 		Tasks []struct {
@@ -147,8 +161,7 @@ func TestClusterLifecycleOnLocalNodes(t *testing.T) {
 	var created result
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "shop", "template": "web", "size": 3}, &created))
 	id := created.Cluster.ID
-	v := b.settle(b.admin, id)
-	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	v := b.settleTo(b.admin, id, "ACTIVE")
 	require.Len(t, v.Nodes, 3)
 	require.Equal(t, v.Progress.Total, v.Progress.Done)
 	for _, st := range v.Progress.Stages {
@@ -158,21 +171,18 @@ func TestClusterLifecycleOnLocalNodes(t *testing.T) {
 
 	var expanded result
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/expand", map[string]any{"count": 2}, &expanded))
-	v = b.settle(b.admin, id)
-	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	v = b.settleTo(b.admin, id, "ACTIVE")
 	require.Len(t, v.Nodes, 5)
 	require.Len(t, through(t, v, 12), 4, "the load balancer was reconfigured and reaches the new web nodes")
 
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/shrink", map[string]any{"count": 1}, nil))
-	v = b.settle(b.admin, id)
-	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	v = b.settleTo(b.admin, id, "ACTIVE")
 	require.Len(t, v.Nodes, 4)
 	require.Equal(t, 4, v.NodeCount)
 	require.Len(t, through(t, v, 9), 3, "the removed web node is no longer a backend")
 
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/restart", map[string]any{"services": []string{"kv"}}, nil))
-	v = b.settle(b.admin, id)
-	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	v = b.settleTo(b.admin, id, "ACTIVE")
 	require.Len(t, through(t, v, 3), 3)
 
 	var jobs struct {
@@ -186,8 +196,7 @@ func TestClusterLifecycleOnLocalNodes(t *testing.T) {
 	require.Equal(t, "restart", jobs.Items[0].Operation, "newest first")
 
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "DELETE", "/v1/clusters/"+id, nil, nil))
-	v = b.settle(b.admin, id)
-	require.Equal(t, "TERMINATED", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	v = b.settleTo(b.admin, id, "TERMINATED")
 	require.Empty(t, v.Nodes)
 	require.Zero(t, b.srv.local.Nodes(), "no node is left")
 	var tenant access.TenantView
@@ -292,8 +301,7 @@ func TestUsersSeeTheirOwnClustersAndAdminsAll(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, b.call(other.AdminKey.Secret, "GET", "/v1/clusters/"+id, nil, &e))
 	require.Equal(t, http.StatusNotFound, b.call(other.AdminKey.Secret, "GET", "/v1/clusters/"+id+"/jobs", nil, &e))
 
-	v := b.settle(bob, id)
-	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	b.settleTo(bob, id, "ACTIVE")
 	// A service the catalog uses cannot be deleted while a live cluster runs it.
 	require.Equal(t, http.StatusConflict, b.call(b.admin, "DELETE", "/v1/services/kv", nil, &e))
 	require.Contains(t, e.Error.Message, "kv")
@@ -311,8 +319,7 @@ func TestServicesComeAndGoAndTheTemplateSyncs(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters",
 		map[string]any{"name": "shop", "template": "web", "size": 3, "services": []string{"web", "kv"}}, &created))
 	id := created.Cluster.ID
-	v := b.settle(b.admin, id)
-	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	v := b.settleTo(b.admin, id, "ACTIVE")
 
 	// lb may not share a node with web, and every node runs web: adding it
 	// needs a new node, which the request allows.
@@ -321,8 +328,7 @@ func TestServicesComeAndGoAndTheTemplateSyncs(t *testing.T) {
 		map[string]any{"services": []string{"lb"}}, &e), "without new nodes lb has nowhere to go: %+v", e)
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/add-services",
 		map[string]any{"services": []string{"lb"}, "maxNewNodes": 1}, nil))
-	v = b.settle(b.admin, id)
-	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	v = b.settleTo(b.admin, id, "ACTIVE")
 	require.Len(t, v.Nodes, 4)
 	require.Len(t, through(t, v, 6), 3, "the added load balancer reaches every web node")
 
@@ -332,8 +338,7 @@ func TestServicesComeAndGoAndTheTemplateSyncs(t *testing.T) {
 	require.Contains(t, e.Error.Message, "web")
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/remove-services",
 		map[string]any{"services": []string{"lb"}}, nil))
-	v = b.settle(b.admin, id)
-	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	v = b.settleTo(b.admin, id, "ACTIVE")
 	for _, n := range v.Nodes {
 		require.NotContains(t, n.Services, "lb")
 	}
@@ -347,8 +352,7 @@ func TestServicesComeAndGoAndTheTemplateSyncs(t *testing.T) {
 	delete(tmpl, "updatedAt")
 	require.Equal(t, http.StatusOK, b.call(b.admin, "PUT", "/v1/clustertemplates/web", tmpl, nil))
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/sync", map[string]any{}, nil))
-	v = b.settle(b.admin, id)
-	require.Equal(t, "ACTIVE", v.Status, "%s\n%s", v.StatusMessage, b.jobFailure(id, v.Progress.JobID))
+	v = b.settleTo(b.admin, id, "ACTIVE")
 	var synced struct {
 		Template struct {
 			Version int `json:"version"`
