@@ -111,12 +111,6 @@ func catalogOnly(s store.Store) services {
 // lambdaHandler is what lambda.Start runs for each API Gateway event.
 type lambdaHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
-// newHandler builds the catalog-only API over s and adapts it to API
-// Gateway events.
-func newHandler(ctx context.Context, s store.Store, backend, bootstrapKey string) (lambdaHandler, error) {
-	return newServicesHandler(ctx, catalogOnly(s), backend, bootstrapKey, slog.New(slog.NewJSONHandler(os.Stderr, nil)))
-}
-
 // newServicesHandler builds the API over svc and adapts it to API Gateway
 // events.
 func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey string, log *slog.Logger) (lambdaHandler, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -65,7 +66,7 @@ func TestGoldenEventsOnDynamoDB(t *testing.T) {
 
 func checkGolden(t *testing.T, db store.Store, backend string) {
 	t.Helper()
-	h, err := newHandler(context.Background(), db, backend, testKey)
+	h, err := newServicesHandler(context.Background(), catalogOnly(db), backend, testKey, slog.New(slog.NewJSONHandler(os.Stderr, nil)))
 	require.NoError(t, err)
 
 	events, err := filepath.Glob("testdata/events/*.json")

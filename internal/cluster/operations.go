@@ -67,14 +67,10 @@ type operation struct {
 
 // run plans op on l and submits it (or previews it).
 func (s *Service) run(ctx context.Context, p access.Principal, l *live, op operation, dryRun bool) (*Result, error) {
-	services := map[string]*domain.Service{}
-	for n, svc := range op.req.Services {
-		services[n] = svc
-	}
 	if op.req.Services == nil {
-		services = l.sp.plannerServices(servicesOn(l.nodes), servicesOn(op.req.New))
+		op.req.Services = l.sp.plannerServices(servicesOn(l.nodes), servicesOn(op.req.New))
 	}
-	op.req.Services = services
+	services := op.req.Services
 	if op.req.Old == nil {
 		op.req.Old = l.nodes
 	}
