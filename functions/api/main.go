@@ -85,7 +85,7 @@ func fromEnv(ctx context.Context, log *slog.Logger) (lambdaHandler, error) {
 // newOnboarder onboards tenants onto a's queues, with mappings to the
 // worker function when it is named.
 func newOnboarder(a *assemble.AWS, workerFunction string, log *slog.Logger) (*awsonboard.Onboarder, error) {
-	cfg := awsonboard.Config{Queues: a.Queue, LongQueues: a.LongQueue, SQS: a.SQS, FunctionName: workerFunction}
+	cfg := awsonboard.Config{Queues: a.Queue, LongQueues: a.LongQueue, FunctionName: workerFunction}
 	if workerFunction == "" {
 		log.Warn("api: HEDDLE_WORKER_FUNCTION is not set: new tenants get queues but no event source mapping, so no Lambda consumes them")
 	} else {

@@ -212,13 +212,8 @@ func setup(t *testing.T) *lambdas {
 	url, err := l.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
 	require.NoError(t, err)
 	l.queueURL = aws.ToString(url.QueueUrl)
-	attrs, err := l.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: url.QueueUrl,
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+	l.queueARN, err = onboard.QueueARN(ctx, tenantID)
 	require.NoError(t, err)
-	l.queueARN = attrs.Attributes[string(types.QueueAttributeNameQueueArn)]
-	if l.queueARN == "" { // what SQS would name it
-		l.queueARN = "arn:aws:sqs:" + region + ":000000000000:" + name
-	}
 	return l
 }
 

@@ -34,11 +34,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/onboard"
+	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/queue/sqsqueue"
 )
 
@@ -64,17 +63,12 @@ type Queues interface {
 	CreateTenantQueue(ctx context.Context, tenant string) error
 	DeleteTenantQueue(ctx context.Context, tenant string) error
 	QueueName(tenant string) (string, error)
+	// QueueARN names the tenant's queue to Lambda; an error matching
+	// queue.ErrNoQueue when it does not exist.
+	QueueARN(ctx context.Context, tenant string) (string, error)
 }
 
 var _ Queues = (*sqsqueue.Queue)(nil)
-
-// SQSClient is the part of *sqs.Client that finds a queue's ARN.
-type SQSClient interface {
-	GetQueueAttributes(context.Context, *sqs.GetQueueAttributesInput, ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
-	GetQueueUrl(context.Context, *sqs.GetQueueUrlInput, ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
-}
-
-var _ SQSClient = (*sqs.Client)(nil)
 
 // LambdaClient is the part of *lambda.Client that manages mappings.
 type LambdaClient interface {
@@ -93,8 +87,6 @@ type Config struct {
 	// LongQueues makes and removes the tenant's long-task queues. Nil makes
 	// none, for deployments whose engines mark no task long.
 	LongQueues Queues
-	// SQS finds a queue's ARN, which names it to Lambda (required).
-	SQS SQSClient
 	// Lambda manages the mappings; required with FunctionName.
 	Lambda LambdaClient
 	// FunctionName is the worker function's name or ARN. Empty makes queues
@@ -107,7 +99,6 @@ type Config struct {
 type Onboarder struct {
 	queues   Queues
 	long     Queues // nil: no long-task queues
-	sqs      SQSClient
 	lambda   LambdaClient
 	function string
 }
@@ -117,21 +108,18 @@ var _ onboard.Onboarder = (*Onboarder)(nil)
 // New returns an Onboarder.
 func New(cfg Config) (*Onboarder, error) {
 	switch {
-	case cfg.Queues == nil || cfg.SQS == nil:
-		return nil, errors.New("awsonboard: Queues and SQS are required")
+	case cfg.Queues == nil:
+		return nil, errors.New("awsonboard: Queues is required")
 	case cfg.FunctionName != "" && cfg.Lambda == nil:
 		return nil, errors.New("awsonboard: a Lambda client is required with FunctionName")
 	}
-	return &Onboarder{queues: cfg.Queues, long: cfg.LongQueues, sqs: cfg.SQS, lambda: cfg.Lambda, function: cfg.FunctionName}, nil
+	return &Onboarder{queues: cfg.Queues, long: cfg.LongQueues, lambda: cfg.Lambda, function: cfg.FunctionName}, nil
 }
 
 // Concurrency is the MaximumConcurrency of a tenant with the given workers.
 func Concurrency(workers int) int32 {
 	return int32(min(max(workers, MinConcurrency), MaxConcurrency))
 }
-
-// errNoQueue: the tenant's queue does not exist.
-var errNoQueue = errors.New("awsonboard: no queue")
 
 // Onboard makes the tenant's queues and long-task queues (or brings
 // existing ones to sqsqueue's attributes), then its mapping to the worker
@@ -155,7 +143,7 @@ func (o *Onboarder) Onboard(ctx context.Context, tenant domain.Tenant) error {
 	if o.function == "" {
 		return nil
 	}
-	arn, err := o.queueARN(ctx, tenant.ID)
+	arn, err := o.queues.QueueARN(ctx, tenant.ID)
 	if err != nil {
 		return err
 	}
@@ -166,8 +154,8 @@ func (o *Onboarder) Onboard(ctx context.Context, tenant domain.Tenant) error {
 // tenant whose queue or mapping is missing (an onboarding that failed part
 // way) is onboarded; its long-task queues are made if they are missing.
 func (o *Onboarder) Resize(ctx context.Context, tenant domain.Tenant) error {
-	arn, err := o.queueARN(ctx, tenant.ID)
-	if errors.Is(err, errNoQueue) {
+	arn, err := o.queues.QueueARN(ctx, tenant.ID)
+	if errors.Is(err, queue.ErrNoQueue) {
 		return o.Onboard(ctx, tenant)
 	}
 	if err != nil {
@@ -225,41 +213,6 @@ func (o *Onboarder) Offboard(ctx context.Context, tenantID string) error {
 		}
 	}
 	return nil
-}
-
-// queueARN returns the ARN of the tenant's queue, or errNoQueue.
-func (o *Onboarder) queueARN(ctx context.Context, tenant string) (string, error) {
-	name, err := o.queues.QueueName(tenant)
-	if err != nil {
-		return "", err
-	}
-	got, err := o.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
-	if isNoQueue(err) {
-		return "", fmt.Errorf("%w: %s", errNoQueue, name)
-	}
-	if err != nil {
-		return "", fmt.Errorf("awsonboard: finding queue %s: %w", name, err)
-	}
-	attrs, err := o.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl:       got.QueueUrl,
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
-	})
-	if isNoQueue(err) {
-		return "", fmt.Errorf("%w: %s", errNoQueue, name)
-	}
-	if err != nil {
-		return "", fmt.Errorf("awsonboard: reading the ARN of queue %s: %w", name, err)
-	}
-	arn := attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
-	if arn == "" {
-		return "", fmt.Errorf("awsonboard: queue %s has no ARN", name)
-	}
-	return arn, nil
-}
-
-func isNoQueue(err error) bool {
-	var noQueue *sqstypes.QueueDoesNotExist
-	return errors.As(err, &noQueue)
 }
 
 // ensureMapping updates the mapping from arn to the worker, or creates it.
@@ -341,11 +294,11 @@ func (o *Onboarder) findMapping(ctx context.Context, arn string) (*lambdatypes.E
 // worker. Without the queue (deleted by hand) they are found by the queue
 // name at the end of their source ARN among all the worker's mappings.
 func (o *Onboarder) tenantMappings(ctx context.Context, tenant string) ([]lambdatypes.EventSourceMappingConfiguration, error) {
-	arn, err := o.queueARN(ctx, tenant)
+	arn, err := o.queues.QueueARN(ctx, tenant)
 	if err == nil {
 		return o.listMappings(ctx, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(arn), FunctionName: aws.String(o.function)})
 	}
-	if !errors.Is(err, errNoQueue) {
+	if !errors.Is(err, queue.ErrNoQueue) {
 		return nil, err
 	}
 	name, err := o.queues.QueueName(tenant)

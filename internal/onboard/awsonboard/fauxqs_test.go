@@ -102,7 +102,7 @@ func TestOnboardOnFauxqs(t *testing.T) {
 		list("list-event-source-mappings.json"), remove(uuid),
 		// Offboard again: no queue, so the worker's mappings are listed.
 		list("list-event-source-mappings-empty.json"))
-	o, err := awsonboard.New(awsonboard.Config{Queues: q, LongQueues: long, SQS: c, Lambda: lc, FunctionName: worker})
+	o, err := awsonboard.New(awsonboard.Config{Queues: q, LongQueues: long, Lambda: lc, FunctionName: worker})
 	require.NoError(t, err)
 
 	require.NoError(t, o.Onboard(ctx, acme(1)))

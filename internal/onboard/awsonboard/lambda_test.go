@@ -17,12 +17,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/onboard/awsonboard"
+	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/queue/sqsqueue"
 )
 
@@ -210,19 +209,18 @@ func (q *fakeQueues) DeleteTenantQueue(_ context.Context, tenant string) error {
 
 func (q *fakeQueues) QueueName(tenant string) (string, error) { return q.names.QueueName(tenant) }
 
-func (q *fakeQueues) GetQueueUrl(_ context.Context, in *sqs.GetQueueUrlInput, _ ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
+// QueueARN answers the queue's ARN while it exists, as sqsqueue does.
+func (q *fakeQueues) QueueARN(_ context.Context, tenant string) (string, error) {
+	name, err := q.names.QueueName(tenant)
+	if err != nil {
+		return "", err
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if !q.exists[aws.ToString(in.QueueName)] {
-		return nil, &sqstypes.QueueDoesNotExist{Message: aws.String("The specified queue does not exist.")}
+	if !q.exists[name] {
+		return "", fmt.Errorf("%w: %q", queue.ErrNoQueue, tenant)
 	}
-	return &sqs.GetQueueUrlOutput{QueueUrl: aws.String("https://sqs.eu-west-1.amazonaws.com/123456789012/" + aws.ToString(in.QueueName))}, nil
-}
-
-func (q *fakeQueues) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
-	name := aws.ToString(in.QueueUrl)
-	name = name[strings.LastIndexByte(name, '/')+1:]
-	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"QueueArn": "arn:aws:sqs:eu-west-1:123456789012:" + name}}, nil
+	return "arn:aws:sqs:eu-west-1:123456789012:" + name, nil
 }
 
 type testBundle struct {
@@ -238,7 +236,7 @@ func setup(t *testing.T, existing []string, script ...exchange) *testBundle {
 	t.Helper()
 	f, client := newFakeLambda(t, acmeARN, script...)
 	q, long := newFakeQueues(t, existing...), newFakeLongQueues(t, existing...)
-	o, err := awsonboard.New(awsonboard.Config{Queues: q, LongQueues: long, SQS: q, Lambda: client, FunctionName: worker})
+	o, err := awsonboard.New(awsonboard.Config{Queues: q, LongQueues: long, Lambda: client, FunctionName: worker})
 	require.NoError(t, err)
 	return &testBundle{lambda: f, queues: q, long: long, o: o}
 }
@@ -415,7 +413,7 @@ func TestOffboard(t *testing.T) {
 func TestQueuesOnly(t *testing.T) {
 	t.Parallel()
 	q, long := newFakeQueues(t), newFakeLongQueues(t)
-	o, err := awsonboard.New(awsonboard.Config{Queues: q, LongQueues: long, SQS: q})
+	o, err := awsonboard.New(awsonboard.Config{Queues: q, LongQueues: long})
 	require.NoError(t, err)
 	ctx := t.Context()
 	require.NoError(t, o.Onboard(ctx, acme(3)))
@@ -434,12 +432,12 @@ func TestWithoutLongQueues(t *testing.T) {
 	t.Parallel()
 	f, client := newFakeLambda(t, acmeARN, list("list-event-source-mappings-empty.json"), create())
 	q := newFakeQueues(t)
-	o, err := awsonboard.New(awsonboard.Config{Queues: q, SQS: q, Lambda: client, FunctionName: worker})
+	o, err := awsonboard.New(awsonboard.Config{Queues: q, Lambda: client, FunctionName: worker})
 	require.NoError(t, err)
 	require.NoError(t, o.Onboard(t.Context(), acme(2)))
 	require.Equal(t, []string{"acme"}, q.created)
 	require.Len(t, f.requests(), 2)
-	queuesOnly, err := awsonboard.New(awsonboard.Config{Queues: q, SQS: q})
+	queuesOnly, err := awsonboard.New(awsonboard.Config{Queues: q})
 	require.NoError(t, err)
 	require.NoError(t, queuesOnly.Offboard(t.Context(), "acme"))
 	require.Equal(t, []string{"acme"}, q.deleted)
@@ -465,8 +463,8 @@ func TestOnboardRefusesATenantTooLongForItsLongQueue(t *testing.T) {
 func TestNewRefuses(t *testing.T) {
 	t.Parallel()
 	q := newFakeQueues(t)
-	_, err := awsonboard.New(awsonboard.Config{SQS: q})
+	_, err := awsonboard.New(awsonboard.Config{})
 	require.Error(t, err)
-	_, err = awsonboard.New(awsonboard.Config{Queues: q, SQS: q, FunctionName: worker})
+	_, err = awsonboard.New(awsonboard.Config{Queues: q, FunctionName: worker})
 	require.ErrorContains(t, err, "Lambda client")
 }

@@ -75,6 +75,16 @@ func TestTenantQueueAttributes(t *testing.T) {
 	tenant, err := q.TenantOf(attrs["QueueArn"])
 	require.NoError(t, err)
 	require.Equal(t, "acme", tenant)
+	arn, err := q.QueueARN(t.Context(), "acme")
+	require.NoError(t, err)
+	require.Equal(t, attrs["QueueArn"], arn)
+
+	// A tenant without a queue has no ARN.
+	_, err = q.QueueARN(t.Context(), "nobody")
+	require.ErrorIs(t, err, queue.ErrNoQueue)
+	require.NoError(t, q.DeleteTenantQueue(t.Context(), "acme"))
+	_, err = q.QueueARN(t.Context(), "acme")
+	require.ErrorIs(t, err, queue.ErrNoQueue, "deleted since: the cached URL is dropped")
 }
 
 // TestCreateTenantQueueConverges: onboarding again with other options

@@ -163,16 +163,9 @@ func (q *Queue) CreateTenantQueue(ctx context.Context, tenant string) error {
 	if err != nil {
 		return err
 	}
-	attrs, err := q.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl:       aws.String(dlqURL),
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn},
-	})
+	dlqARN, err := q.arn(ctx, dlqURL)
 	if err != nil {
-		return fmt.Errorf("sqsqueue: reading the ARN of %s: %w", dlqName, err)
-	}
-	dlqARN := attrs.Attributes[string(types.QueueAttributeNameQueueArn)]
-	if dlqARN == "" {
-		return fmt.Errorf("sqsqueue: %s has no ARN", dlqName)
+		return fmt.Errorf("sqsqueue: %s: %w", dlqName, err)
 	}
 	redrive, err := json.Marshal(struct {
 		DeadLetterTargetArn string `json:"deadLetterTargetArn"`
@@ -273,6 +266,36 @@ func (q *Queue) DeleteTenantQueue(ctx context.Context, tenant string) error {
 		}
 	}
 	return nil
+}
+
+// QueueARN returns the ARN of the tenant's queue (what names it to Lambda's
+// event source mappings), or an error matching queue.ErrNoQueue.
+func (q *Queue) QueueARN(ctx context.Context, tenant string) (string, error) {
+	url, err := q.url(ctx, tenant)
+	if err != nil {
+		return "", err
+	}
+	arn, err := q.arn(ctx, url)
+	if err != nil {
+		return "", q.callError(ctx, tenant, url, "reading the queue's ARN", err)
+	}
+	return arn, nil
+}
+
+// arn reads the ARN of the queue at url.
+func (q *Queue) arn(ctx context.Context, url string) (string, error) {
+	attrs, err := q.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return "", err
+	}
+	arn := attrs.Attributes[string(types.QueueAttributeNameQueueArn)]
+	if arn == "" {
+		return "", errors.New("the queue has no ARN")
+	}
+	return arn, nil
 }
 
 // url returns the tenant's queue URL, from the cache if it can.
