@@ -18,6 +18,7 @@ import (
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
 )
 
@@ -38,6 +39,16 @@ func setup(t testing.TB) *testBundle {
 // thousands of writes would otherwise each wait for the disk).
 func setupWith(t testing.TB, opts boltstore.Options) *testBundle {
 	t.Helper()
+	b := newBundle(t, opts, nil)
+	b.acmeKey = b.createTenant(t, "acme")
+	b.otherKey = b.createTenant(t, "globex")
+	return b
+}
+
+// newBundle serves the API, with its cluster service, on a new store opened
+// with opts; o is its onboarder (nil for none). It has no tenants yet.
+func newBundle(t testing.TB, opts boltstore.Options, o onboard.Onboarder) *testBundle {
+	t.Helper()
 	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
@@ -47,13 +58,10 @@ func setupWith(t testing.TB, opts boltstore.Options) *testBundle {
 	var clusters *cluster.Service
 	cat := catalog.New(db, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) })
 	clusters = newClusterService(t, db, acc, cat)
-	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Backend: "bolt", Version: "test"})
+	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Onboarder: o, Backend: "bolt", Version: "test"})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	b := &testBundle{srv: srv, api: s, rootKey: root}
-	b.acmeKey = b.createTenant(t, "acme")
-	b.otherKey = b.createTenant(t, "globex")
-	return b
+	return &testBundle{srv: srv, api: s, rootKey: root}
 }
 
 func (b *testBundle) createTenant(t testing.TB, id string) string {

@@ -148,14 +148,21 @@ func trimPrefix(err error) string {
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	d := s.errorDetail(r, err)
+	if d.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)
+	}
+	writeJSON(w, d.Status, ErrorBody{Error: d})
+}
+
+// errorDetail describes err as the answer to r, with r's request id, and
+// logs it when it is the server's failure (5xx).
+func (s *Server) errorDetail(r *http.Request, err error) ErrorDetail {
 	d := describe(err)
 	d.RequestID = requestID(r.Context())
 	if d.Status >= 500 {
 		s.log.ErrorContext(r.Context(), "request failed", slog.String("requestId", d.RequestID),
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("error", err))
 	}
-	if d.Status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)
-	}
-	writeJSON(w, d.Status, ErrorBody{Error: d})
+	return d
 }

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -96,12 +95,9 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request, _ access.P
 	if err := s.onboarder.Onboard(r.Context(), view.Tenant); err != nil {
 		// The tenant exists and its admin key is shown only now, so the
 		// error carries both.
-		d := describe(onboardingIncomplete(fmt.Sprintf(
+		d := s.errorDetail(r, fmt.Errorf("%w: %w", onboardingIncomplete(fmt.Sprintf(
 			"tenant %q was created, but its queue could not be made (%v); PUT /v1/tenants/%s with the tenant retries it",
-			view.ID, err, view.ID)))
-		d.RequestID = requestID(r.Context())
-		s.log.ErrorContext(r.Context(), "request failed", slog.String("requestId", d.RequestID),
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("error", err))
+			view.ID, err, view.ID)), err))
 		writeJSON(w, d.Status, CreateTenantIncompleteResponse{Error: d, CreateTenantResponse: created})
 		return nil
 	}

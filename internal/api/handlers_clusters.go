@@ -58,9 +58,7 @@ func describeCluster(err error) (ErrorDetail, bool) {
 		return ErrorDetail{Status: http.StatusNotFound, Code: CodeNotFound, Message: trimPrefix(err) + " does not exist"}, true
 	case errors.Is(err, engine.ErrClusterBusy):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeClusterBusy, Message: trimPrefix(err)}, true
-	case errors.Is(err, engine.ErrNothingToRetry):
-		return ErrorDetail{Status: http.StatusConflict, Code: CodeJobState, Message: trimPrefix(err)}, true
-	case errors.Is(err, engine.ErrJobState):
+	case errors.Is(err, engine.ErrNothingToRetry), errors.Is(err, engine.ErrJobState):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeJobState, Message: trimPrefix(err)}, true
 	case errors.Is(err, engine.ErrStale):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeCatalogChanged,

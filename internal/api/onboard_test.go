@@ -6,16 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heddle-io/heddle/internal/access"
-	"github.com/heddle-io/heddle/internal/catalog"
-	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
@@ -69,20 +64,8 @@ func (o *recordingOnboarder) took() []string {
 // setupOnboarding is setup with a recording onboarder.
 func setupOnboarding(t *testing.T) (*testBundle, *recordingOnboarder) {
 	t.Helper()
-	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	acc := access.New(db)
-	root, err := acc.Bootstrap(context.Background(), "")
-	require.NoError(t, err)
-	var clusters *cluster.Service
-	cat := catalog.New(db, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) })
-	clusters = newClusterService(t, db, acc, cat)
 	o := &recordingOnboarder{}
-	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Onboarder: o, Backend: "bolt", Version: "test"})
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	b := &testBundle{srv: srv, api: s, rootKey: root}
+	b := newBundle(t, boltstore.Options{}, o)
 	b.acmeKey = b.createTenant(t, "acme")
 	require.Equal(t, []string{"onboard acme 2"}, o.took())
 	return b, o
