@@ -39,15 +39,7 @@ changes nothing. -f - reads the document from stdin.`,
 			if err != nil {
 				return err
 			}
-			if a.jsonOut() {
-				return printJSON(cmd.OutOrStdout(), raw)
-			}
-			res, err := decodeBody[catalog.ImportResult](raw)
-			if err != nil {
-				return err
-			}
-			printImport(cmd.OutOrStdout(), &res)
-			return nil
+			return printAnswer(a, cmd.OutOrStdout(), raw, printImport)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the catalog document (.yaml, .yml or .json; - for stdin)")

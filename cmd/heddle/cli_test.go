@@ -79,6 +79,16 @@ func isolate(t *testing.T) string {
 	return path
 }
 
+// fakeEnv isolates the CLI and points it at a new fake API with key.
+func fakeEnv(t *testing.T, key string) *fakeAPI {
+	t.Helper()
+	isolate(t)
+	api := newFakeAPI(t)
+	t.Setenv("HEDDLE_ENDPOINT", api.URL)
+	t.Setenv("HEDDLE_KEY", key)
+	return api
+}
+
 type result struct {
 	code           int
 	stdout, stderr string
@@ -186,10 +196,7 @@ func TestConfigSet(t *testing.T) {
 }
 
 func TestApplyContentType(t *testing.T) {
-	isolate(t)
-	api := newFakeAPI(t)
-	t.Setenv("HEDDLE_ENDPOINT", api.URL)
-	t.Setenv("HEDDLE_KEY", "hdl_admin")
+	api := fakeEnv(t, "hdl_admin")
 	api.reply("POST /v1/catalog", 200, `{"created":[{"kind":"providers","name":"local"}],"updated":[],"unchanged":[]}`)
 
 	const yamlDoc = "apiVersion: heddle/v1\nproviders:\n  - name: local\n    providerType: local\n"
@@ -230,18 +237,15 @@ func TestApplyContentType(t *testing.T) {
 			if string(post.Body) != body {
 				t.Errorf("sent %q, want the document as is", post.Body)
 			}
-			if !strings.Contains(r.stdout, "created    providers/local") && !strings.Contains(r.stdout, "created  providers/local") {
-				t.Errorf("output:\n%s", r.stdout)
+			if want := "created  providers/local\n1 created, 0 updated, 0 unchanged\n"; r.stdout != want {
+				t.Errorf("output:\n%s\nwant:\n%s", r.stdout, want)
 			}
 		})
 	}
 }
 
 func TestApplyReportsUnchanged(t *testing.T) {
-	isolate(t)
-	api := newFakeAPI(t)
-	t.Setenv("HEDDLE_ENDPOINT", api.URL)
-	t.Setenv("HEDDLE_KEY", "hdl_admin")
+	api := fakeEnv(t, "hdl_admin")
 	// The server says which entities the import left as they were.
 	api.reply("POST /v1/catalog", 200, `{"created":[],"updated":[{"kind":"providers","name":"a"}],"unchanged":[{"kind":"providers","name":"b"}]}`)
 	doc := "apiVersion: heddle/v1\nproviders:\n  - name: a\n    providerType: local\n  - name: b\n    providerType: local\n"
@@ -260,10 +264,7 @@ func TestApplyReportsUnchanged(t *testing.T) {
 }
 
 func TestAPIErrorPrinting(t *testing.T) {
-	isolate(t)
-	api := newFakeAPI(t)
-	t.Setenv("HEDDLE_ENDPOINT", api.URL)
-	t.Setenv("HEDDLE_KEY", "hdl_user")
+	api := fakeEnv(t, "hdl_user")
 	api.reply("POST /v1/clusters", 422, `{"error":{"status":422,"code":"no_layout","message":"no layout satisfies the template for this request",
 		"details":[{"field":"constraints.size","code":"conflict","message":"min 5 is greater than max 2"},{"field":"services.db","code":"conflict","message":"db needs 3 nodes"}],"requestId":"r1"}}`)
 	api.reply("GET /v1/clusters/gone", 502, "<html>bad gateway</html>")
@@ -341,11 +342,8 @@ func fastPolling(t *testing.T) {
 }
 
 func TestJobsWatchFailed(t *testing.T) {
-	isolate(t)
 	fastPolling(t)
-	api := newFakeAPI(t)
-	t.Setenv("HEDDLE_ENDPOINT", api.URL)
-	t.Setenv("HEDDLE_KEY", "hdl_user")
+	api := fakeEnv(t, "hdl_user")
 	api.sequence("GET /v1/clusters/c1/jobs/j1",
 		jobBody("RUNNING", "", "c1-1000/create=RUNNING", "c1-1000/nginx/install=BLOCKED"),
 		jobBody("RUNNING", "", "c1-1000/create=SUCCEEDED", "c1-1000/nginx/install=RUNNING"),
@@ -384,11 +382,8 @@ func TestJobsWatchFailed(t *testing.T) {
 }
 
 func TestClustersCreateWait(t *testing.T) {
-	isolate(t)
 	fastPolling(t)
-	api := newFakeAPI(t)
-	t.Setenv("HEDDLE_ENDPOINT", api.URL)
-	t.Setenv("HEDDLE_KEY", "hdl_user")
+	api := fakeEnv(t, "hdl_user")
 	api.reply("POST /v1/clusters", 202, `{"cluster":{"id":"c1","name":"web1","status":"PENDING"},"job":{"id":"j1","clusterId":"c1","operation":"create","status":"PENDING"}}`)
 	api.sequence("GET /v1/clusters/c1/jobs/j1",
 		jobBody("RUNNING", "", "c1-1000/create=RUNNING"),
@@ -409,10 +404,7 @@ func TestClustersCreateWait(t *testing.T) {
 }
 
 func TestClustersCreateDryRun(t *testing.T) {
-	isolate(t)
-	api := newFakeAPI(t)
-	t.Setenv("HEDDLE_ENDPOINT", api.URL)
-	t.Setenv("HEDDLE_KEY", "hdl_user")
+	api := fakeEnv(t, "hdl_user")
 	api.reply("POST /v1/clusters", 200, `{"dryRun":true,"cluster":{"id":"c1","name":"web1"},
 		"preview":{"operation":"create","diff":{"addedNodes":[{"id":"c1-1000","num":1000,"hardwareType":"small","imageType":"debian","services":["lb"]}]},
 		"summary":{"workTasks":7,"joins":1,"edges":9,"stages":4},"tasks":[],"stages":[]},
@@ -432,10 +424,7 @@ func TestClustersCreateDryRun(t *testing.T) {
 }
 
 func TestOutputJSON(t *testing.T) {
-	isolate(t)
-	api := newFakeAPI(t)
-	t.Setenv("HEDDLE_ENDPOINT", api.URL)
-	t.Setenv("HEDDLE_KEY", "hdl_user")
+	api := fakeEnv(t, "hdl_user")
 	view := `{"id":"c1","name":"web1","status":"ACTIVE","nodes":[{"id":"c1-1000","hostname":"h","addresses":{"access_v4":"10.0.0.1"},"services":["web"],"status":"ACTIVE"}]}`
 	api.reply("GET /v1/clusters/c1", 200, view)
 	r := runCLI(t, "", "clusters", "show", "c1", "-o", "json")
@@ -461,10 +450,7 @@ func TestOutputJSON(t *testing.T) {
 }
 
 func TestTenantsCreate(t *testing.T) {
-	isolate(t)
-	api := newFakeAPI(t)
-	t.Setenv("HEDDLE_ENDPOINT", api.URL)
-	t.Setenv("HEDDLE_KEY", "hdl_super")
+	api := fakeEnv(t, "hdl_super")
 	api.reply("POST /v1/tenants", 201, `{"tenant":{"id":"acme","workers":4,"maxClusters":10,"maxNodes":100,"usage":{"clusters":0,"nodes":0}},
 		"adminKey":{"id":"key_1","tenantId":"acme","user":"alice","secret":"hdl_secret"}}`)
 	r := runCLI(t, "", "tenants", "create", "acme", "--max-clusters", "10", "--max-nodes", "100", "--workers", "4", "--admin", "alice")
@@ -481,10 +467,7 @@ func TestTenantsCreate(t *testing.T) {
 }
 
 func TestMutationRequests(t *testing.T) {
-	isolate(t)
-	api := newFakeAPI(t)
-	t.Setenv("HEDDLE_ENDPOINT", api.URL)
-	t.Setenv("HEDDLE_KEY", "hdl_user")
+	api := fakeEnv(t, "hdl_user")
 	accepted := `{"cluster":{"id":"c1","name":"web1","status":"ACTIVE"},"job":{"id":"j2","clusterId":"c1","operation":"x","status":"PENDING"}}`
 	for _, p := range []string{"DELETE /v1/clusters/c1", "POST /v1/clusters/c1/expand", "POST /v1/clusters/c1/shrink",
 		"POST /v1/clusters/c1/reconfigure", "POST /v1/clusters/c1/rolling-restart", "POST /v1/clusters/c1/stop",

@@ -293,7 +293,6 @@ func newClustersListCommand(a *app) *cobra.Command {
 				}
 				q.Set("cursor", page.NextCursor)
 			}
-			out := cmd.OutOrStdout()
 			if items == nil {
 				items = []json.RawMessage{}
 			}
@@ -301,24 +300,9 @@ func newClustersListCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.jsonOut() {
-				return printJSON(out, raw)
-			}
-			clusters, err := decodeBody[api.Page[domain.Cluster]](raw)
-			if err != nil {
-				return err
-			}
-			if len(clusters.Items) == 0 {
-				fmt.Fprintln(out, "no clusters")
-				return nil
-			}
-			now := time.Now()
-			tw := newTable(out)
-			fmt.Fprintf(tw, "ID\tNAME\tTEMPLATE\tSTATUS\tNODES\tOWNER\tEXPIRES\n")
-			for _, cl := range clusters.Items {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cl.ID, cl.Name, templateName(cl.Template), cl.Status, cl.NodeCount, cl.Owner, clusterExpiry(&cl, now))
-			}
-			return tw.Flush()
+			return printAnswer(a, cmd.OutOrStdout(), raw, func(w io.Writer, clusters *api.Page[domain.Cluster]) {
+				printClusters(w, clusters.Items, time.Now())
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -328,6 +312,20 @@ func newClustersListCommand(a *app) *cobra.Command {
 	f.BoolVar(&all, "all", false, "include TERMINATED clusters")
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"PENDING", "ACTIVE", "INCONSISTENT", "FAILED", "DELETING", "TERMINATED"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+func printClusters(w io.Writer, clusters []domain.Cluster, now time.Time) {
+	if len(clusters) == 0 {
+		fmt.Fprintln(w, "no clusters")
+		return
+	}
+	tw := newTable(w)
+	fmt.Fprintf(tw, "ID\tNAME\tTEMPLATE\tSTATUS\tNODES\tOWNER\tEXPIRES\n")
+	for i := range clusters {
+		cl := &clusters[i]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cl.ID, cl.Name, templateName(cl.Template), cl.Status, cl.NodeCount, cl.Owner, clusterExpiry(cl, now))
+	}
+	_ = tw.Flush()
 }
 
 func templateName(t domain.TemplateRef) string {
@@ -351,24 +349,9 @@ func newClustersShowCommand(a *app) *cobra.Command {
 		Short: "Show a cluster: its nodes, the progress of its latest job, its lease",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client(cmd)
-			if err != nil {
-				return err
-			}
-			raw, err := c.Do(cmd.Context(), http.MethodGet, clusterPath(args[0]), nil, nil, "")
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if a.jsonOut() {
-				return printJSON(out, raw)
-			}
-			v, err := decodeBody[cluster.View](raw)
-			if err != nil {
-				return err
-			}
-			printCluster(out, &v, time.Now())
-			return nil
+			return call(a, cmd, http.MethodGet, clusterPath(args[0]), nil, func(w io.Writer, v *cluster.View) {
+				printCluster(w, v, time.Now())
+			})
 		},
 	}
 }
@@ -450,48 +433,50 @@ func newClustersDeleteCommand(a *app) *cobra.Command {
 	return cmd
 }
 
-func newClustersExpandCommand(a *app) *cobra.Command {
-	var (
-		req cluster.ExpandRequest
-		m   mutationFlags
-	)
+// newMutationCommand is a job-submitting command on one cluster: it POSTs
+// body (a pointer to the request its flags fill) to the cluster's action,
+// after prepare (when not nil) has finished the request. The caller adds the
+// request's flags.
+func newMutationCommand(a *app, action, use, short string, body any, prepare func() error) *cobra.Command {
+	var m mutationFlags
 	cmd := &cobra.Command{
-		Use:   "expand ID --count N",
-		Short: "Add nodes to a cluster",
+		Use:   use,
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.submit(cmd, http.MethodPost, clusterPath(args[0], "expand"), req, m, nil)
+			if prepare != nil {
+				if err := prepare(); err != nil {
+					return err
+				}
+			}
+			return a.submit(cmd, http.MethodPost, clusterPath(args[0], action), body, m, nil)
 		},
 	}
+	m.register(cmd)
+	return cmd
+}
+
+func newClustersExpandCommand(a *app) *cobra.Command {
+	var req cluster.ExpandRequest
+	cmd := newMutationCommand(a, "expand", "expand ID --count N", "Add nodes to a cluster", &req, nil)
 	f := cmd.Flags()
 	f.IntVar(&req.Count, "count", 0, "how many nodes to add")
 	f.StringVar(&req.HardwareType, "hardware-type", "", "the new nodes' hardware type")
 	f.StringVar(&req.ImageType, "image-type", "", "the new nodes' image type")
 	f.BoolVar(&req.Restart, "restart", false, "restart the services whose configuration the new nodes change")
-	m.register(cmd)
 	_ = cmd.MarkFlagRequired("count")
 	return cmd
 }
 
 func newClustersShrinkCommand(a *app) *cobra.Command {
-	var (
-		req cluster.ShrinkRequest
-		m   mutationFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "shrink ID (--count N | --nodes a,b)",
-		Short: "Remove nodes from a cluster (the newest first, or the ones named)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.submit(cmd, http.MethodPost, clusterPath(args[0], "shrink"), req, m, nil)
-		},
-	}
+	var req cluster.ShrinkRequest
+	cmd := newMutationCommand(a, "shrink", "shrink ID (--count N | --nodes a,b)",
+		"Remove nodes from a cluster (the newest first, or the ones named)", &req, nil)
 	f := cmd.Flags()
 	f.IntVar(&req.Count, "count", 0, "how many nodes to remove, newest first")
 	f.StringSliceVar(&req.NodeIDs, "nodes", nil, "the ids of the nodes to remove")
 	f.BoolVar(&req.Force, "force", false, "delete the nodes without stopping and removing their services first")
 	f.BoolVar(&req.Restart, "restart", false, "restart the services whose configuration the removal changes")
-	m.register(cmd)
 	cmd.MarkFlagsMutuallyExclusive("count", "nodes")
 	cmd.MarkFlagsOneRequired("count", "nodes")
 	return cmd
@@ -501,114 +486,65 @@ func newClustersReconfigureCommand(a *app) *cobra.Command {
 	var (
 		req    cluster.ReconfigureRequest
 		config string
-		m      mutationFlags
 	)
-	cmd := &cobra.Command{
-		Use:   "reconfigure ID",
-		Short: "Re-run configure on services (all when --services is not given), optionally with a new config",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
-			if req.Config, err = configValue(config); err != nil {
-				return err
-			}
-			return a.submit(cmd, http.MethodPost, clusterPath(args[0], "reconfigure"), req, m, nil)
-		},
-	}
+	cmd := newMutationCommand(a, "reconfigure", "reconfigure ID",
+		"Re-run configure on services (all when --services is not given), optionally with a new config", &req,
+		func() (err error) {
+			req.Config, err = configValue(config)
+			return err
+		})
 	f := cmd.Flags()
 	f.StringSliceVar(&req.Services, "services", nil, "the services to reconfigure (default: all)")
 	f.StringVar(&config, "config", "", "a new cluster config, a JSON object (or @FILE)")
 	f.BoolVar(&req.Restart, "restart", false, "restart the reconfigured services")
-	m.register(cmd)
 	return cmd
 }
 
 func newClustersAddServicesCommand(a *app) *cobra.Command {
-	var (
-		req cluster.AddServicesRequest
-		m   mutationFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "add-services ID --services a,b",
-		Short: "Add services to a cluster: onto its nodes, or onto at most --max-new-nodes new ones where the constraints need them",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.submit(cmd, http.MethodPost, clusterPath(args[0], "add-services"), req, m, nil)
-		},
-	}
+	var req cluster.AddServicesRequest
+	cmd := newMutationCommand(a, "add-services", "add-services ID --services a,b",
+		"Add services to a cluster: onto its nodes, or onto at most --max-new-nodes new ones where the constraints need them", &req, nil)
 	f := cmd.Flags()
 	f.StringSliceVar(&req.Services, "services", nil, "the services to add")
 	f.IntVar(&req.MaxNewNodes, "max-new-nodes", 0, "how many new nodes the services may take")
 	f.BoolVar(&req.Restart, "restart", false, "restart what the added services reconfigure")
-	m.register(cmd)
 	_ = cmd.MarkFlagRequired("services")
 	return cmd
 }
 
 func newClustersRemoveServicesCommand(a *app) *cobra.Command {
-	var (
-		req cluster.RemoveServicesRequest
-		m   mutationFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "remove-services ID --services a,b",
-		Short: "Stop and remove services from a cluster (refused while a remaining service needs them)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.submit(cmd, http.MethodPost, clusterPath(args[0], "remove-services"), req, m, nil)
-		},
-	}
+	var req cluster.RemoveServicesRequest
+	cmd := newMutationCommand(a, "remove-services", "remove-services ID --services a,b",
+		"Stop and remove services from a cluster (refused while a remaining service needs them)", &req, nil)
 	f := cmd.Flags()
 	f.StringSliceVar(&req.Services, "services", nil, "the services to remove")
 	f.BoolVar(&req.Restart, "restart", false, "restart what the removal reconfigures")
-	m.register(cmd)
 	_ = cmd.MarkFlagRequired("services")
 	return cmd
 }
 
 func newClustersSyncCommand(a *app) *cobra.Command {
-	var (
-		req cluster.SyncRequest
-		m   mutationFlags
-	)
-	cmd := &cobra.Command{
-		Use:   "sync ID [--template-version N]",
-		Short: "Move a cluster to another version of its template (the latest by default) and the catalog's current service definitions",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.submit(cmd, http.MethodPost, clusterPath(args[0], "sync"), req, m, nil)
-		},
-	}
+	var req cluster.SyncRequest
+	cmd := newMutationCommand(a, "sync", "sync ID [--template-version N]",
+		"Move a cluster to another version of its template (the latest by default) and the catalog's current service definitions", &req, nil)
 	f := cmd.Flags()
 	f.IntVar(&req.TemplateVersion, "template-version", 0, "the template version (default: the latest)")
 	f.BoolVar(&req.Restart, "restart", false, "restart the reconfigured services")
-	m.register(cmd)
 	return cmd
 }
 
 func newServiceActionCommand(a *app, action, short string) *cobra.Command {
-	var (
-		req cluster.ServiceActionRequest
-		m   mutationFlags
-	)
+	var req cluster.ServiceActionRequest
 	use := action + " ID"
 	if action == "rolling-restart" {
 		use += " --batch-size K"
 	}
-	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.submit(cmd, http.MethodPost, clusterPath(args[0], action), req, m, nil)
-		},
-	}
+	cmd := newMutationCommand(a, action, use, short, &req, nil)
 	cmd.Flags().StringSliceVar(&req.Services, "services", nil, "the services (default: all)")
 	if action == "rolling-restart" {
 		cmd.Flags().IntVar(&req.BatchSize, "batch-size", 0, "how many nodes restart at a time")
 		_ = cmd.MarkFlagRequired("batch-size")
 	}
-	m.register(cmd)
 	return cmd
 }
 
@@ -626,24 +562,9 @@ func newClustersExtendCommand(a *app) *cobra.Command {
 			if d <= 0 {
 				return errors.New("--by must be a positive duration, e.g. 24h or 7d")
 			}
-			c, err := a.client(cmd)
-			if err != nil {
-				return err
-			}
-			raw, err := c.JSON(cmd.Context(), http.MethodPost, clusterPath(args[0], "lease"), nil, cluster.ExtendRequest{By: d})
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if a.jsonOut() {
-				return printJSON(out, raw)
-			}
-			cl, err := decodeBody[domain.Cluster](raw)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "cluster %s: lease expires %s\n", cl.ID, expiry(cl.ExpiresAt, time.Now()))
-			return nil
+			return call(a, cmd, http.MethodPost, clusterPath(args[0], "lease"), cluster.ExtendRequest{By: d}, func(w io.Writer, cl *domain.Cluster) {
+				fmt.Fprintf(w, "cluster %s: lease expires %s\n", cl.ID, expiry(cl.ExpiresAt, time.Now()))
+			})
 		},
 	}
 	cmd.Flags().StringVar(&by, "by", "", "how much longer, e.g. 24h or 7d")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -132,6 +133,20 @@ func (a *app) client(cmd *cobra.Command) (*Client, error) {
 		c.HTTP = a.httpClient
 	}
 	return c, nil
+}
+
+// call sends one request, with body as JSON when it is not nil, and prints
+// the answer as printAnswer does.
+func call[T any](a *app, cmd *cobra.Command, method, path string, body any, print func(io.Writer, *T)) error {
+	c, err := a.client(cmd)
+	if err != nil {
+		return err
+	}
+	raw, err := c.JSON(cmd.Context(), method, path, nil, body)
+	if err != nil {
+		return err
+	}
+	return printAnswer(a, cmd.OutOrStdout(), raw, print)
 }
 
 func newConfigCommand(a *app) *cobra.Command {

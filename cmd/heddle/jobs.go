@@ -51,35 +51,26 @@ func newJobsListCommand(a *app) *cobra.Command {
 		Short:   "List a cluster's jobs, newest first",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client(cmd)
-			if err != nil {
-				return err
-			}
-			raw, err := c.Do(cmd.Context(), http.MethodGet, clusterPath(args[0], "jobs"), nil, nil, "")
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if a.jsonOut() {
-				return printJSON(out, raw)
-			}
-			jobs, err := decodeBody[api.Page[domain.Job]](raw)
-			if err != nil {
-				return err
-			}
-			if len(jobs.Items) == 0 {
-				fmt.Fprintln(out, "no jobs")
-				return nil
-			}
-			tw := newTable(out)
-			fmt.Fprintf(tw, "JOB\tOPERATION\tSTATUS\tTASKS\tREQUESTED BY\tCREATED\tDURATION\n")
-			for _, j := range jobs.Items {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.Operation, j.Status, j.TaskDone, j.TaskTotal,
-					dash(j.RequestedBy), humanTime(j.CreatedAt), jobDuration(&j, time.Now()))
-			}
-			return tw.Flush()
+			return call(a, cmd, http.MethodGet, clusterPath(args[0], "jobs"), nil, func(w io.Writer, jobs *api.Page[domain.Job]) {
+				printJobs(w, jobs.Items, time.Now())
+			})
 		},
 	}
+}
+
+func printJobs(w io.Writer, jobs []domain.Job, now time.Time) {
+	if len(jobs) == 0 {
+		fmt.Fprintln(w, "no jobs")
+		return
+	}
+	tw := newTable(w)
+	fmt.Fprintf(tw, "JOB\tOPERATION\tSTATUS\tTASKS\tREQUESTED BY\tCREATED\tDURATION\n")
+	for i := range jobs {
+		j := &jobs[i]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.Operation, j.Status, j.TaskDone, j.TaskTotal,
+			dash(j.RequestedBy), humanTime(j.CreatedAt), jobDuration(j, now))
+	}
+	_ = tw.Flush()
 }
 
 func jobDuration(j *domain.Job, now time.Time) string {
@@ -120,24 +111,9 @@ func newJobsShowCommand(a *app) *cobra.Command {
 		Short: "Show a job and its tasks",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client(cmd)
-			if err != nil {
-				return err
-			}
-			raw, err := c.Do(cmd.Context(), http.MethodGet, jobPath(args[0], args[1]), nil, nil, "")
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if a.jsonOut() {
-				return printJSON(out, raw)
-			}
-			v, err := decodeBody[cluster.JobView](raw)
-			if err != nil {
-				return err
-			}
-			printJob(out, &v, time.Now())
-			return nil
+			return call(a, cmd, http.MethodGet, jobPath(args[0], args[1]), nil, func(w io.Writer, v *cluster.JobView) {
+				printJob(w, v, time.Now())
+			})
 		},
 	}
 }
@@ -385,17 +361,10 @@ func newJobControlCommand(a *app, what, short string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if a.jsonOut() {
-				if err := printJSON(out, raw); err != nil {
-					return err
-				}
-			} else {
-				j, err := decodeBody[domain.Job](raw)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(out, "job %s (%s): %s\n", j.ID, j.Operation, j.Status)
+			if err := printAnswer(a, cmd.OutOrStdout(), raw, func(w io.Writer, j *domain.Job) {
+				fmt.Fprintf(w, "job %s (%s): %s\n", j.ID, j.Operation, j.Status)
+			}); err != nil {
+				return err
 			}
 			if wait {
 				return a.watch(cmd, c, args[0], args[1])

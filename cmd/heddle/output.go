@@ -102,3 +102,17 @@ func isTerminal(w io.Writer) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
+
+// printAnswer prints an API answer: as it is with -o json, otherwise
+// decoded into T and written by print.
+func printAnswer[T any](a *app, w io.Writer, raw []byte, print func(io.Writer, *T)) error {
+	if a.jsonOut() {
+		return printJSON(w, raw)
+	}
+	v, err := decodeBody[T](raw)
+	if err != nil {
+		return err
+	}
+	print(w, &v)
+	return nil
+}

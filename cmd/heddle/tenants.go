@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/spf13/cobra"
@@ -28,28 +29,13 @@ func newTenantsCreateCommand(a *app) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.ID = args[0]
-			c, err := a.client(cmd)
-			if err != nil {
-				return err
-			}
-			raw, err := c.JSON(cmd.Context(), http.MethodPost, "/v1/tenants", nil, req)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if a.jsonOut() {
-				return printJSON(out, raw)
-			}
-			res, err := decodeBody[api.CreateTenantResponse](raw)
-			if err != nil {
-				return err
-			}
-			t := res.Tenant
-			fmt.Fprintf(out, "created tenant %s (max %d clusters, %d nodes; %d workers)\n", t.ID, t.MaxClusters, t.MaxNodes, t.Workers)
-			if k := res.AdminKey; k != nil && k.Secret != "" {
-				fmt.Fprintf(out, "\nThe API key of admin %s (key %s) is shown only now; keep it:\n\n  %s\n", k.User, k.ID, k.Secret)
-			}
-			return nil
+			return call(a, cmd, http.MethodPost, "/v1/tenants", req, func(out io.Writer, res *api.CreateTenantResponse) {
+				t := res.Tenant
+				fmt.Fprintf(out, "created tenant %s (max %d clusters, %d nodes; %d workers)\n", t.ID, t.MaxClusters, t.MaxNodes, t.Workers)
+				if k := res.AdminKey; k != nil && k.Secret != "" {
+					fmt.Fprintf(out, "\nThe API key of admin %s (key %s) is shown only now; keep it:\n\n  %s\n", k.User, k.ID, k.Secret)
+				}
+			})
 		},
 	}
 	f := cmd.Flags()
