@@ -2,7 +2,7 @@
 // and lists the API's validation problems by field path next to the text.
 
 import { get, put, del, enc, ApiError } from './api.js';
-import { h, replace, errorBox } from './dom.js';
+import { h, replace, errorBox, NAME_PATTERN } from './dom.js';
 import { confirmAction } from './ui.js';
 
 export const KINDS = ['services', 'clustertemplates', 'partialtemplates', 'providers', 'hardwaretypes', 'imagetypes'];
@@ -20,7 +20,7 @@ function kindTabs(current) {
 export async function renderCatalog(view, { kind = 'services', go }) {
   if (!KINDS.includes(kind)) kind = 'services';
   const list = h('div', { id: 'entities' }, h('p', { class: 'muted' }, 'Loading…'));
-  const newName = h('input', { id: 'new-name', placeholder: 'name', pattern: '[A-Za-z0-9][A-Za-z0-9_.\\-]{0,62}', required: true });
+  const newName = h('input', { id: 'new-name', placeholder: 'name', pattern: NAME_PATTERN, required: true });
   const create = h('form', { class: 'row' }, h('label', {}, `New ${LABELS[kind].toLowerCase().replace(/s$/, '')}`, newName),
     h('button', { type: 'submit', class: 'secondary' }, 'Edit new'));
   create.addEventListener('submit', (ev) => {

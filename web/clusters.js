@@ -1,7 +1,7 @@
 // The clusters list and the create page (plan preview, then confirm).
 
 import { get, post, enc } from './api.js';
-import { h, replace, badge, progressBar, when, errorBox } from './dom.js';
+import { h, replace, badge, progressBar, when, errorBox, NAME_PATTERN } from './dom.js';
 
 // renderClusters lists the clusters, polled every 2 s. Busy clusters (with
 // an active job) are read one by one for their progress.
@@ -48,7 +48,7 @@ function clusterTable(items, progress) {
 // renderCreate asks for a name, a template and a size, shows the plan
 // preview of a dry run, and creates the cluster only on Confirm.
 export async function renderCreate(view, { go }) {
-  const name = h('input', { id: 'cluster-name', required: true, pattern: '[A-Za-z0-9][A-Za-z0-9_.\\-]{0,62}', value: '' });
+  const name = h('input', { id: 'cluster-name', required: true, pattern: NAME_PATTERN, value: '' });
   const template = h('select', { id: 'cluster-template', required: true });
   const size = h('input', { id: 'cluster-size', type: 'number', min: 1, value: 3, required: true });
   const preview = h('div', { id: 'preview' });

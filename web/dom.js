@@ -1,6 +1,10 @@
 // Small DOM helpers. Text always goes in as text nodes (never as HTML), so
 // nothing the API answers can inject markup.
 
+// NAME_PATTERN is the pattern of an input for a name: what the API accepts
+// as an entity, cluster, tenant or user name (domain.ValidName).
+export const NAME_PATTERN = '[A-Za-z0-9][A-Za-z0-9_.\\-]{0,62}';
+
 // h builds an element: h('a', {href: '#/x', class: 'y'}, 'text', child).
 // Attributes starting with "on" are event listeners; false and null
 // attributes and children are skipped; arrays of children are flattened.

@@ -2,33 +2,16 @@
 // one (its first admin's key is shown once), changing its quotas and
 // workers, and deleting it.
 
-import { get, post, put, del, enc } from './api.js';
-import { h, replace, when, errorBox, secretBox } from './dom.js';
-import { confirmAction } from './ui.js';
-
-const NAME_PATTERN = '[A-Za-z0-9][A-Za-z0-9_.\\-]{0,62}';
+import { get, post, put, enc } from './api.js';
+import { h, replace, when, errorBox, secretBox, NAME_PATTERN } from './dom.js';
+import { listLoader, confirmDelete } from './ui.js';
 
 export function renderTenants(view) {
   const list = h('div', { id: 'tenants' }, h('p', { class: 'muted' }, 'Loading…'));
   const result = h('div', { id: 'tenant-result' });
-  const refresh = async () => {
-    try {
-      const page = await get('tenants');
-      if (!view.stopped) replace(list, tenantTable(page.items || [], remove));
-    } catch (err) {
-      if (!view.stopped) replace(list, errorBox(err));
-    }
-  };
-  const remove = async (t) => {
-    if (!(await confirmAction(`Delete tenant ${t.id}, its users, keys and catalog? It must have no clusters.`, 'Delete'))) return;
-    try {
-      await del(`tenants/${enc(t.id)}`);
-      replace(result, h('p', { class: 'ok' }, `Tenant ${t.id} deleted.`));
-    } catch (err) {
-      replace(result, errorBox(err));
-    }
-    await refresh();
-  };
+  const refresh = listLoader(view, list, 'tenants', (items) => tenantTable(items, remove));
+  const remove = (t) => confirmDelete(`Delete tenant ${t.id}, its users, keys and catalog? It must have no clusters.`,
+    `tenants/${enc(t.id)}`, `Tenant ${t.id} deleted.`, result, refresh);
   replace(view.root, h('h1', {}, 'Tenants'), list, createTenantForm(result, refresh), result);
   refresh();
 }

@@ -1,4 +1,8 @@
-// Page-wide pieces: the confirmation dialog and the flash message.
+// Page-wide pieces: the confirmation dialog, the flash message, and the
+// listings with a delete button that the admin pages share.
+
+import { get, del } from './api.js';
+import { h, replace, errorBox } from './dom.js';
 
 // confirmAction opens the page's own dialog (not window.confirm: it can be
 // styled, and tests can click it) and resolves to true when confirmed.
@@ -11,6 +15,33 @@ export function confirmAction(message, okLabel = 'Confirm') {
     dialog.addEventListener('close', () => resolve(dialog.returnValue === 'ok'), { once: true });
     dialog.showModal();
   });
+}
+
+// listLoader returns a function that (re)loads the listing at path into el,
+// drawn by table from its items; an answer that comes after the view
+// stopped is dropped.
+export function listLoader(view, el, path, table) {
+  return async () => {
+    try {
+      const page = await get(path);
+      if (!view.stopped) replace(el, table(page.items || []));
+    } catch (err) {
+      if (!view.stopped) replace(el, errorBox(err));
+    }
+  };
+}
+
+// confirmDelete asks question, then DELETEs path, says done (or the error)
+// in result, and refreshes the listing.
+export async function confirmDelete(question, path, done, result, refresh) {
+  if (!(await confirmAction(question, 'Delete'))) return;
+  try {
+    await del(path);
+    replace(result, h('p', { class: 'ok' }, done));
+  } catch (err) {
+    replace(result, errorBox(err));
+  }
+  await refresh();
 }
 
 let flashTimer = 0;

@@ -1,33 +1,16 @@
 // The admin pages for the caller's tenant: its users (create, delete) and
 // each user's API keys (create, showing the secret once, and delete).
 
-import { get, post, del, enc } from './api.js';
-import { h, replace, when, errorBox, secretBox } from './dom.js';
-import { confirmAction } from './ui.js';
-
-const NAME_PATTERN = '[A-Za-z0-9][A-Za-z0-9_.\\-]{0,62}';
+import { post, enc } from './api.js';
+import { h, replace, when, errorBox, secretBox, NAME_PATTERN } from './dom.js';
+import { listLoader, confirmDelete } from './ui.js';
 
 export function renderUsers(view, { me }) {
   const list = h('div', { id: 'users' }, h('p', { class: 'muted' }, 'Loading…'));
   const result = h('div', { id: 'user-result' });
-  const refresh = async () => {
-    try {
-      const page = await get('users');
-      if (!view.stopped) replace(list, userTable(page.items || [], me, remove));
-    } catch (err) {
-      if (!view.stopped) replace(list, errorBox(err));
-    }
-  };
-  const remove = async (u) => {
-    if (!(await confirmAction(`Delete user ${u.name} and all their API keys? Their clusters stay.`, 'Delete'))) return;
-    try {
-      await del(`users/${enc(u.name)}`);
-      replace(result, h('p', { class: 'ok' }, `User ${u.name} deleted.`));
-    } catch (err) {
-      replace(result, errorBox(err));
-    }
-    await refresh();
-  };
+  const refresh = listLoader(view, list, 'users', (items) => userTable(items, me, remove));
+  const remove = (u) => confirmDelete(`Delete user ${u.name} and all their API keys? Their clusters stay.`,
+    `users/${enc(u.name)}`, `User ${u.name} deleted.`, result, refresh);
   replace(view.root,
     h('h1', {}, 'Users', me ? h('span', { class: 'muted' }, ` · tenant ${me.tenant}`) : null),
     list,
@@ -78,27 +61,13 @@ export function renderKeys(view, { user, me }) {
   const base = `users/${enc(user)}/keys`;
   const list = h('div', { id: 'keys' }, h('p', { class: 'muted' }, 'Loading…'));
   const result = h('div', { id: 'key-result' });
-  const refresh = async () => {
-    try {
-      const page = await get(base);
-      if (!view.stopped) replace(list, keyTable(page.items || [], me, remove));
-    } catch (err) {
-      if (!view.stopped) replace(list, errorBox(err));
-    }
-  };
-  const remove = async (k) => {
+  const refresh = listLoader(view, list, base, (items) => keyTable(items, me, remove));
+  const remove = (k) => {
     const own = me && k.id === me.keyId;
     const message = own
       ? `Delete key ${k.id}? It is the key you are logged in with: you will be logged out.`
       : `Delete key ${k.id} of ${user}? Anything using it stops working.`;
-    if (!(await confirmAction(message, 'Delete'))) return;
-    try {
-      await del(`${base}/${enc(k.id)}`);
-      replace(result, h('p', { class: 'ok' }, `Key ${k.id} deleted.`));
-    } catch (err) {
-      replace(result, errorBox(err));
-    }
-    await refresh();
+    return confirmDelete(message, `${base}/${enc(k.id)}`, `Key ${k.id} deleted.`, result, refresh);
   };
   const create = h('button', { type: 'button', id: 'create-key' }, 'Create key');
   create.addEventListener('click', async () => {

@@ -465,6 +465,15 @@ func TestDashboardAdminPagesInBrowser(t *testing.T) {
 	require.Equal(t, 16, globex.MaxNodes)
 	require.EqualValues(t, 2, globex.Version)
 
+	step("delete tenant globex through the confirmation dialog",
+		chromedp.Click(css(row+"button.delete-tenant")),
+		chromedp.WaitVisible(css("#confirm-ok")),
+		chromedp.Click(css("#confirm-ok")),
+		until(`!document.querySelector('#tenants tr[data-tenant="globex"]')`),
+		shot.take("tenant-deleted"))
+	require.Equal(t, "Tenant globex deleted.", value("the result", chromedp.Text(css("#tenant-result p.ok"))))
+	require.Equal(t, http.StatusNotFound, s.call(s.super, "GET", "/v1/tenants/globex", nil, nil))
+
 	require.Empty(t, problems(), "the page logged errors")
 	t.Logf("admin flow took %s", time.Since(start).Round(time.Millisecond))
 }
