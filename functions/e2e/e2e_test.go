@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -321,27 +320,7 @@ func (l *lambdas) jobFailure() string {
 	if err != nil {
 		return err.Error()
 	}
-	var v struct {
-		Tasks []struct {
-			ID       string `json:"id"`
-			Status   string `json:"status"`
-			Attempts []struct {
-				Error  string `json:"error"`
-				Stderr string `json:"stderr"`
-			} `json:"attempts"`
-		} `json:"tasks"`
-	}
-	if err := json.Unmarshal(resp.body, &v); err != nil {
-		return string(resp.body)
-	}
-	var sb strings.Builder
-	for _, t := range v.Tasks {
-		if t.Status == "FAILED" && len(t.Attempts) > 0 {
-			a := t.Attempts[len(t.Attempts)-1]
-			fmt.Fprintf(&sb, "%s: %s %s\n", t.ID, a.Error, a.Stderr)
-		}
-	}
-	return sb.String()
+	return demotest.FailedTasks(resp.body)
 }
 
 // --- The worker function and its event source mapping ---------------------

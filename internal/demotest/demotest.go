@@ -7,6 +7,7 @@ package demotest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -113,4 +114,31 @@ func LBAddress(nodes []Node) string {
 		}
 	}
 	return ""
+}
+
+// FailedTasks summarises a job's answer (GET .../jobs/<id>): a line per
+// failed task with its last attempt's error and stderr, for a test's failure
+// message; the body itself when it is not a job.
+func FailedTasks(jobBody []byte) string {
+	var v struct {
+		Tasks []struct {
+			ID       string `json:"id"`
+			Status   string `json:"status"`
+			Attempts []struct {
+				Error  string `json:"error"`
+				Stderr string `json:"stderr"`
+			} `json:"attempts"`
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal(jobBody, &v); err != nil {
+		return string(jobBody)
+	}
+	var sb strings.Builder
+	for _, t := range v.Tasks {
+		if t.Status == "FAILED" && len(t.Attempts) > 0 {
+			a := t.Attempts[len(t.Attempts)-1]
+			fmt.Fprintf(&sb, "%s: %s %s\n", t.ID, a.Error, a.Stderr)
+		}
+	}
+	return sb.String()
 }

@@ -2,11 +2,10 @@ package localserver
 
 import (
 	"context"
-	"fmt"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -115,25 +114,9 @@ func (b *bundle) settleTo(key, id, want string) clusterView {
 
 // jobFailure describes the job's failed tasks, for messages.
 func (b *bundle) jobFailure(id, job string) string {
-	var v struct {
-		Tasks []struct {
-			ID       string `json:"id"`
-			Status   string `json:"status"`
-			Attempts []struct {
-				Error  string `json:"error"`
-				Stderr string `json:"stderr"`
-			} `json:"attempts"`
-		} `json:"tasks"`
-	}
-	b.call(b.admin, "GET", "/v1/clusters/"+id+"/jobs/"+job, nil, &v)
-	var sb strings.Builder
-	for _, t := range v.Tasks {
-		if t.Status == "FAILED" && len(t.Attempts) > 0 {
-			a := t.Attempts[len(t.Attempts)-1]
-			fmt.Fprintf(&sb, "%s: %s %s\n", t.ID, a.Error, a.Stderr)
-		}
-	}
-	return sb.String()
+	var raw json.RawMessage
+	b.call(b.admin, "GET", "/v1/clusters/"+id+"/jobs/"+job, nil, &raw)
+	return demotest.FailedTasks(raw)
 }
 
 // through asks the cluster's load balancer n times and returns which web
