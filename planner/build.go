@@ -51,6 +51,9 @@ type node struct {
 	inNew        bool
 	oldSvc       []bool
 	newSvc       []bool
+	// states are the run states the node's services were recorded in
+	// (domain.Node.ServiceStates of the old layout), by service name.
+	states map[string]domain.ServiceState
 }
 
 func (n *node) kept() bool    { return n.inOld && n.inNew }
@@ -76,6 +79,7 @@ type planning struct {
 	refs    [][]bool // refs[s][r]: s's configuration refers to r
 	changed []bool   // services whose set of nodes changes
 	force   bool
+	skipped skips // actions the recorded run states make needless
 
 	graph *graph
 	// Anchors, per node*services+service (-1 when absent).
@@ -196,6 +200,7 @@ func prepare(req *Request, op domain.Operation, oldNodes, newNodes []domain.Node
 		if pr.old != nil {
 			n.num, n.hardwareType, n.imageType = pr.old.Num, pr.old.HardwareType, pr.old.ImageType
 			n.oldSvc = g.membership(pr.old.Services)
+			n.states = pr.old.ServiceStates
 		} else {
 			n.oldSvc = make([]bool, len(names))
 		}
@@ -390,18 +395,18 @@ func (p *planning) assign() {
 	}
 	switch p.op {
 	case domain.OpStartServices:
-		p.onEveryNode(p.g.closure(runtimePhase, p.selection(), false), doStart)
+		p.onEveryNode(p.g.closure(runtimePhase, p.selection(), false), p.selection(), doStart)
 		return
 	case domain.OpStopServices:
-		p.onEveryNode(p.g.closure(runtimePhase, p.selection(), true), doStop)
+		p.onEveryNode(p.g.closure(runtimePhase, p.selection(), true), p.selection(), doStop)
 		return
 	case domain.OpRestartServices:
-		p.onEveryNode(p.g.closure(runtimePhase, p.selection(), true), doStop|doStart)
+		p.onEveryNode(p.g.closure(runtimePhase, p.selection(), true), p.selection(), doStop|doStart)
 		return
 	case domain.OpRollingRestart:
 		// Only the selection: pulling in dependents would restart them
 		// cluster-wide and defeat the batching.
-		p.onEveryNode(p.selection(), doStop|doStart)
+		p.onEveryNode(p.selection(), p.selection(), doStop|doStart)
 		return
 	case domain.OpReconfigure:
 		p.reconfigure(p.selection())
@@ -458,15 +463,49 @@ func (p *planning) assign() {
 	p.reconfigure(affected)
 }
 
-// onEveryNode gives every node hosting a service in set the actions.
-func (p *planning) onEveryNode(set []bool, actions actionSet) {
+// onEveryNode gives every node hosting a service in set the actions, less
+// those its recorded run state makes needless (see needless); selected are
+// the services the request named, set may add what they need or what needs
+// them.
+func (p *planning) onEveryNode(set, selected []bool, actions actionSet) {
 	for i := range p.nodes {
 		for s, on := range set {
 			if on && p.nodes[i].oldSvc[s] {
-				p.work[i].svc[s] |= actions
+				p.work[i].svc[s] |= p.needless(i, s, actions, selected[s])
 			}
 		}
 	}
+}
+
+// needless returns actions less the runtime actions that node i's recorded
+// run state of service s makes needless, and notes each one it drops
+// (Plan.Skipped): a start of what already runs, a stop of what does not
+// run, and the restart of a service pulled in only because it depends on a
+// restarted one when it is not running (restarting it would start what
+// someone stopped). A service whose state was never recorded, or whose
+// last action failed, may be running: its actions stay.
+func (p *planning) needless(i, s int, actions actionSet, selected bool) actionSet {
+	st := p.nodes[i].states[p.g.names[s]]
+	drop := func(a int, reason string) {
+		if actions&(1<<a) == 0 {
+			return
+		}
+		actions &^= 1 << a
+		if p.g.defines(s, serviceActions[a]) {
+			p.skipped.add(p.g.names[s], serviceActions[a], reason, p.nodes[i].id)
+		}
+	}
+	switch {
+	case !selected && actions&doStop != 0 && actions&doStart != 0 && !st.MayRun():
+		reason := fmt.Sprintf("not running (%s): a restart of what it depends on leaves it so", st.State)
+		drop(aStop, reason)
+		drop(aStart, reason)
+	case actions&doStop != 0 && !st.MayRun():
+		drop(aStop, fmt.Sprintf("not running (%s)", st.State))
+	case actions == doStart && st.State == domain.RunRunning:
+		drop(aStart, "already running")
+	}
+	return actions
 }
 
 // reconfigure configures the services in set wherever a node keeps them and,
@@ -485,7 +524,7 @@ func (p *planning) reconfigure(set []bool) {
 				p.work[i].svc[s] |= doConfigure
 			}
 			if restart != nil && restart[s] {
-				p.work[i].svc[s] |= doStop | doStart
+				p.work[i].svc[s] |= p.needless(i, s, doStop|doStart, set[s])
 			}
 		}
 	}
@@ -517,7 +556,7 @@ func (p *planning) plan() (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{Operation: p.op, Diff: p.diff(), Tasks: tasks}, nil
+	return &Plan{Operation: p.op, Diff: p.diff(), Tasks: tasks, Skipped: p.skipped.list()}, nil
 }
 
 // emitChains adds each node's tasks, each depending on the one before, in the

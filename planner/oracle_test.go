@@ -184,6 +184,16 @@ func (o *oracle) closure(seed map[string]bool, dependents bool) map[string]bool 
 	return out
 }
 
+// state is the recorded run state of service s on old node id.
+func (o *oracle) state(id, s string) domain.RunState {
+	for _, n := range o.req.Old {
+		if n.ID == id {
+			return n.ServiceStates[s].State
+		}
+	}
+	return ""
+}
+
 type taskKey struct {
 	node, service string
 	action        domain.Action
@@ -199,11 +209,33 @@ func (o *oracle) expected(op domain.Operation, force bool) map[taskKey]bool {
 			}
 		}
 	}
-	every := func(services map[string]bool, actions ...domain.Action) {
+	// needed restates the planner's run-state rules: a start of what runs,
+	// a stop of what does not run, and a restart of a dependent that does
+	// not run are left out; unknown and failed states may be running.
+	needed := func(id, s string, a domain.Action, restart, selected bool) bool {
+		st := o.state(id, s)
+		mayRun := st == "" || st == domain.RunRunning || st == domain.RunFailed
+		switch {
+		case restart && !selected:
+			return mayRun
+		case a == domain.ActionStop:
+			return mayRun
+		case !restart && a == domain.ActionStart:
+			return st != domain.RunRunning
+		}
+		return true
+	}
+	every := func(services, selected map[string]bool, actions ...domain.Action) {
+		restart := len(actions) == 2
 		for _, id := range o.oldNodes {
 			for s := range o.oldHost[id] {
-				if services[s] {
-					add(id, s, actions...)
+				if !services[s] {
+					continue
+				}
+				for _, a := range actions {
+					if needed(id, s, a, restart, selected[s]) {
+						add(id, s, a)
+					}
 				}
 			}
 		}
@@ -222,7 +254,11 @@ func (o *oracle) expected(op domain.Operation, force bool) map[taskKey]bool {
 					add(id, s, domain.ActionConfigure)
 				}
 				if restart[s] {
-					add(id, s, domain.ActionStop, domain.ActionStart)
+					for _, a := range []domain.Action{domain.ActionStop, domain.ActionStart} {
+						if needed(id, s, a, true, services[s]) {
+							add(id, s, a)
+						}
+					}
 				}
 			}
 		}
@@ -230,16 +266,16 @@ func (o *oracle) expected(op domain.Operation, force bool) map[taskKey]bool {
 	setUp := []domain.Action{domain.ActionInstall, domain.ActionConfigure, domain.ActionInitialize, domain.ActionStart}
 	switch op {
 	case domain.OpStartServices:
-		every(o.closure(o.selection(), false), domain.ActionStart)
+		every(o.closure(o.selection(), false), o.selection(), domain.ActionStart)
 		return want
 	case domain.OpStopServices:
-		every(o.closure(o.selection(), true), domain.ActionStop)
+		every(o.closure(o.selection(), true), o.selection(), domain.ActionStop)
 		return want
 	case domain.OpRestartServices:
-		every(o.closure(o.selection(), true), domain.ActionStop, domain.ActionStart)
+		every(o.closure(o.selection(), true), o.selection(), domain.ActionStop, domain.ActionStart)
 		return want
 	case domain.OpRollingRestart:
-		every(o.selection(), domain.ActionStop, domain.ActionStart)
+		every(o.selection(), o.selection(), domain.ActionStop, domain.ActionStart)
 		return want
 	case domain.OpReconfigure:
 		reconfigure(o.selection())

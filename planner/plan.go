@@ -69,6 +69,10 @@ type Plan struct {
 	Operation domain.Operation `json:"operation"`
 	Diff      LayoutDiff       `json:"diff"`
 	Tasks     []Task           `json:"tasks"`
+	// Skipped lists the actions the operation would have run but that the
+	// nodes' recorded run states make needless (a start of what already
+	// runs, a stop of what does not), grouped by service, action and reason.
+	Skipped []Skip `json:"skipped,omitempty"`
 	// Rollback deletes what a create or expand creates, and reconfigures the
 	// nodes the expand reconfigured back to the old layout. The engine persists
 	// it with the job so a failure never needs planning to recover.

@@ -102,6 +102,9 @@ type Preview struct {
 	Summary   Summary          `json:"summary"`
 	Tasks     []Task           `json:"tasks"`
 	Stages    []Stage          `json:"stages"`
+	// Skipped is what the plan leaves out because the nodes' recorded run
+	// states make it needless (Plan.Skipped).
+	Skipped []Skip `json:"skipped,omitempty"`
 	// CriticalPath is set when the preview was made with an Estimator.
 	CriticalPath *PathSummary `json:"criticalPath,omitempty"`
 	Rollback     *Preview     `json:"rollback,omitempty"`
@@ -135,6 +138,7 @@ func NewPreview(plan *Plan, est Estimator) (*Preview, error) {
 		Summary:   Summary{WorkTasks: work, Joins: joins, Edges: edges, Stages: len(stages)},
 		Tasks:     plan.Tasks,
 		Stages:    stages,
+		Skipped:   plan.Skipped,
 	}
 	if est != nil {
 		cp, err := plan.CriticalPath(est)
@@ -202,6 +206,9 @@ func (pv *Preview) writeText(out io.Writer, title string) error {
 	}
 	fmt.Fprintf(&b, "%d work tasks, %d joins, %d edges, %d stages\n",
 		pv.Summary.WorkTasks, pv.Summary.Joins, pv.Summary.Edges, pv.Summary.Stages)
+	for _, sk := range pv.Skipped {
+		fmt.Fprintf(&b, "skipped: %s\n", sk)
+	}
 	if cp := pv.CriticalPath; cp != nil {
 		fmt.Fprintf(&b, "critical path %s (strict stages %s): %s\n", cp.Length, cp.StageMakespan, strings.Join(cp.Tasks, " > "))
 	}

@@ -46,6 +46,79 @@ type Node struct {
 	ProviderID string            `json:"providerId,omitempty"` // the provider's own id (an EC2 instance id)
 	Properties map[string]string `json:"properties,omitempty"` // results a provider or automator hands to later tasks
 	CreatedAt  time.Time         `json:"createdAt"`
+	// ServiceStates is what the jobs that ran on this node left each of its
+	// services in. A service with no entry is in an unknown state (a node
+	// from before heddle recorded them, or one no action has touched yet):
+	// heddle then runs the actions an operation asks for.
+	ServiceStates map[string]ServiceState `json:"serviceStates,omitempty"`
+}
+
+// RunState is where a service stands on one node.
+type RunState string
+
+const (
+	RunInstalled  RunState = "installed"  // installed, never configured or started
+	RunConfigured RunState = "configured" // configured (or initialized), not started since
+	RunRunning    RunState = "running"    // its start action succeeded last
+	RunStopped    RunState = "stopped"    // its stop action succeeded last
+	RunFailed     RunState = "failed"     // an action failed for good; Action says which
+)
+
+// ServiceState is one service's run state on one node and the action that
+// left it there.
+type ServiceState struct {
+	State  RunState  `json:"state"`
+	Action Action    `json:"action"` // the last action that ran to its end
+	JobID  string    `json:"jobId"`
+	At     time.Time `json:"at"`
+	// Message says why the action failed (bounded, output already redacted).
+	Message string `json:"message,omitempty"`
+}
+
+// MaxStateMessage bounds ServiceState.Message: the node item holds one per
+// service and DynamoDB items hold at most 400 KB.
+const MaxStateMessage = 300
+
+// Known reports whether the state was recorded.
+func (s ServiceState) Known() bool { return s.State != "" }
+
+// MayRun reports whether the service may be running: it is, it failed in
+// some way heddle cannot see into, or nobody recorded it.
+func (s ServiceState) MayRun() bool {
+	return s.State == "" || s.State == RunRunning || s.State == RunFailed
+}
+
+// After returns the state that action leaves the service in when it
+// succeeded (ok) or failed for good. Remove clears the state (gone is
+// reported as false). Check leaves the state as it was.
+func (s ServiceState) After(action Action, ok bool, job, message string, at time.Time) (ServiceState, bool) {
+	if !ok {
+		if len(message) > MaxStateMessage {
+			message = message[:MaxStateMessage]
+		}
+		return ServiceState{State: RunFailed, Action: action, JobID: job, At: at, Message: message}, true
+	}
+	next := ServiceState{Action: action, JobID: job, At: at}
+	switch action {
+	case ActionInstall:
+		next.State = RunInstalled
+	case ActionConfigure, ActionInitialize:
+		// Configuring a running or stopped service leaves it so: the new
+		// configuration applies at its next start.
+		next.State = RunConfigured
+		if s.State == RunRunning || s.State == RunStopped {
+			next.State = s.State
+		}
+	case ActionStart:
+		next.State = RunRunning
+	case ActionStop:
+		next.State = RunStopped
+	case ActionRemove:
+		return ServiceState{}, false
+	default:
+		return s, s.Known()
+	}
+	return next, true
 }
 
 // NodeStatus is a node's own lifecycle.

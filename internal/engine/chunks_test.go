@@ -203,6 +203,11 @@ func (p *progressBeforeFinish) Transact(ctx context.Context, ops []store.Op) err
 			return err
 		}
 	}
+	for _, op := range ops {
+		if strings.Contains(op.Key.PK, "NODES#") && op.Changes.Status != nil { // a status: the finish, not a task learning facts
+			p.nodeWrites.Add(1)
+		}
+	}
 	return p.Store.Transact(ctx, ops)
 }
 

@@ -74,12 +74,12 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 		// every attempt (a retry comes from a progress count or the cluster
 		// changing under the transaction below).
 		if !nodesWritten {
-			for _, id := range effect.Nodes {
-				status := string(effect.NodeStatus)
-				_, err := e.store.Write(ctx, store.Update(nodeKey(tenant, cluster, id), store.Condition{MustExist: true}, store.Changes{Status: &status}))
-				if err != nil && !errors.Is(err, store.ErrConditionFailed) {
-					return fmt.Errorf("marking node %s %s: %w", id, status, err)
-				}
+			err := e.recordNodes(ctx, tenant, cluster, jobID, from, effect)
+			if errors.Is(err, errJobMoved) {
+				return nil
+			}
+			if err != nil {
+				return err
 			}
 			nodesWritten = true
 		}

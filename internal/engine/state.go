@@ -52,24 +52,15 @@ func (e *Engine) Clusters(ctx context.Context, tenant string, limit int, cursor 
 // Nodes returns every node record of a cluster, deleted ones included, by id.
 func (e *Engine) Nodes(ctx context.Context, tenant, cluster string) ([]domain.Node, error) {
 	var out []domain.Node
-	cursor := ""
-	for {
-		page, err := e.store.Query(ctx, nodeKey(tenant, cluster, "").PK, store.Query{Limit: store.MaxPageSize, Cursor: cursor})
+	err := e.eachNodeItem(ctx, tenant, cluster, func(it store.Item) error {
+		n, err := decodeNode(it)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		for _, it := range page.Items {
-			n, err := decodeNode(it)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, n)
-		}
-		if page.Next == "" {
-			return out, nil
-		}
-		cursor = page.Next
-	}
+		out = append(out, n)
+		return nil
+	})
+	return out, err
 }
 
 // Job returns one job of a cluster.

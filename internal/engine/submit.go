@@ -87,6 +87,9 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 		Created: sub.Create, PrevStatus: sub.Cluster.Status, TakenClusters: sub.TakeClusters, TakenNodes: sub.TakeNodes,
 		AddedNodeCount: len(sub.NewNodes),
 	}
+	if sub.Plan != nil {
+		job.StatusMessage = planner.SkipSummary(sub.Plan.Skipped)
+	}
 	all, sinks, rbSinks, roots := buildTasks(sub, job.ID, now)
 	// Tasks that need an item now, and those kept in chunks (chunks.go).
 	var tasks, deferred, rollback []domain.Task
@@ -198,6 +201,15 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 	if err := e.send(ctx, sub.Tenant, ready); err != nil {
 		// The tasks are READY in the store: the janitor re-sends them.
 		e.log.WarnContext(ctx, "sending the first tasks failed; the janitor will resend", "job", job.ID, "error", err)
+	}
+	if len(all) == 0 {
+		// Nothing to do (every action was needless): no task will end to
+		// finish the job, so it ends now (or, if this fails, by the janitor).
+		if err := e.checkJobEnd(ctx, sub.Tenant, cluster.ID, job.ID); err != nil {
+			e.log.WarnContext(ctx, "ending an empty job failed; the janitor will", "job", job.ID, "error", err)
+		} else if lj, err := e.loadJob(ctx, sub.Tenant, cluster.ID, job.ID); err == nil {
+			return lj.job.Job, nil
+		}
 	}
 	return job.Job, nil
 }

@@ -1,0 +1,140 @@
+package planner
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/domain"
+)
+
+// withStates records run states on a node, as finished jobs leave them.
+func withStates(n domain.Node, states map[string]domain.RunState) domain.Node {
+	n.ServiceStates = map[string]domain.ServiceState{}
+	for s, st := range states {
+		n.ServiceStates[s] = domain.ServiceState{State: st, Action: domain.ActionStart}
+	}
+	return n
+}
+
+func TestRunStatesMakeActionsNeedless(t *testing.T) {
+	t.Parallel()
+	// The demo catalog's shape: lb uses web, web requires kv at runtime.
+	services := catalog(
+		svc("kv", "icxt", nil, nil),
+		svc("web", "icxt", nil, []string{"kv"}),
+		usesAtRuntime(svc("lb", "icxt", nil, nil), "web"),
+	)
+	running := domain.RunRunning
+	nodes := []domain.Node{
+		withStates(mkNode("n1", 1, "kv", "web"), map[string]domain.RunState{"kv": running, "web": running}),
+		withStates(mkNode("n2", 2, "lb"), map[string]domain.RunState{"lb": domain.RunStopped}),
+		withStates(mkNode("n3", 3, "web"), map[string]domain.RunState{"web": domain.RunStopped}),
+	}
+	tests := []struct {
+		name     string
+		op       domain.Operation
+		selected []string
+		want     []string
+		skipped  []string
+	}{
+		{"start starts only what is not running", domain.OpStartServices, []string{"lb"},
+			[]string{"n3/web/start", "n2/lb/start"},
+			[]string{"kv start skipped on 1 node (n1): already running", "web start skipped on 1 node (n1): already running"}},
+		{"stop stops only what runs", domain.OpStopServices, []string{"kv"},
+			[]string{"n1/web/stop", "n1/kv/stop"},
+			[]string{"lb stop skipped on 1 node (n2): not running (stopped)", "web stop skipped on 1 node (n3): not running (stopped)"}},
+		{"restart leaves stopped dependents stopped", domain.OpRestartServices, []string{"kv"},
+			[]string{"n1/web/stop", "n1/kv/stop", "n1/kv/start", "n1/web/start"},
+			[]string{
+				"lb start skipped on 1 node (n2): not running (stopped): a restart of what it depends on leaves it so",
+				"lb stop skipped on 1 node (n2): not running (stopped): a restart of what it depends on leaves it so",
+				"web start skipped on 1 node (n3): not running (stopped): a restart of what it depends on leaves it so",
+				"web stop skipped on 1 node (n3): not running (stopped): a restart of what it depends on leaves it so",
+			}},
+		{"a restart of a stopped selection starts it", domain.OpRestartServices, []string{"lb"},
+			[]string{"n2/lb/start"},
+			[]string{"lb stop skipped on 1 node (n2): not running (stopped)"}},
+		{"start of what all runs is empty", domain.OpStartServices, []string{"kv"},
+			nil,
+			[]string{"kv start skipped on 1 node (n1): already running"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			req := Request{Operation: tc.op, Old: nodes, Services: services, Selected: tc.selected}
+			plan, err := Build(req)
+			require.NoError(t, err)
+			checkPlan(t, req, plan)
+			require.Equal(t, tc.want, ids(plan))
+			var got []string
+			for _, s := range plan.Skipped {
+				got = append(got, s.String())
+			}
+			require.Equal(t, tc.skipped, got)
+			pv, err := NewPreview(plan, nil)
+			require.NoError(t, err)
+			require.Equal(t, plan.Skipped, pv.Skipped)
+			if len(tc.skipped) > 0 {
+				require.Contains(t, pv.String(), "skipped: "+tc.skipped[0])
+			}
+		})
+	}
+}
+
+func TestUnknownAndFailedStatesKeepTheirActions(t *testing.T) {
+	t.Parallel()
+	services := catalog(svc("kv", "icxt", nil, nil))
+	failed := mkNode("n2", 2, "kv")
+	failed.ServiceStates = map[string]domain.ServiceState{"kv": {State: domain.RunFailed, Action: domain.ActionStart}}
+	nodes := []domain.Node{mkNode("n1", 1, "kv"), failed}
+	for _, op := range []domain.Operation{domain.OpStartServices, domain.OpStopServices} {
+		plan, err := Build(Request{Operation: op, Old: nodes, Services: services})
+		require.NoError(t, err)
+		require.Equal(t, []string{"n1/kv/" + string(op), "n2/kv/" + string(op)}, ids(plan))
+		require.Empty(t, plan.Skipped)
+	}
+}
+
+func TestSkipsNameABoundedNumberOfNodes(t *testing.T) {
+	t.Parallel()
+	services := catalog(svc("kv", "icxt", nil, nil))
+	var nodes []domain.Node
+	for i := range 50 {
+		nodes = append(nodes, withStates(mkNode(fmt.Sprintf("n%d", i), 1000+i, "kv"), map[string]domain.RunState{"kv": domain.RunRunning}))
+	}
+	plan, err := Build(Request{Operation: domain.OpStartServices, Old: nodes, Services: services})
+	require.NoError(t, err)
+	require.Empty(t, plan.Tasks)
+	require.Len(t, plan.Skipped, 1)
+	require.Equal(t, 50, plan.Skipped[0].Nodes)
+	require.Len(t, plan.Skipped[0].NodeIDs, MaxSkipNodeIDs)
+}
+
+func TestServiceStateAfterAnAction(t *testing.T) {
+	t.Parallel()
+	var st domain.ServiceState
+	steps := []struct {
+		action domain.Action
+		ok     bool
+		want   domain.RunState
+	}{
+		{domain.ActionInstall, true, domain.RunInstalled},
+		{domain.ActionConfigure, true, domain.RunConfigured},
+		{domain.ActionStart, true, domain.RunRunning},
+		{domain.ActionConfigure, true, domain.RunRunning}, // a reconfigure without restart leaves it running
+		{domain.ActionStop, true, domain.RunStopped},
+		{domain.ActionInitialize, true, domain.RunStopped},
+		{domain.ActionStart, false, domain.RunFailed},
+		{domain.ActionConfigure, true, domain.RunConfigured},
+	}
+	for _, s := range steps {
+		next, ok := st.After(s.action, s.ok, "j1", "boom", st.At)
+		require.True(t, ok)
+		require.Equal(t, s.want, next.State, "after %s (ok=%v)", s.action, s.ok)
+		st = next
+	}
+	_, kept := st.After(domain.ActionRemove, true, "j1", "", st.At)
+	require.False(t, kept, "remove clears the state")
+}
