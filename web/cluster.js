@@ -77,6 +77,18 @@ function layoutKey(n) {
   return [n.hardwareType, n.imageType, [...(n.services || [])].sort().join(',')].join('|');
 }
 
+// serviceStates shows each service's recorded run state on a node; a failed
+// one says which action failed and why (as a tooltip).
+function serviceStates(n) {
+  const states = n.serviceStates || {};
+  return (n.services || []).map((s) => {
+    const st = states[s];
+    if (!st) return h('div', {}, s, ' ', h('span', { class: 'muted' }, 'unknown'));
+    const title = st.state === 'failed' ? `${st.action} failed: ${st.message || ''}` : `after ${st.action} in job ${st.jobId}`;
+    return h('div', { title, dataset: { service: s, state: st.state } }, s, ' ', h('span', { class: `runstate ${st.state}` }, st.state));
+  });
+}
+
 function nodeGroups(nodes) {
   const groups = new Map();
   for (const n of nodes) {
@@ -93,12 +105,13 @@ function nodeGroups(nodes) {
         h('h3', {}, `${(first.services || []).join(', ') || 'no services'} `,
           h('span', { class: 'muted' }, `· ${first.hardwareType} / ${first.imageType} · ${group.length} node${group.length === 1 ? '' : 's'}`)),
         h('table', {},
-          h('thead', {}, h('tr', {}, ['#', 'Node', 'Hostname', 'Status', 'Addresses'].map((t) => h('th', {}, t)))),
+          h('thead', {}, h('tr', {}, ['#', 'Node', 'Hostname', 'Status', 'Services', 'Addresses'].map((t) => h('th', {}, t)))),
           h('tbody', {}, group.map((n) => h('tr', { dataset: { node: n.id } },
             h('td', {}, String(n.num)),
             h('td', {}, n.id),
             h('td', {}, n.hostname || '—'),
             h('td', {}, badge(n.status)),
+            h('td', { class: 'service-states' }, serviceStates(n)),
             h('td', {}, Object.entries(n.addresses || {}).map(([k, v]) => h('div', {}, h('span', { class: 'muted' }, `${k} `), v))))))));
     }));
 }

@@ -138,6 +138,9 @@ func printPreview(w io.Writer, res *cluster.Result) {
 	_ = tw.Flush()
 	fmt.Fprintf(w, "%d work tasks, %d joins, %d edges, %d stages\n",
 		pv.Summary.WorkTasks, pv.Summary.Joins, pv.Summary.Edges, pv.Summary.Stages)
+	for _, sk := range pv.Skipped {
+		fmt.Fprintf(w, "skipped: %s\n", sk)
+	}
 	if cp := pv.CriticalPath; cp != nil {
 		fmt.Fprintf(w, "critical path %s (strict stages %s)\n", cp.Length, cp.StageMakespan)
 	}
@@ -386,9 +389,29 @@ func printCluster(w io.Writer, v *cluster.View, now time.Time) {
 	tw = newTable(w)
 	fmt.Fprintf(tw, "NODE\tHOSTNAME\tADDRESS\tSERVICES\tSTATUS\n")
 	for _, n := range v.Nodes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.ID, dash(n.Hostname), dash(n.Addresses["access_v4"]), dash(strings.Join(n.Services, ",")), n.Status)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.ID, dash(n.Hostname), dash(n.Addresses["access_v4"]), dash(serviceStates(n)), n.Status)
 	}
 	_ = tw.Flush()
+	for _, n := range v.Nodes {
+		for _, s := range n.Services {
+			if st := n.ServiceStates[s]; st.State == domain.RunFailed {
+				fmt.Fprintf(w, "%s: %s %s failed in job %s: %s\n", n.ID, s, st.Action, st.JobID, dash(st.Message))
+			}
+		}
+	}
+}
+
+// serviceStates lists a node's services with their recorded run states
+// ("kv:running,web:stopped"); a service with no recorded state stands alone.
+func serviceStates(n domain.Node) string {
+	parts := make([]string, 0, len(n.Services))
+	for _, s := range n.Services {
+		if st := n.ServiceStates[s]; st.Known() {
+			s += ":" + string(st.State)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ",")
 }
 
 func progressLine(p *cluster.Progress) string {

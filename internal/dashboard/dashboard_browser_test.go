@@ -307,6 +307,9 @@ func TestDashboardClusterLifecycleInBrowser(t *testing.T) {
 		until(`!!document.querySelector('#action-result a')`),
 		until(clusterIs("ACTIVE", 4, "expand")),
 		until(`[...document.querySelectorAll('#nodes tr[data-node] .status')].every((b) => b.textContent === 'ACTIVE')`),
+		// Every service on every node shows the run state the jobs left it in.
+		until(`(() => { const s = [...document.querySelectorAll('#nodes tr[data-node] .service-states [data-service]')];
+			return s.length >= 4 && s.every((d) => d.dataset.state === 'running'); })()`),
 		shot.take("expanded"))
 
 	step("the job view lists the expand's tasks",
