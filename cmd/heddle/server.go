@@ -66,7 +66,7 @@ func waitErr(srv *localserver.Server) <-chan error {
 
 func printWelcome(cmd *cobra.Command, srv *localserver.Server, cfg localserver.Config) {
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "heddle %s serving %s/v1 (data in %s)\n", cfg.Version, srv.URL(), cfg.DataDir)
+	fmt.Fprintf(out, "heddle %s serving %s/v1 (data in %s)\n", cfg.Version, srv.URL(), srv.DataDir)
 	key := "$HEDDLE_KEY"
 	if srv.BootstrapSecret != "" {
 		key = srv.BootstrapSecret

@@ -53,6 +53,8 @@ type Config struct {
 type Server struct {
 	// Addr is the address the API listens on.
 	Addr string
+	// DataDir is the data directory, absolute.
+	DataDir string
 	// BootstrapSecret is the superadmin key created by this start, or empty
 	// when the data directory already had one.
 	BootstrapSecret string
@@ -81,6 +83,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.JanitorPeriod == 0 {
 		cfg.JanitorPeriod = 5 * time.Second
 	}
+	// Resolved once, here: everything below (the local nodes' homes, the
+	// automator's work directories) needs an absolute path, and the
+	// default (.heddle) and the README's examples are relative.
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data directory %q: %w", cfg.DataDir, err)
+	}
+	cfg.DataDir = dataDir
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating data directory %s: %w", cfg.DataDir, err)
 	}
@@ -88,7 +98,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the store in %s: %w", cfg.DataDir, err)
 	}
-	s := &Server{log: cfg.Logger, db: db, done: make(chan error, 1)}
+	s := &Server{DataDir: cfg.DataDir, log: cfg.Logger, db: db, done: make(chan error, 1)}
 	fail := func(err error) (*Server, error) {
 		s.close()
 		return nil, err

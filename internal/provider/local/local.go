@@ -130,6 +130,14 @@ func New(cfg Config) (*Local, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("local: a data directory is required")
 	}
+	// Node homes become the nodes' $HOME and the automator's work
+	// directories, which must be absolute: a relative directory would
+	// mean something else in every process that reads it.
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	cfg.Dir = dir
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "nodes"), 0o700); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}

@@ -283,3 +283,18 @@ func TestDirNameSeparatesTenantsAndClusters(t *testing.T) {
 		names[d] = true
 	}
 }
+
+// A relative data directory (heddle server's default is .heddle) must give
+// nodes absolute homes: the automator refuses relative work directories.
+func TestARelativeDirectoryGivesAbsoluteHomes(t *testing.T) {
+	t.Parallel()
+	cwd, err := os.Getwd()
+	require.NoError(t, err)
+	abs := t.TempDir()
+	rel, err := filepath.Rel(cwd, abs)
+	require.NoError(t, err)
+	require.False(t, filepath.IsAbs(rel))
+	l, err := New(Config{Dir: rel})
+	require.NoError(t, err)
+	require.Equal(t, abs, l.dir)
+}
