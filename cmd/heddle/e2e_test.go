@@ -55,7 +55,7 @@ func newServer(t *testing.T) *server {
 	t.Cleanup(func() {
 		s.kill(syscall.SIGKILL)
 		// Nothing the nodes started may outlive the test.
-		_ = exec.Command("pkill", "-f", s.dir+"/").Run()
+		demotest.KillProcessesUnder(s.dir)
 		if t.Failed() {
 			if log, err := os.ReadFile(s.logPath); err == nil {
 				t.Logf("server log:\n%s", lastLines(string(log), 60))

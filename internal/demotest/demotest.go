@@ -11,6 +11,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,10 +101,57 @@ func Tenant(t testing.TB, baseURL, superKey, id string, maxNodes int) string {
 
 // Node is what the tests read of a cluster's node.
 type Node struct {
-	ID        string            `json:"id"`
-	Services  []string          `json:"services"`
-	Addresses map[string]string `json:"addresses"`
-	Status    string            `json:"status"`
+	ID            string            `json:"id"`
+	Hostname      string            `json:"hostname"`
+	Services      []string          `json:"services"`
+	Addresses     map[string]string `json:"addresses"`
+	Status        string            `json:"status"`
+	ServiceStates map[string]struct {
+		State string `json:"state"`
+	} `json:"serviceStates"`
+}
+
+// WebHosts returns the hostnames of the nodes that run web: the names web
+// servers answer with.
+func WebHosts(nodes []Node) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range nodes {
+		if slices.Contains(n.Services, "web") {
+			out[n.Hostname] = true
+		}
+	}
+	return out
+}
+
+// ReachesEveryWebNode requires that requests through the demo load balancer
+// reach every web node of the cluster and no other: the load balancer is
+// round-robin, so twice as many requests as web nodes reach each.
+func ReachesEveryWebNode(t testing.TB, nodes []Node) {
+	t.Helper()
+	want := WebHosts(nodes)
+	require.NotEmpty(t, want, "the cluster runs web")
+	require.Equal(t, want, Answerers(t, LBAddress(nodes), 2*len(want)))
+}
+
+// States returns every service's recorded run state on every node, as
+// "node/service" to state ("" when none was recorded).
+func States(nodes []Node) map[string]string {
+	out := map[string]string{}
+	for _, n := range nodes {
+		for _, s := range n.Services {
+			out[n.ID+"/"+s] = n.ServiceStates[s].State
+		}
+	}
+	return out
+}
+
+// KillProcessesUnder ends every process whose command line names a path
+// under dir: what the local provider's nodes started (the demo's python3
+// servers run from their node's home, inside the data directory). Node
+// processes outlive heddle on purpose, as a machine's would, so a test
+// registers this with t.Cleanup to leave nothing behind even when it fails.
+func KillProcessesUnder(dir string) {
+	_ = exec.Command("pkill", "-KILL", "-f", dir+"/").Run()
 }
 
 // LBAddress is the address of the node that runs the demo's load balancer

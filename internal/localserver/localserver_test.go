@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,8 +28,9 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	b := &bundle{t: t, super: access.NewKeySecret()}
+	dir := t.TempDir()
 	srv, err := Start(context.Background(), Config{
-		DataDir: t.TempDir(), Listen: "127.0.0.1:0", BootstrapKey: b.super, Version: "test",
+		DataDir: dir, Listen: "127.0.0.1:0", BootstrapKey: b.super, Version: "test",
 		Logger: testLogger(), JanitorPeriod: 200 * time.Millisecond,
 	})
 	require.NoError(t, err)
@@ -35,6 +38,9 @@ func setup(t *testing.T) *bundle {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
+		// A test that failed before deleting its cluster leaves the
+		// services its nodes started: end them.
+		demotest.KillProcessesUnder(dir)
 	})
 	b.srv = srv
 	return b
@@ -126,14 +132,19 @@ func through(t *testing.T, v clusterView, n int) map[string]bool {
 	return demotest.Answerers(t, demotest.LBAddress(v.Nodes), n)
 }
 
-func TestClusterLifecycleOnLocalNodes(t *testing.T) {
+// TestDemoClusterThroughEveryOperation drives the demo cluster through every
+// operation in a row, as a user would, and after each checks that requests
+// through the load balancer reach every web node and that the nodes'
+// recorded run states say what runs.
+func TestDemoClusterThroughEveryOperation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.tenant(20)
+	create := map[string]any{"name": "shop", "template": "web", "size": 4}
 
 	// A dry run plans and changes nothing.
 	var dry result
-	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/clusters?dryRun=true", map[string]any{"name": "shop", "template": "web", "size": 3}, &dry))
+	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/clusters?dryRun=true", create, &dry))
 	require.NotEmpty(t, dry.Preview["tasks"])
 	var list struct {
 		Items []clusterView `json:"items"`
@@ -142,31 +153,116 @@ func TestClusterLifecycleOnLocalNodes(t *testing.T) {
 	require.Empty(t, list.Items, "a dry run creates nothing")
 
 	var created result
-	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "shop", "template": "web", "size": 3}, &created))
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", create, &created))
 	id := created.Cluster.ID
 	v := b.settleTo(b.admin, id, "ACTIVE")
-	require.Len(t, v.Nodes, 3)
+	require.Len(t, v.Nodes, 4)
 	require.Equal(t, v.Progress.Total, v.Progress.Done)
 	for _, st := range v.Progress.Stages {
 		require.Equal(t, st.Total, st.Done)
 	}
-	require.Len(t, through(t, v, 6), 2, "two web nodes answer through the load balancer")
+	allRunning := func(v clusterView) {
+		t.Helper()
+		for k, st := range demotest.States(v.Nodes) {
+			require.Equal(t, "running", st, k)
+		}
+		demotest.ReachesEveryWebNode(t, v.Nodes)
+	}
+	allRunning(v)
+	lb := demotest.LBAddress(v.Nodes)
+	op := func(name string, body any) clusterView {
+		t.Helper()
+		var res result
+		require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/"+name, body, &res), name)
+		return b.settleTo(b.admin, id, "ACTIVE")
+	}
+	lbOnly := map[string]any{"services": []string{"lb"}}
 
-	var expanded result
-	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/expand", map[string]any{"count": 2}, &expanded))
-	v = b.settleTo(b.admin, id, "ACTIVE")
-	require.Len(t, v.Nodes, 5)
-	require.Len(t, through(t, v, 12), 4, "the load balancer was reconfigured and reaches the new web nodes")
+	// Stop one service: only it stops.
+	v = op("stop", lbOnly)
+	states := demotest.States(v.Nodes)
+	for k, st := range states {
+		if strings.HasSuffix(k, "/lb") {
+			require.Equal(t, "stopped", st, k)
+		} else {
+			require.Equal(t, "running", st, k)
+		}
+	}
+	_, err := net.DialTimeout("tcp", net.JoinHostPort(lb, demotest.LBPort), 2*time.Second)
+	require.Error(t, err, "the load balancer is stopped")
 
-	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/shrink", map[string]any{"count": 1}, nil))
-	v = b.settleTo(b.admin, id, "ACTIVE")
-	require.Len(t, v.Nodes, 4)
-	require.Equal(t, 4, v.NodeCount)
-	require.Len(t, through(t, v, 9), 3, "the removed web node is no longer a backend")
+	// Start it again: the preview says kv and web run already, and the job
+	// starts lb alone.
+	var preview struct {
+		Preview struct {
+			Skipped []struct {
+				Service string `json:"service"`
+				Action  string `json:"action"`
+				Reason  string `json:"reason"`
+			} `json:"skipped"`
+			Summary struct {
+				WorkTasks int `json:"workTasks"`
+			} `json:"summary"`
+		} `json:"preview"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/clusters/"+id+"/start?dryRun=true", lbOnly, &preview))
+	require.Equal(t, 1, preview.Preview.Summary.WorkTasks)
+	skipped := map[string]string{}
+	for _, s := range preview.Preview.Skipped {
+		skipped[s.Service+"/"+s.Action] = s.Reason
+	}
+	require.Equal(t, map[string]string{"kv/start": "already running", "web/start": "already running"}, skipped)
+	allRunning(op("start", lbOnly))
 
-	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/restart", map[string]any{"services": []string{"kv"}}, nil))
-	v = b.settleTo(b.admin, id, "ACTIVE")
-	require.Len(t, through(t, v, 3), 3)
+	// Starting what runs is a job with nothing to do, which succeeds.
+	var again result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/start", lbOnly, &again))
+	var job struct {
+		Status        string `json:"status"`
+		StatusMessage string `json:"statusMessage"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id+"/jobs/"+again.Job.ID, nil, &job))
+	require.Equal(t, "SUCCEEDED", job.Status)
+	require.Contains(t, job.StatusMessage, "lb start skipped on 1 node")
+
+	allRunning(op("restart", lbOnly))
+	allRunning(op("restart", map[string]any{}))
+	allRunning(op("rolling-restart", map[string]any{"services": []string{"web"}, "batchSize": 1}))
+	allRunning(op("reconfigure", map[string]any{"services": []string{"lb"}, "config": map[string]any{"greeting": "reconfigured"}}))
+	allRunning(op("reconfigure", map[string]any{"services": []string{"web"}, "restart": true}))
+
+	v = op("remove-services", lbOnly)
+	for _, n := range v.Nodes {
+		require.NotContains(t, n.Services, "lb")
+	}
+	v = op("add-services", map[string]any{"services": []string{"lb"}, "maxNewNodes": 1})
+	allRunning(v)
+
+	webs := len(demotest.WebHosts(v.Nodes))
+	v = op("expand", map[string]any{"count": 2})
+	require.Len(t, demotest.WebHosts(v.Nodes), webs+2, "the new nodes run web")
+	allRunning(v)
+	v = op("shrink", map[string]any{"count": 1})
+	require.Len(t, demotest.WebHosts(v.Nodes), webs+1, "the removed web node is no longer a backend")
+	allRunning(v)
+
+	// A new template version; the cluster syncs to it.
+	var tmpl map[string]any
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clustertemplates/web", nil, &tmpl))
+	tmpl["description"] = "version two"
+	for _, k := range []string{"version", "createdAt", "updatedAt"} {
+		delete(tmpl, k)
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "PUT", "/v1/clustertemplates/web", tmpl, nil))
+	allRunning(op("sync", map[string]any{}))
+
+	var before, after struct {
+		ExpiresAt time.Time `json:"expiresAt"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id, nil, &before))
+	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/clusters/"+id+"/lease", map[string]any{"by": "24h"}, &after))
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id, nil, &after))
+	require.True(t, after.ExpiresAt.After(before.ExpiresAt), "the lease was extended: %s, then %s", before.ExpiresAt, after.ExpiresAt)
 
 	var jobs struct {
 		Items []struct {
@@ -175,8 +271,10 @@ func TestClusterLifecycleOnLocalNodes(t *testing.T) {
 		} `json:"items"`
 	}
 	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id+"/jobs", nil, &jobs))
-	require.Len(t, jobs.Items, 4)
-	require.Equal(t, "restart", jobs.Items[0].Operation, "newest first")
+	require.Equal(t, "sync-template", jobs.Items[0].Operation, "newest first")
+	for _, j := range jobs.Items {
+		require.Equal(t, "SUCCEEDED", j.Status, j.Operation)
+	}
 
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "DELETE", "/v1/clusters/"+id, nil, nil))
 	v = b.settleTo(b.admin, id, "TERMINATED")
