@@ -446,3 +446,28 @@ func TestYAMLEntityAndRequestID(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&svc))
 	require.Equal(t, "KV", svc.Label)
 }
+
+// TestNonObjectBodiesAreRefusedForEveryKind: a PUT of an entity whose body is
+// not an object (null included, which would otherwise decode to an empty
+// entity) is a 400 for every kind, and a POST /v1/catalog of null too; none
+// changes the catalog.
+func TestNonObjectBodiesAreRefusedForEveryKind(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.importExample(t, b.acmeKey)
+	before := exportOf(t, b, b.acmeKey)
+	for _, k := range domain.Kinds {
+		for _, body := range []string{`null`, `[]`, `"x"`, `3`} {
+			for _, name := range []string{"kv", "fresh"} {
+				status, resp := b.do(t, b.acmeKey, http.MethodPut, "/v1/"+string(k)+"/"+name, body)
+				require.Equal(t, http.StatusBadRequest, status, "PUT /v1/%s/%s %s: %v", k, name, body, resp)
+				code, e := errorOf(t, resp)
+				require.Equal(t, CodeInvalidBody, code)
+				require.Contains(t, e["message"], "must be an object")
+			}
+		}
+	}
+	status, resp := b.do(t, b.acmeKey, http.MethodPost, "/v1/catalog", `null`)
+	require.Equal(t, http.StatusBadRequest, status, "%v", resp)
+	require.Equal(t, before, exportOf(t, b, b.acmeKey))
+}

@@ -29,6 +29,8 @@ func TestDecodeStrict(t *testing.T) {
 		{name: "trailing data", body: `{"name":"zk"} {"name":"x"}`, fields: []string{""}, codes: []string{CodeMalformed}},
 		{name: "not an object", body: `["zk"]`, fields: []string{""}, codes: []string{CodeWrongType}},
 		{name: "null is the zero value", body: `{"name":"zk","dependencies":null}`},
+		{name: "null body", body: `null`, fields: []string{""}, codes: []string{CodeWrongType}},
+		{name: "null body with blanks", body: " null\n", fields: []string{""}, codes: []string{CodeWrongType}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
