@@ -174,7 +174,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.runJanitor(bg, cfg.JanitorPeriod)
 	}()
 	go func() {
-		err := s.http.Serve(ln)
+		// Requests net/http refuses before the handler get the envelope too.
+		err := s.http.Serve(api.ListenerWithEnvelope(ln))
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
