@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/macros"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/store"
@@ -144,7 +145,7 @@ func (c *Catalog) Versions(ctx context.Context, tenant string, k domain.Kind, na
 // provider fields sealed: pass it through Redacted before showing it) and
 // whether it was new.
 func (c *Catalog) Put(ctx context.Context, tenant string, e domain.Entity, ifMatch string) (domain.Entity, bool, error) {
-	if ps := e.Validate(); len(ps) > 0 {
+	if ps := validate(e); len(ps) > 0 {
 		return nil, false, ps
 	}
 	var (
@@ -160,6 +161,12 @@ func (c *Catalog) Put(ctx context.Context, tenant string, e domain.Entity, ifMat
 		return nil, false, err
 	}
 	return stored, outcome == putCreated, nil
+}
+
+// validate checks e on its own, its macros included: a macro that does not
+// parse is refused when it is written, not when a cluster first expands it.
+func validate(e domain.Entity) domain.Problems {
+	return append(e.Validate(), macros.EntityProblems(e)...)
 }
 
 // Delete removes an entity (all versions become unreadable) unless a live

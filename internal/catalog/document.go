@@ -85,7 +85,7 @@ func (c *Catalog) Import(ctx context.Context, tenant string, d *Document) (*Impo
 	var ps domain.Problems
 	seen := map[Ref]string{}
 	for i, e := range es {
-		for _, p := range e.Validate() {
+		for _, p := range validate(e) {
 			p.Field = joinField(paths[i], p.Field)
 			ps = append(ps, p)
 		}
