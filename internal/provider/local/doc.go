@@ -27,5 +27,10 @@
 // Commands run with a clean environment (HOME is the node's home directory,
 // a standard PATH, nothing of heddle's own environment such as cloud
 // credentials). The node is not a sandbox: a script can read what heddle's
-// user can. Processes a script detaches (setsid) outlive a delete.
+// user can. Every command carries HEDDLE_LOCAL_NODE (the node's directory)
+// in its environment, and its children inherit it: Delete kills every
+// process that still carries it, those a script detached (setsid, nohup)
+// included, as deleting a machine would. Close, heddle stopping, leaves
+// detached processes running, as a restarted control plane leaves a
+// machine's services. A process that clears its environment escapes.
 package local

@@ -356,7 +356,7 @@ func (l *Local) serverOn(ln net.Listener, dir string, st nodeState, hostKey ssh.
 	if err != nil {
 		return nil, err
 	}
-	return newServer(ln, hostKey, authorized, filepath.Join(dir, "home"), l.user), nil
+	return newServer(ln, hostKey, authorized, filepath.Join(dir, "home"), l.user, markerOf(dir)), nil
 }
 
 // facts is what the provider reports about a node. The host key is known
@@ -420,6 +420,12 @@ func (l *Local) Delete(_ context.Context, req provider.Request) error {
 	l.mu.Unlock()
 	if n != nil {
 		n.server.close()
+	}
+	// What the node's scripts detached outlives its sessions; on a real
+	// machine deleting the node ends it, so it ends here too (even when
+	// the node's server does not run in this process).
+	if err := killNodeProcesses(l.nodeDir(name)); err != nil {
+		return fmt.Errorf("local: stop the processes of node %s: %w", req.Node.ID, err)
 	}
 	if err := os.RemoveAll(l.nodeDir(name)); err != nil {
 		return fmt.Errorf("local: remove node %s: %w", req.Node.ID, err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -260,6 +261,39 @@ func TestDeleteKillsRunningCommands(t *testing.T) {
 	require.NoError(t, l.Delete(testCtx(t), req))
 	require.Less(t, time.Since(start), 10*time.Second)
 	require.Error(t, <-done)
+}
+
+// TestDeleteKillsDetachedProcesses: a process a script detached from its
+// session outlives the session and heddle stopping (Close), as a service on
+// a machine would, but not the node's delete.
+func TestDeleteKillsDetachedProcesses(t *testing.T) {
+	t.Parallel()
+	l, dir := setup(t)
+	key := clusterKey(t)
+	req := request(key, "c1-1000")
+	n, err := l.Create(testCtx(t), req)
+	require.NoError(t, err)
+	res, err := login(t, n, key, "setsid nohup sleep 120 > /dev/null 2>&1 < /dev/null & echo $!")
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(res.Stdout.Text))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // whatever happens below
+
+	running, err := l.Processes()
+	require.NoError(t, err)
+	require.Equal(t, []int{pid}, running)
+	l.Close()
+	running, err = l.Processes()
+	require.NoError(t, err)
+	require.Equal(t, []int{pid}, running, "stopping heddle leaves the node's services running")
+
+	restarted, err := New(Config{Dir: dir})
+	require.NoError(t, err)
+	t.Cleanup(restarted.Close)
+	require.NoError(t, restarted.Delete(testCtx(t), req), "a node this process never ran is deleted too")
+	running, err = restarted.Processes()
+	require.NoError(t, err)
+	require.Empty(t, running)
 }
 
 func TestTypeRegisters(t *testing.T) {
