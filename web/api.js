@@ -37,11 +37,12 @@ export class ApiError extends Error {
 // request sends one call. path is relative to the API root ("clusters",
 // "clusters/ID/expand"); the URL is relative to the page, so the dashboard
 // works behind a path prefix too.
-export async function request(method, path, body, key = getKey()) {
+// A string body is sent as it is, with contentType.
+export async function request(method, path, body, key = getKey(), contentType = 'application/json') {
   const init = { method, headers: { Accept: 'application/json' }, cache: 'no-store' };
   if (key) init.headers.Authorization = `Bearer ${key}`;
   if (body !== undefined) {
-    init.headers['Content-Type'] = 'application/json';
+    init.headers['Content-Type'] = contentType;
     init.body = typeof body === 'string' ? body : JSON.stringify(body);
   }
   let resp;
@@ -72,6 +73,8 @@ export async function request(method, path, body, key = getKey()) {
 export const get = (path) => request('GET', path);
 export const post = (path, body = {}) => request('POST', path, body);
 export const put = (path, body) => request('PUT', path, body);
+// putText PUTs text as it is (a script's content).
+export const putText = (path, text) => request('PUT', path, text, getKey(), 'text/plain; charset=utf-8');
 export const del = (path) => request('DELETE', path);
 
 // enc escapes one path segment.

@@ -8,6 +8,7 @@ import { renderClusters, renderCreate } from './clusters.js';
 import { renderCluster } from './cluster.js';
 import { renderJob } from './job.js';
 import { renderCatalog, renderEntity } from './catalog.js';
+import { renderScripts, renderScript } from './scripts.js';
 import { renderUsers, renderKeys } from './users.js';
 import { renderTenants, renderTenant } from './tenants.js';
 import { View, flash, clearFlash } from './ui.js';
@@ -19,6 +20,8 @@ const routes = [
   [/^#\/clusters$/, () => renderClusters],
   [/^#\/catalog\/([^/]+)\/([^/]+)$/, (m) => [renderEntity, { kind: m[1], name: m[2] }]],
   [/^#\/catalog(?:\/([^/]+))?$/, (m) => [renderCatalog, { kind: m[1] }]],
+  [/^#\/scripts\/([^/]+)$/, (m) => [renderScript, { name: m[1] }]],
+  [/^#\/scripts$/, () => renderScripts],
   [/^#\/users\/([^/]+)\/keys$/, (m) => [renderKeys, { user: m[1] }]],
   [/^#\/users$/, () => renderUsers],
   [/^#\/tenants\/([^/]+)$/, (m) => [renderTenant, { tenant: m[1] }]],

@@ -22,7 +22,11 @@ func newApplyCommand(a *app) *cobra.Command {
 		Short: "Import a catalog document (YAML or JSON) into your tenant",
 		Long: `Import a catalog document, as ` + "`GET /v1/catalog`" + ` exports it, into your tenant
 (admin). The import is all or nothing, and applying the same document again
-changes nothing. -f - reads the document from stdin.`,
+changes nothing. -f - reads the document from stdin.
+
+A script resource in the document's scripts list holds its text in content,
+or names a file with file: (relative to the document; to the current
+directory with -f -), which apply reads and uploads with the rest.`,
 		Example: `  heddle apply -f docs/examples/catalog.yaml
   cat catalog.json | heddle apply -f -`,
 		Args: cobra.NoArgs,
@@ -31,11 +35,23 @@ changes nothing. -f - reads the document from stdin.`,
 			if err != nil {
 				return err
 			}
+			contentType := documentType(file, data)
+			dir := "."
+			if file != "-" {
+				dir = filepath.Dir(file)
+			}
+			inlined, ok, err := inlineScriptFiles(data, dir)
+			if err != nil {
+				return err
+			}
+			if ok {
+				data, contentType = inlined, "application/json"
+			}
 			c, err := a.client(cmd)
 			if err != nil {
 				return err
 			}
-			raw, err := c.Do(cmd.Context(), http.MethodPost, "/v1/catalog", nil, data, documentType(file, data))
+			raw, err := c.Do(cmd.Context(), http.MethodPost, "/v1/catalog", nil, data, contentType)
 			if err != nil {
 				return err
 			}

@@ -292,3 +292,38 @@ func TestServerKilledDuringCreateFinishesTheJobAfterRestart(t *testing.T) {
 	require.Contains(t, s.must(admin, "jobs", "show", id, job), "SUCCEEDED")
 	s.must(admin, "clusters", "delete", id, "--wait")
 }
+
+// TestScriptResourcesThroughTheCLI: apply -f uploads the script a document
+// names by file, a cluster runs it, push makes a new version, show prints
+// either, and delete is refused while a service runs it.
+func TestScriptResourcesThroughTheCLI(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	admin := s.tenant("acme")
+
+	applied := s.must(admin, "apply", "-f", "../../docs/examples/hello-scripts.yaml")
+	require.Contains(t, applied, "created  scripts/hello-install")
+	again := s.must(admin, "apply", "-f", "../../docs/examples/hello-scripts.yaml")
+	require.Contains(t, again, "0 created, 0 updated, 6 unchanged")
+	file, err := os.ReadFile("../../docs/examples/scripts/hello-install.sh")
+	require.NoError(t, err)
+	require.Equal(t, string(file), s.must(admin, "scripts", "show", "hello-install"))
+	require.Contains(t, s.must(admin, "scripts", "list"), "hello-install  1 ")
+
+	id, job := s.createdID(s.must(admin, "clusters", "create", "greet", "--template", "hello", "--size", "2", "-o", "json"))
+	require.Contains(t, s.must(admin, "jobs", "watch", id, job), "SUCCEEDED")
+
+	v2 := filepath.Join(t.TempDir(), "v2.sh")
+	require.NoError(t, os.WriteFile(v2, append(file, "echo v2\n"...), 0o600))
+	require.Contains(t, s.must(admin, "scripts", "push", "hello-install", v2), "script hello-install version 2")
+	require.Contains(t, s.must(admin, "scripts", "push", "hello-install", v2), "version 2", "the same content is no new version")
+	require.Equal(t, string(file), s.must(admin, "scripts", "show", "hello-install", "--version", "1"))
+	versions := s.must(admin, "scripts", "versions", "hello-install")
+	require.Len(t, strings.Split(strings.TrimSpace(versions), "\n"), 3, "a header and two versions:\n%s", versions)
+
+	refused := s.cli(admin, "scripts", "delete", "hello-install")
+	require.Equal(t, 1, refused.code)
+	require.Contains(t, refused.stderr, "referenced by services/hello")
+
+	s.must(admin, "clusters", "delete", id, "--wait")
+}

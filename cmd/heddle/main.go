@@ -95,7 +95,8 @@ func newRootCommand() *cobra.Command {
 	pf.StringVarP(&a.output, "output", "o", "table", "table or json (json prints the API's answers)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(newServerCommand(), newWorkerCommand(), newKeygenCommand(), newVersionCommand(),
-		newConfigCommand(a), newApplyCommand(a), newTenantsCommand(a), newClustersCommand(a), newJobsCommand(a))
+		newConfigCommand(a), newApplyCommand(a), newTenantsCommand(a), newClustersCommand(a), newJobsCommand(a),
+		newScriptsCommand(a))
 	return root
 }
 

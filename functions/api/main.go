@@ -24,6 +24,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"os"
@@ -129,5 +130,27 @@ func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey
 		Version:   version,
 		Logger:    log,
 	})
-	return httpadapter.NewV2(h).ProxyWithContext, nil
+	return refuseMalformedPaths(httpadapter.NewV2(h).ProxyWithContext), nil
+}
+
+// refuseMalformedPaths answers an event whose path net/http cannot parse
+// (x%%%) with the error envelope: the adapter would fail to build the
+// request, and API Gateway would turn the Lambda's error into a bare 500.
+func refuseMalformedPaths(next lambdaHandler) lambdaHandler {
+	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		path := ev.RawPath
+		if path == "" {
+			path = ev.RequestContext.HTTP.Path
+		}
+		env, bad := api.MalformedTarget(path, ev.Headers["x-request-id"])
+		if !bad {
+			return next(ctx, ev)
+		}
+		body, err := json.MarshalIndent(env, "", "  ")
+		if err != nil {
+			return events.APIGatewayV2HTTPResponse{}, err
+		}
+		return events.APIGatewayV2HTTPResponse{StatusCode: env.Error.Status, Body: string(body) + "\n",
+			Headers: map[string]string{"Content-Type": "application/json", "X-Content-Type-Options": "nosniff", "X-Request-Id": env.Error.RequestID}}, nil
+	}
 }

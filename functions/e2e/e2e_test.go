@@ -34,6 +34,7 @@ import (
 	"github.com/heddle-io/heddle/internal/assemble"
 	"github.com/heddle-io/heddle/internal/automator"
 	"github.com/heddle-io/heddle/internal/automator/shell"
+	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/provider/local"
@@ -186,7 +187,7 @@ func setup(t *testing.T) *lambdas {
 
 	// The worker function (functions/worker): the engine runs tasks with
 	// the shell automator.
-	sh := shell.New(shell.Config{Scripts: shell.NewScripts(db)})
+	sh := shell.New(shell.Config{Scripts: catalog.New(db, nil)})
 	t.Cleanup(sh.Close)
 	workerQueue := newQueue()
 	workerSvc, err := assemble.Build(assemble.Parts{Store: db, Queue: workerQueue, Keyring: keyring, Providers: registry(),

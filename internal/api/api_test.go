@@ -251,6 +251,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"entity too large to store", http.MethodPut, "/v1/services/kv", manyScripts, nil, 413, CodeBodyTooLarge, ""},
 		{"new entity too large to store", http.MethodPut, "/v1/services/big", manyScripts, nil, 413, CodeBodyTooLarge, ""},
 		{"import of an entity too large to store", http.MethodPost, "/v1/catalog", `{"apiVersion":"heddle/v1","services":[{"name":"small"},` + strings.Replace(manyScripts, `{`, `{"name":"big",`, 1) + `]}`, nil, 413, CodeBodyTooLarge, ""},
+		{"unknown macro in a script", http.MethodPut, "/v1/services/kv", `{"actions":{"start":{"type":"shell","fields":{"script":"date +%s%N"}}}}`, nil, 422, CodeValidationFailed, "actions.start.fields.script"},
+		{"unknown macro in an import", http.MethodPost, "/v1/catalog", `{"apiVersion":"heddle/v1","services":[{"name":"clock","actions":{"start":{"type":"shell","fields":{"script":"date +%s%N"}}}}]}`, nil, 422, CodeValidationFailed, "services[0].actions.start.fields.script"},
+		{"unknown macro in a template's config", http.MethodPut, "/v1/clustertemplates/web", `{"defaults":{"config":{"greeting":"100%sure%"}}}`, nil, 422, CodeValidationFailed, "defaults.config"},
 		{"unsupported media type", http.MethodPut, "/v1/services/kv", `x`, []string{"Content-Type", "text/plain"}, 415, CodeUnsupportedMedia, ""},
 		{"bad yaml", http.MethodPost, "/v1/catalog", "a: [", []string{"Content-Type", "application/yaml"}, 400, CodeInvalidBody, ""},
 		{"import with wrong apiVersion", http.MethodPost, "/v1/catalog", `{"apiVersion":"v0"}`, nil, 422, CodeValidationFailed, "apiVersion"},
@@ -288,6 +291,11 @@ func TestBadInputChangesNothing(t *testing.T) {
 	_, e = errorOf(t, body)
 	require.Contains(t, e["message"], `service "kv"`)
 	require.Contains(t, e["message"], "versioned script resource")
+
+	// A '%' meant literally is refused with how to write it.
+	_, body = b.do(t, b.acmeKey, http.MethodPut, "/v1/services/kv", `{"actions":{"start":{"type":"shell","fields":{"script":"date +%s%N"}}}}`)
+	_, e = errorOf(t, body)
+	require.Contains(t, e["details"].([]any)[0].(map[string]any)["message"], "write %% for a literal percent sign")
 
 	require.Equal(t, before, exportOf(t, b, b.acmeKey), "no bad request changed the catalog")
 
@@ -445,4 +453,29 @@ func TestYAMLEntityAndRequestID(t *testing.T) {
 	var svc domain.Service
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&svc))
 	require.Equal(t, "KV", svc.Label)
+}
+
+// TestNonObjectBodiesAreRefusedForEveryKind: a PUT of an entity whose body is
+// not an object (null included, which would otherwise decode to an empty
+// entity) is a 400 for every kind, and a POST /v1/catalog of null too; none
+// changes the catalog.
+func TestNonObjectBodiesAreRefusedForEveryKind(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.importExample(t, b.acmeKey)
+	before := exportOf(t, b, b.acmeKey)
+	for _, k := range domain.Kinds {
+		for _, body := range []string{`null`, `[]`, `"x"`, `3`} {
+			for _, name := range []string{"kv", "fresh"} {
+				status, resp := b.do(t, b.acmeKey, http.MethodPut, "/v1/"+string(k)+"/"+name, body)
+				require.Equal(t, http.StatusBadRequest, status, "PUT /v1/%s/%s %s: %v", k, name, body, resp)
+				code, e := errorOf(t, resp)
+				require.Equal(t, CodeInvalidBody, code)
+				require.Contains(t, e["message"], "must be an object")
+			}
+		}
+	}
+	status, resp := b.do(t, b.acmeKey, http.MethodPost, "/v1/catalog", `null`)
+	require.Equal(t, http.StatusBadRequest, status, "%v", resp)
+	require.Equal(t, before, exportOf(t, b, b.acmeKey))
 }

@@ -175,6 +175,8 @@ func TestCollectionsListOnlyTheCallersTenant(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status)
 	status, _ = b.do(t, b.otherKey, http.MethodPut, "/v1/services/own", map[string]any{})
 	require.Equal(t, http.StatusCreated, status)
+	status, _ = b.do(t, b.acmeKey, http.MethodPut, "/v1/scripts/hello", "echo hello", "Content-Type", "text/plain")
+	require.Equal(t, http.StatusCreated, status)
 
 	for _, k := range domain.Kinds {
 		status, body := b.do(t, b.acmeKey, http.MethodGet, "/v1/"+string(k), nil)

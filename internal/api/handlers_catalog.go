@@ -2,6 +2,8 @@ package api
 
 import (
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -46,7 +48,7 @@ func (s *Server) listEntities(w http.ResponseWriter, r *http.Request, p access.P
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Page[domain.Entity]{Items: s.redacted(items), NextCursor: next})
+	writeJSON(w, http.StatusOK, Page[domain.Entity]{Items: s.listed(items), NextCursor: next})
 	return nil
 }
 
@@ -95,7 +97,7 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p access.P
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Page[domain.Entity]{Items: s.redacted(items), NextCursor: next})
+	writeJSON(w, http.StatusOK, Page[domain.Entity]{Items: s.listed(items), NextCursor: next})
 	return nil
 }
 
@@ -106,8 +108,8 @@ func (s *Server) putEntity(w http.ResponseWriter, r *http.Request, p access.Prin
 	if err != nil {
 		return err
 	}
-	e := domain.NewEntity(k)
-	if err := decode(r, e); err != nil {
+	e, err := decodeEntity(r, k)
+	if err != nil {
 		return err
 	}
 	meta := e.EntityMeta()
@@ -211,6 +213,42 @@ func (s *Server) importCatalog(w http.ResponseWriter, r *http.Request, p access.
 	}
 	writeJSON(w, http.StatusOK, res)
 	return nil
+}
+
+// decodeEntity reads a PUT's entity of kind k. A script may also be sent as
+// its bare text (Content-Type text/plain, text/x-shellscript or
+// application/octet-stream), so that `curl --data-binary @install.sh`
+// uploads a file as it is.
+func decodeEntity(r *http.Request, k domain.Kind) (domain.Entity, error) {
+	if k == domain.KindScript {
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && scriptMediaTypes[mt] {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				return nil, err
+			}
+			return &domain.Script{Content: string(body)}, nil
+		}
+	}
+	e := domain.NewEntity(k)
+	if err := decode(r, e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+var scriptMediaTypes = map[string]bool{"text/plain": true, "text/x-shellscript": true, "text/x-sh": true, "application/x-sh": true, "application/octet-stream": true}
+
+// listed is what listings show of entities: Redacted, and a script without
+// its content (Size and SHA256 describe it), so that a page of scripts stays
+// small whatever they hold; GET one version for the content.
+func (s *Server) listed(es []domain.Entity) []domain.Entity {
+	out := s.redacted(es)
+	for _, e := range out {
+		if sc, ok := e.(*domain.Script); ok {
+			sc.Content = ""
+		}
+	}
+	return out
 }
 
 // redacted passes catalog entities through Catalog.Redacted: no API

@@ -143,8 +143,12 @@ func (r *statusRecorder) WriteHeader(code int) {
 
 type requestIDKey struct{}
 
-func newRequestID(r *http.Request) string {
-	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 64 && domain.ValidName(id) {
+func newRequestID(r *http.Request) string { return requestIDFrom(r.Header.Get("X-Request-Id")) }
+
+// requestIDFrom is the client's X-Request-Id when it is a usable one, or a
+// new random id.
+func requestIDFrom(header string) string {
+	if id := header; id != "" && len(id) <= 64 && domain.ValidName(id) {
 		return id
 	}
 	b := make([]byte, 8)

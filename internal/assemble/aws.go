@@ -16,6 +16,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/automator"
 	"github.com/heddle-io/heddle/internal/automator/shell"
+	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/provider/ec2"
@@ -181,7 +182,7 @@ func BuildAWS(a *AWS, cfg engine.Config, r Receives, runsTasks bool, log *slog.L
 	}
 	p := Parts{Store: a.Store, Queue: a.EngineQueue(r), Keyring: a.Keyring, Providers: registry, Engine: cfg, Logger: log}
 	if runsTasks {
-		p.Automators = map[string]automator.Automator{shell.Type: shell.New(shell.Config{Scripts: shell.NewScripts(a.Store),
+		p.Automators = map[string]automator.Automator{shell.Type: shell.New(shell.Config{Scripts: catalog.New(a.Store, nil),
 			QuickWait: quickWait, DetachAfter: detachAfter})}
 	}
 	return Build(p)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/macros"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/store"
@@ -144,7 +145,7 @@ func (c *Catalog) Versions(ctx context.Context, tenant string, k domain.Kind, na
 // provider fields sealed: pass it through Redacted before showing it) and
 // whether it was new.
 func (c *Catalog) Put(ctx context.Context, tenant string, e domain.Entity, ifMatch string) (domain.Entity, bool, error) {
-	if ps := e.Validate(); len(ps) > 0 {
+	if ps := validate(e); len(ps) > 0 {
 		return nil, false, ps
 	}
 	var (
@@ -160,6 +161,41 @@ func (c *Catalog) Put(ctx context.Context, tenant string, e domain.Entity, ifMat
 		return nil, false, err
 	}
 	return stored, outcome == putCreated, nil
+}
+
+// validate checks e on its own, its macros included: a macro that does not
+// parse is refused when it is written, not when a cluster first expands it.
+// A script's Size and SHA256 are derived from its content on the way out
+// (see Redacted); what a client sent in them is not stored.
+func validate(e domain.Entity) domain.Problems {
+	if s, ok := e.(*domain.Script); ok {
+		s.Size, s.SHA256 = 0, ""
+	}
+	return append(e.Validate(), macros.EntityProblems(e)...)
+}
+
+// Script returns a version of a script resource for the shell automator:
+// version 0 is the latest live one; a numbered version is returned even
+// once the script is deleted, because versions never change and a cluster
+// that pinned one when it was planned keeps running it (a delete only
+// stops new references).
+func (c *Catalog) Script(ctx context.Context, tenant, name string, version int) (*domain.Script, error) {
+	if version == 0 {
+		e, err := c.Get(ctx, tenant, domain.KindScript, name, 0)
+		if err != nil {
+			return nil, err
+		}
+		return e.(*domain.Script), nil
+	}
+	item, err := c.scoped(tenant).Get(ctx, versionKey(domain.KindScript, name, version))
+	if err != nil {
+		return nil, notFoundAs(err, domain.KindScript, fmt.Sprintf("%s version %d", name, version))
+	}
+	e, err := decodeEntity(domain.KindScript, item.Data)
+	if err != nil {
+		return nil, err
+	}
+	return e.(*domain.Script), nil
 }
 
 // Delete removes an entity (all versions become unreadable) unless a live

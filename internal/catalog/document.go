@@ -20,6 +20,7 @@ type Document struct {
 	Providers        []*domain.Provider        `json:"providers,omitempty"`
 	HardwareTypes    []*domain.HardwareType    `json:"hardwareTypes,omitempty"`
 	ImageTypes       []*domain.ImageType       `json:"imageTypes,omitempty"`
+	Scripts          []*domain.Script          `json:"scripts,omitempty"`
 	Services         []*domain.Service         `json:"services,omitempty"`
 	PartialTemplates []*domain.PartialTemplate `json:"partialTemplates,omitempty"`
 	ClusterTemplates []*domain.ClusterTemplate `json:"clusterTemplates,omitempty"`
@@ -39,6 +40,7 @@ func (d *Document) entities() ([]domain.Entity, []string) {
 	add("providers", len(d.Providers), func(i int) domain.Entity { return d.Providers[i] })
 	add("hardwareTypes", len(d.HardwareTypes), func(i int) domain.Entity { return d.HardwareTypes[i] })
 	add("imageTypes", len(d.ImageTypes), func(i int) domain.Entity { return d.ImageTypes[i] })
+	add("scripts", len(d.Scripts), func(i int) domain.Entity { return d.Scripts[i] })
 	add("services", len(d.Services), func(i int) domain.Entity { return d.Services[i] })
 	add("partialTemplates", len(d.PartialTemplates), func(i int) domain.Entity { return d.PartialTemplates[i] })
 	add("clusterTemplates", len(d.ClusterTemplates), func(i int) domain.Entity { return d.ClusterTemplates[i] })
@@ -85,7 +87,7 @@ func (c *Catalog) Import(ctx context.Context, tenant string, d *Document) (*Impo
 	var ps domain.Problems
 	seen := map[Ref]string{}
 	for i, e := range es {
-		for _, p := range e.Validate() {
+		for _, p := range validate(e) {
 			p.Field = joinField(paths[i], p.Field)
 			ps = append(ps, p)
 		}
@@ -149,8 +151,14 @@ func joinField(prefix, field string) string {
 // document that Import accepts. Versions are left out: an import writes new
 // ones.
 func (c *Catalog) Export(ctx context.Context, tenant string) (*Document, error) {
+	return c.ExportKinds(ctx, tenant, domain.Kinds...)
+}
+
+// ExportKinds is Export of the given kinds only (the cluster service reads
+// every kind but scripts, whose content it does not need).
+func (c *Catalog) ExportKinds(ctx context.Context, tenant string, kinds ...domain.Kind) (*Document, error) {
 	d := &Document{APIVersion: DocumentAPIVersion}
-	for _, k := range domain.Kinds {
+	for _, k := range kinds {
 		cursor := ""
 		for {
 			es, next, err := c.List(ctx, tenant, k, 1000, cursor)
@@ -166,6 +174,8 @@ func (c *Catalog) Export(ctx context.Context, tenant string) (*Document, error) 
 					d.HardwareTypes = append(d.HardwareTypes, v)
 				case *domain.ImageType:
 					d.ImageTypes = append(d.ImageTypes, v)
+				case *domain.Script:
+					d.Scripts = append(d.Scripts, v)
 				case *domain.Service:
 					d.Services = append(d.Services, v)
 				case *domain.PartialTemplate:

@@ -34,6 +34,11 @@ func WithProviders(reg *provider.Registry, kr *secrets.Keyring) Option {
 // form, sealed values included, for heddle's own use (cluster creation
 // copies them into the cluster spec); every API read passes through this.
 func (c *Catalog) Redacted(e domain.Entity) domain.Entity {
+	if s, ok := e.(*domain.Script); ok && s != nil {
+		out := *s
+		out.Describe()
+		return &out
+	}
 	p, ok := e.(*domain.Provider)
 	if !ok || p == nil {
 		return e

@@ -25,7 +25,7 @@ const KindCluster domain.Kind = "clusters"
 // references lists what e refers to. A write must find every one of them live,
 // and a delete is refused while any live entity or cluster lists it.
 //
-// A service's requires and uses are not listed: services may depend on one
+// A service's requires and uses are not listed (its script resources are): services may depend on one
 // another in any order of creation, and the solver checks requirements when a
 // cluster is built.
 func references(e domain.Entity) []fieldRef {
@@ -49,6 +49,14 @@ func references(e domain.Entity) []fieldRef {
 		s = &v.TemplateSections
 	case *domain.PartialTemplate:
 		s = &v.TemplateSections
+	case *domain.Service:
+		// The script resources its actions run: a script is deleted only
+		// when no live service names it.
+		scripts := domain.ScriptRefs(v)
+		for _, field := range sortedKeys(scripts) {
+			add(field, domain.KindScript, scripts[field])
+		}
+		return out
 	default:
 		return nil
 	}

@@ -24,6 +24,11 @@ type EntityTooLargeError struct {
 }
 
 func (e *EntityTooLargeError) Error() string {
+	if e.Kind == domain.KindScript {
+		return fmt.Sprintf("script %q would take %d bytes once stored, but one catalog entity holds at most %d: "+
+			"its text is stored as a JSON string, where <, >, & and control characters take 6 bytes each; shorten it",
+			e.Name, e.Bytes, MaxEntityBytes)
+	}
 	return fmt.Sprintf("%s %q would take %d bytes once stored, but one catalog entity holds at most %d; "+
 		"shorten its longest fields (upload long scripts as a versioned script resource instead of inlining them)",
 		singular(e.Kind), e.Name, e.Bytes, MaxEntityBytes)
@@ -221,10 +226,15 @@ func (tx *writeTx) put(e domain.Entity, ifMatch string) (stored domain.Entity, o
 	return e, putUpdated, nil
 }
 
-// referrers lists the live templates and clusters that refer to the entity.
+// referrers lists the live entities (templates; services for a script) and
+// clusters that refer to the entity.
 func (tx *writeTx) referrers(k domain.Kind, name string) ([]Ref, error) {
 	var out []Ref
-	for _, tk := range []domain.Kind{domain.KindClusterTemplate, domain.KindPartialTemplate} {
+	scan := []domain.Kind{domain.KindClusterTemplate, domain.KindPartialTemplate}
+	if k == domain.KindScript {
+		scan = []domain.Kind{domain.KindService} // only services name scripts
+	}
+	for _, tk := range scan {
 		cursor := ""
 		for {
 			page, err := tx.s.Query(tx.ctx, "CAT#"+string(tk), store.Query{Cursor: cursor, Limit: store.MaxPageSize})

@@ -52,7 +52,7 @@ func TestConfigReferencesComeFromMacros(t *testing.T) {
 	_, err = configReferences(services, nil)
 	var ps domain.Problems
 	require.ErrorAs(t, err, &ps, "a malformed macro is a problem at its field")
-	require.Equal(t, "services.kv.fields.script", ps[0].Field)
+	require.Equal(t, "services.kv.actions.configure.fields.script", ps[0].Field)
 }
 
 func TestTopologicalPutsDependenciesFirst(t *testing.T) {

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/heddle-io/heddle/internal/access"
@@ -98,11 +101,10 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 	if err != nil {
 		return nil, fieldNotFound(err, "template")
 	}
-	doc, err := s.cfg.Catalog.Export(ctx, tenant)
+	doc, sp, err := s.specFromCatalog(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
-	sp := specFromDocument(doc)
 	providerName := firstOf(req.Provider, tmpl.Defaults.Provider)
 	if providerName == "" {
 		return nil, domain.Problems{{Field: "provider", Code: domain.CodeRequired, Message: "the template names no default provider; name one"}}
@@ -224,6 +226,41 @@ func firstLease(policy domain.LeasePolicy, asked time.Duration) (time.Duration, 
 			Message: fmt.Sprintf("the template allows a first lease of at most %s; ask for less and extend it later", initial)}}
 	}
 	return asked, nil
+}
+
+// specFromCatalog reads the tenant's catalog (scripts aside: the spec names
+// them) into a cluster's spec, with every script resource its services run
+// pinned to the version that is the latest now. A cluster's jobs then all
+// run the scripts its plan was made with, however many versions are pushed
+// while they run, until a sync makes a new spec.
+func (s *Service) specFromCatalog(ctx context.Context, tenant string) (*catalog.Document, *spec, error) {
+	kinds := slices.DeleteFunc(slices.Clone(domain.Kinds), func(k domain.Kind) bool { return k == domain.KindScript })
+	doc, err := s.cfg.Catalog.ExportKinds(ctx, tenant, kinds...)
+	if err != nil {
+		return nil, nil, err
+	}
+	sp := specFromDocument(doc)
+	latest := map[string]string{}
+	for name, svc := range sp.Services {
+		for action, act := range svc.Actions {
+			script := act.Fields[domain.FieldScriptResource]
+			if script == "" || act.Fields[domain.FieldScriptVersion] != "" {
+				continue
+			}
+			if _, ok := latest[script]; !ok {
+				sc, err := s.cfg.Catalog.Script(ctx, tenant, script, 0)
+				if err != nil {
+					return nil, nil, fmt.Errorf("service %s, action %s: %w", name, action, err)
+				}
+				latest[script] = strconv.Itoa(sc.Version)
+			}
+			act.Fields = maps.Clone(act.Fields)
+			act.Fields[domain.FieldScriptVersion] = latest[script]
+			svc.Actions[action] = act
+		}
+		sp.Services[name] = svc
+	}
+	return doc, sp, nil
 }
 
 func specFromDocument(doc *catalog.Document) *spec {

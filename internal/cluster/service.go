@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -220,13 +221,22 @@ func servicesOn(nodes []domain.Node) []string {
 // shrink reconfigures exactly the services whose configuration changes.
 func configReferences(services map[string]*domain.Service, config json.RawMessage) (map[string][]string, error) {
 	refs := map[string][]string{}
-	for name, svc := range services {
+	for _, name := range slices.Sorted(maps.Keys(services)) {
+		svc := services[name]
+		// The catalog refuses these when the service is written; a version
+		// stored before it did is reported as the catalog would.
+		if ps := macros.EntityProblems(svc); len(ps) > 0 {
+			for i := range ps {
+				ps[i].Field = "services." + name + "." + ps[i].Field
+			}
+			return nil, ps
+		}
 		var all []string
 		for _, a := range svc.Actions {
-			for field, text := range a.Fields {
+			for _, text := range a.Fields {
 				got, err := macros.ServicesReferenced(text)
 				if err != nil {
-					return nil, domain.Problems{{Field: fmt.Sprintf("services.%s.fields.%s", name, field), Code: domain.CodeMalformed, Message: err.Error()}}
+					return nil, err
 				}
 				all = append(all, got...)
 			}

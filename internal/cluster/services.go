@@ -130,11 +130,10 @@ func (s *Service) SyncTemplate(ctx context.Context, p access.Principal, id strin
 	if err != nil {
 		return nil, fieldNotFound(err, "templateVersion")
 	}
-	doc, err := s.cfg.Catalog.Export(ctx, p.Tenant)
+	_, next, err := s.specFromCatalog(ctx, p.Tenant)
 	if err != nil {
 		return nil, err
 	}
-	next := specFromDocument(doc)
 	next.Provider, next.ProviderFields, next.Key = l.sp.Provider, l.sp.ProviderFields, l.sp.Key
 	if err := solver.CheckSync(solver.SyncRequest{Cluster: l.solverCluster(), Template: tmpl, Catalog: next.solverCatalog()}); err != nil {
 		return nil, err

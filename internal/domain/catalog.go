@@ -17,7 +17,7 @@ const (
 
 // Kinds lists every catalog kind in the order an import must write them so that
 // references always point backwards.
-var Kinds = []Kind{KindProvider, KindHardwareType, KindImageType, KindService, KindPartialTemplate, KindClusterTemplate}
+var Kinds = []Kind{KindProvider, KindHardwareType, KindImageType, KindScript, KindService, KindPartialTemplate, KindClusterTemplate}
 
 // Meta is the part every catalog entity shares. Version is assigned by the
 // catalog: a PUT writes version max+1, so a client never sets it.
@@ -304,6 +304,8 @@ func NewEntity(k Kind) Entity {
 		return &HardwareType{}
 	case KindImageType:
 		return &ImageType{}
+	case KindScript:
+		return &Script{}
 	case KindService:
 		return &Service{}
 	case KindClusterTemplate:

@@ -26,6 +26,11 @@ func DecodeStrict(data []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Problems{{Code: CodeMalformed, Message: "the body holds more than one JSON value; send exactly one object"}}
 	}
+	// walk lets null through as "leave the zero value", right for a field
+	// but not for the whole body: a null entity would be stored empty.
+	if raw == nil && wantsObject(reflect.TypeOf(v).Elem()) {
+		return Problems{{Code: CodeWrongType, Message: "must be an object, not null"}}
+	}
 	ps := newChecker()
 	walk(ps, reflect.TypeOf(v).Elem(), raw)
 	// A key given twice in one object is collapsed by the walk's map (and
@@ -43,6 +48,14 @@ func DecodeStrict(data []byte, v any) error {
 		return Problems{{Code: CodeInvalid, Message: err.Error()}}
 	}
 	return nil
+}
+
+// wantsObject tells whether t (through pointers) is filled from a JSON object.
+func wantsObject(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Struct || t.Kind() == reflect.Map
 }
 
 func malformed(err error) Problem {

@@ -29,6 +29,8 @@ func TestDecodeStrict(t *testing.T) {
 		{name: "trailing data", body: `{"name":"zk"} {"name":"x"}`, fields: []string{""}, codes: []string{CodeMalformed}},
 		{name: "not an object", body: `["zk"]`, fields: []string{""}, codes: []string{CodeWrongType}},
 		{name: "null is the zero value", body: `{"name":"zk","dependencies":null}`},
+		{name: "null body", body: `null`, fields: []string{""}, codes: []string{CodeWrongType}},
+		{name: "null body with blanks", body: " null\n", fields: []string{""}, codes: []string{CodeWrongType}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,6 +92,8 @@ func FuzzDecodeStrict(f *testing.F) {
 	f.Add(`{"name":"t","extends":{"name":"p"},"constraints":{"size":{"min":1,"max":3},"layout":{"mustCoexist":[["a","b"]]}}}`)
 	f.Add(`{"name":1}`)
 	f.Add(`{"a":{"b":[1,2,{"c":null}]}}`)
+	f.Add(`{"name":"install","content":"#!/bin/sh\necho 50% > /dev/null","size":3,"sha256":"x"}`)
+	f.Add(`null`)
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, k := range Kinds {
 			e := NewEntity(k)

@@ -18,6 +18,7 @@ import (
 	"github.com/heddle-io/heddle/internal/assemble"
 	"github.com/heddle-io/heddle/internal/automator"
 	"github.com/heddle-io/heddle/internal/automator/shell"
+	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/dashboard"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/engine"
@@ -122,7 +123,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := registry.Register(static.Type(), static.New(static.NewPool(db, keyring), static.Config{})); err != nil {
 		return fail(err)
 	}
-	s.shell = shell.New(shell.Config{Scripts: shell.NewScripts(db)})
+	s.shell = shell.New(shell.Config{Scripts: catalog.New(db, nil)})
 
 	s.queue = &tenantQueues{memqueue.New(memqueue.Options{})}
 	ecfg := localEngineConfig(cfg.Engine)
@@ -184,7 +185,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.runJanitor(bg, cfg.JanitorPeriod)
 	}()
 	go func() {
-		err := s.http.Serve(ln)
+		// Requests net/http refuses before the handler get the envelope too.
+		err := s.http.Serve(api.ListenerWithEnvelope(ln))
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}

@@ -17,6 +17,7 @@ var fuzzSeeds = []string{
 	"%host.service.zookeeper[2]%", "%host.service.zookeeper[9]%", "%num.service.x[1]%",
 	"%instance.self.service.zookeeper%", "%ip.public.self%", "%join(host.service.a,'%')%",
 	"%join(host.service.a,'%')", "%host.service.a[", "% %", "a%b%c",
+	"date +%s%N", "date +%%s%%N", "printf '%d%%\\n' 50",
 }
 
 func checkError(t *testing.T, text string, err error) {

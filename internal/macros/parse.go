@@ -246,7 +246,7 @@ func (p *parser) classify(name string) (Ref, error) {
 			return p.service(Ref{Kind: IPService, AddressType: typ}, strings.TrimPrefix(rest, "service."))
 		}
 	}
-	return Ref{}, p.fail(ErrUnknown, "%q is not a macro; known: cluster.id, cluster.owner, host.self, ip[.TYPE].self, host.service.S, ip[.TYPE].service.S, num.service.S, instance.self.service.S", name)
+	return Ref{}, p.fail(ErrUnknown, "%q is not a macro; known: cluster.id, cluster.owner, host.self, ip[.TYPE].self, host.service.S, ip[.TYPE].service.S, num.service.S, instance.self.service.S (write %%%% for a literal percent sign)", name)
 }
 
 func (p *parser) service(r Ref, name string) (Ref, error) {

@@ -169,6 +169,23 @@ func newWorld(t testing.TB, nodes int) *world {
 			NodeLayout: domain.NodeLayout{HardwareType: "small", ImageType: "debian", Services: []string{"zookeeper"}},
 		})
 	}
+	// Registered before start's cleanups, so it runs after them: whatever
+	// the test did, and even when it failed half-way, its nodes are deleted
+	// (which kills what their scripts detached), and nothing they started
+	// may be left running.
+	t.Cleanup(func() {
+		for _, id := range w.nodeIDs() {
+			node := w.clusters.node(id)
+			if err := w.local.Delete(context.Background(), provider.Request{Tenant: tenant, ClusterID: node.ClusterID, Node: node}); err != nil {
+				t.Errorf("delete node %s: %v", id, err)
+			}
+		}
+		left, err := w.local.Processes()
+		require.NoError(t, err)
+		if len(left) > 0 {
+			t.Errorf("processes the nodes started are still running after their delete: %v", left)
+		}
+	})
 	w.start()
 	return w
 }

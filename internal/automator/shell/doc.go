@@ -4,8 +4,11 @@
 // A shell action's fields:
 //
 //	script           inline script text (sh, or any interpreter named by a #! line)
-//	script_resource  or the name of a script resource (Scripts: per tenant, versioned)
-//	script_version   the resource's version; empty means the latest
+//	script_resource  or the name of a script resource (catalog kind scripts:
+//	                 per tenant, versioned; read through Config.Scripts)
+//	script_version   the resource's version; the cluster service writes the
+//	                 latest one into a cluster's spec when it plans the
+//	                 cluster, so empty (the latest) only comes from older specs
 //	args             arguments, in shell syntax ("--port 2181 'a b'")
 //	detach           "true" or "false": overrides the detach threshold
 //	anything else    passed on to the script

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heddle-io/heddle/internal/automator"
+	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/provider/local"
@@ -114,12 +115,13 @@ func newShell(t testing.TB, cfg Config) *Shell {
 	return s
 }
 
-func newScripts(t testing.TB) *Scripts {
+// newScripts is a catalog, the automator's source of script resources.
+func newScripts(t testing.TB) *catalog.Catalog {
 	t.Helper()
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "store.db"), boltstore.Options{NoSync: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	return NewScripts(st)
+	return catalog.New(st, nil)
 }
 
 // workDir is a fresh directory for the automator's files. Every node of

@@ -25,11 +25,11 @@ const Type = "shell"
 // Fields of a shell service action. Any other field is passed to the
 // script (context file and HEDDLE_FIELD_<NAME>).
 const (
-	FieldScript         = "script"          // inline script text
-	FieldScriptResource = "script_resource" // or: a named script resource
-	FieldScriptVersion  = "script_version"  // its version (default: latest)
-	FieldArgs           = "args"            // arguments, in shell syntax
-	FieldDetach         = "detach"          // "true"/"false": override the threshold
+	FieldScript         = "script"                   // inline script text
+	FieldScriptResource = domain.FieldScriptResource // or: a named script resource
+	FieldScriptVersion  = domain.FieldScriptVersion  // its version (default: latest)
+	FieldArgs           = "args"                     // arguments, in shell syntax
+	FieldDetach         = "detach"                   // "true"/"false": override the threshold
 )
 
 // Defaults for Config.
@@ -43,7 +43,7 @@ const (
 type Config struct {
 	// Scripts holds the tenants' script resources; nil refuses actions that
 	// name one.
-	Scripts *Scripts
+	Scripts Scripts
 	// DetachAfter is the threshold between synchronous and detached runs:
 	// an action whose timeout is longer runs detached (started on the node
 	// with its output and status written to files there, then polled), so
@@ -284,7 +284,7 @@ func (s *Shell) resolveScript(ctx context.Context, tenant string, fields map[str
 	if err != nil {
 		return "", fmt.Errorf("script_version: %w", err)
 	}
-	sc, err := s.cfg.Scripts.Get(ctx, tenant, name, version)
+	sc, err := s.cfg.Scripts.Script(ctx, tenant, name, version)
 	if err != nil {
 		return "", err
 	}

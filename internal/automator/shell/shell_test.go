@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/heddle-io/heddle/internal/automator"
+	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/heddle-io/heddle/internal/sshexec/sshtest"
@@ -269,12 +270,13 @@ func TestScriptResources(t *testing.T) {
 	scripts := newScripts(t)
 	sh := newShell(t, Config{Scripts: scripts})
 	ctx := runCtx(t, 30*time.Second)
-	v1, err := scripts.Put(ctx, "acme", "install-zk", "echo version one")
-	require.NoError(t, err)
-	require.Equal(t, 1, v1.Version)
-	v2, err := scripts.Put(ctx, "acme", "install-zk", "echo version two")
-	require.NoError(t, err)
-	require.Equal(t, 2, v2.Version)
+	put := func(content string) int {
+		stored, _, err := scripts.Put(ctx, "acme", &domain.Script{Meta: domain.Meta{Name: "install-zk"}, Content: content}, "")
+		require.NoError(t, err)
+		return stored.EntityMeta().Version
+	}
+	require.Equal(t, 1, put("echo version one"))
+	require.Equal(t, 2, put("echo version two"))
 
 	for _, tt := range []struct {
 		version, want string
@@ -284,49 +286,24 @@ func TestScriptResources(t *testing.T) {
 		require.Equal(t, tt.want, out.Stdout.Text)
 	}
 	missing := sh.Run(ctx, request(b.targets[0], workDir(t), map[string]string{FieldScriptResource: "install-zk", FieldScriptVersion: "3"}))
-	require.ErrorIs(t, missing.Err, ErrScriptNotFound)
+	require.ErrorIs(t, missing.Err, catalog.ErrNotFound)
 
 	// Another tenant's resources are out of reach.
 	req := request(b.targets[0], workDir(t), map[string]string{FieldScriptResource: "install-zk"})
 	req.Context.Tenant = "other"
-	require.ErrorIs(t, sh.Run(ctx, req).Err, ErrScriptNotFound)
+	require.ErrorIs(t, sh.Run(ctx, req).Err, catalog.ErrNotFound)
+
+	// A deleted script's pinned versions still run (a cluster planned with
+	// one keeps it); its latest is gone.
+	require.NoError(t, scripts.Delete(ctx, "acme", domain.KindScript, "install-zk", ""))
+	out := sh.Run(ctx, request(b.targets[0], workDir(t), map[string]string{FieldScriptResource: "install-zk", FieldScriptVersion: "1"}))
+	require.NoError(t, out.Err)
+	require.Equal(t, "version one\n", out.Stdout.Text)
+	latest := sh.Run(ctx, request(b.targets[0], workDir(t), map[string]string{FieldScriptResource: "install-zk"}))
+	require.ErrorIs(t, latest.Err, catalog.ErrNotFound)
 
 	none := newShell(t, Config{}).Run(ctx, request(b.targets[0], workDir(t), map[string]string{FieldScriptResource: "install-zk"}))
 	require.ErrorContains(t, none.Err, "no script store")
-}
-
-func TestScriptVersionsUnderConcurrentPuts(t *testing.T) {
-	t.Parallel()
-	scripts := newScripts(t)
-	ctx := runCtx(t, 30*time.Second)
-	var wg sync.WaitGroup
-	versions := make([]int, 6)
-	for i := range versions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, err := scripts.Put(ctx, "acme", "s", "echo "+string(rune('a'+i)))
-			if err == nil {
-				versions[i] = s.Version
-			}
-		}()
-	}
-	wg.Wait()
-	require.ElementsMatch(t, []int{1, 2, 3, 4, 5, 6}, versions)
-	all, err := scripts.Versions(ctx, "acme", "s")
-	require.NoError(t, err)
-	require.Len(t, all, 6)
-	for i, s := range all {
-		require.Equal(t, i+1, s.Version)
-		require.Len(t, s.SHA256, 64)
-	}
-
-	_, err = scripts.Put(ctx, "acme", "bad/name", "x")
-	require.ErrorContains(t, err, "not a valid script name")
-	_, err = scripts.Put(ctx, "acme", "big", strings.Repeat("x", MaxScriptSize+1))
-	require.ErrorContains(t, err, "the limit is")
-	_, err = scripts.Put(ctx, "not valid!", "s", "x")
-	require.Error(t, err)
 }
 
 func TestManyNodesAtOnce(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/heddle-io/heddle/internal/provider"
@@ -97,31 +98,68 @@ func (st nodeState) address() string {
 	return st.Address
 }
 
-// freeAddress picks the node's own loopback address. Linux routes all of
-// 127.0.0.0/8 to the loopback interface, so every node can have an address
-// of its own: services on different nodes bind the same port, as they would
-// on separate machines, and macros such as %ip.service.web% name distinct
-// hosts. The address starts from a hash of the node's name (stable, and
-// distinct across providers sharing the machine) and skips those in use.
-func (l *Local) freeAddress(name string) string {
+// SSHPort is the port a node's SSH server listens on at the node's own
+// address. Binding it is how a node claims its address against every other
+// heddle process on the machine (two servers, a server and a test suite):
+// an address whose SSHPort is taken belongs to someone else. It is below
+// Linux's ephemeral range, so no connection or :0 listener lands on it by
+// chance.
+const SSHPort = 22022
+
+// claimAttempts bounds the addresses tried for one node: more taken in a row
+// means the port is held on every address (a listener on *:SSHPort).
+const claimAttempts = 64
+
+// claimAddress picks the node's own loopback address and binds its SSH
+// port there. Linux routes all of 127.0.0.0/8 to the loopback interface, so
+// every node can have an address of its own: services on different nodes
+// bind the same port, as they would on separate machines, and macros such
+// as %ip.service.web% name distinct hosts. The address starts from a hash
+// of the node's name (stable, and distinct across providers sharing the
+// machine), skips those of this process's nodes, and moves on past any
+// whose SSH port another process holds: the bind, not a lookup, decides.
+func (l *Local) claimAddress(name string) (string, net.Listener, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	used := map[string]bool{}
 	for _, n := range l.nodes {
 		used[n.state.address()] = true
 	}
+	l.mu.Unlock()
+	start := hashedHost(name)
+	tried := 0
+	for i := 0; i < loopbackHosts && tried < claimAttempts; i++ {
+		addr := hostAddress(start + i)
+		if used[addr] {
+			continue
+		}
+		tried++
+		ln, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(SSHPort)))
+		if errors.Is(err, syscall.EADDRINUSE) {
+			continue // another process's node (or a concurrent create of ours)
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("local: claim address %s: %w", addr, err)
+		}
+		return addr, ln, nil
+	}
+	return "", nil, fmt.Errorf("local: port %d is taken on the %d addresses of 127.42.0.0/16 tried for node %s; is something listening on *:%d?",
+		SSHPort, tried, name, SSHPort)
+}
+
+// loopbackHosts are the node addresses 127.42.0.1 .. 127.42.255.254.
+const loopbackHosts = 254 * 256
+
+// hashedHost is where the search for name's address starts.
+func hashedHost(name string) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(name))
-	const hosts = 254 * 256 // 127.42.0.1 .. 127.42.255.254
-	start := int(h.Sum32() % hosts)
-	for i := range hosts {
-		k := (start + i) % hosts
-		addr := fmt.Sprintf("127.42.%d.%d", k/254, k%254+1)
-		if !used[addr] {
-			return addr
-		}
-	}
-	return "127.0.0.1"
+	return int(h.Sum32() % loopbackHosts)
+}
+
+// hostAddress is the k-th node address (modulo loopbackHosts).
+func hostAddress(k int) string {
+	k %= loopbackHosts
+	return fmt.Sprintf("127.42.%d.%d", k/254, k%254+1)
 }
 
 // New opens the provider's state directory. Call Restore to bring back the
@@ -230,13 +268,18 @@ func (l *Local) Create(_ context.Context, req provider.Request) (provider.Node, 
 		Tenant: req.Tenant, ClusterID: req.ClusterID, NodeID: req.Node.ID, Token: req.Token,
 		AuthorizedKey: req.Key.AuthorizedKey(), HostKey: sshexec.FormatPublicKey(hostKey.PublicKey()),
 		Hostname: hostname, Flavor: req.Flavor, Image: req.Image, CreatedAt: time.Now().UTC(),
-		Address: l.freeAddress(name),
 	}
-	srv, port, err := l.listen(dir, st, hostKey, 0)
+	addr, ln, err := l.claimAddress(name)
 	if err != nil {
 		return provider.Node{}, err
 	}
-	st.Port = port
+	st.Address, st.Port = addr, SSHPort
+	srv, err := l.serverOn(ln, dir, st, hostKey)
+	if err != nil {
+		_ = ln.Close()
+		return provider.Node{}, err
+	}
+	port := st.Port
 	// node.json is written last and atomically: its presence is what makes
 	// the node exist.
 	data, err := json.MarshalIndent(st, "", "  ")
@@ -271,7 +314,7 @@ func (l *Local) running(name string) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, _, err := l.listen(l.nodeDir(name), st, hostKey, st.Port)
+	srv, err := l.listen(l.nodeDir(name), st, hostKey)
 	if err != nil {
 		return nil, err
 	}
@@ -302,17 +345,26 @@ func (l *Local) load(name string) (nodeState, ssh.Signer, error) {
 	return st, hostKey, nil
 }
 
-// listen binds the node's port (0: any free one) and builds its server.
-func (l *Local) listen(dir string, st nodeState, hostKey ssh.Signer, port int) (*server, int, error) {
+// listen binds the node's recorded address and port and builds its server.
+func (l *Local) listen(dir string, st nodeState, hostKey ssh.Signer) (*server, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(st.address(), strconv.Itoa(st.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("local: node %s: listen on port %d: %w", st.NodeID, st.Port, err)
+	}
+	srv, err := l.serverOn(ln, dir, st, hostKey)
+	if err != nil {
+		_ = ln.Close()
+	}
+	return srv, err
+}
+
+// serverOn builds the node's server on ln.
+func (l *Local) serverOn(ln net.Listener, dir string, st nodeState, hostKey ssh.Signer) (*server, error) {
 	authorized, err := sshexec.ParsePublicKey(st.AuthorizedKey)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(st.address(), strconv.Itoa(port)))
-	if err != nil {
-		return nil, 0, fmt.Errorf("local: node %s: listen on port %d: %w", st.NodeID, port, err)
-	}
-	return newServer(ln, hostKey, authorized, filepath.Join(dir, "home"), l.user), ln.Addr().(*net.TCPAddr).Port, nil
+	return newServer(ln, hostKey, authorized, filepath.Join(dir, "home"), l.user, markerOf(dir)), nil
 }
 
 // facts is what the provider reports about a node. The host key is known
@@ -376,6 +428,12 @@ func (l *Local) Delete(_ context.Context, req provider.Request) error {
 	l.mu.Unlock()
 	if n != nil {
 		n.server.close()
+	}
+	// What the node's scripts detached outlives its sessions; on a real
+	// machine deleting the node ends it, so it ends here too (even when
+	// the node's server does not run in this process).
+	if err := killNodeProcesses(l.nodeDir(name)); err != nil {
+		return fmt.Errorf("local: stop the processes of node %s: %w", req.Node.ID, err)
 	}
 	if err := os.RemoveAll(l.nodeDir(name)); err != nil {
 		return fmt.Errorf("local: remove node %s: %w", req.Node.ID, err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,7 +146,7 @@ func TestCreateIsIdempotentOnTheToken(t *testing.T) {
 	elsewhere.ClusterID = "c2"
 	n2, err := l.Create(testCtx(t), elsewhere)
 	require.NoError(t, err)
-	require.NotEqual(t, first.SSHPort, n2.SSHPort)
+	require.NotEqual(t, first.Addresses[provider.AddressAccess], n2.Addresses[provider.AddressAccess])
 	require.NotEqual(t, first.HostKey, n2.HostKey)
 }
 
@@ -262,6 +263,39 @@ func TestDeleteKillsRunningCommands(t *testing.T) {
 	require.Error(t, <-done)
 }
 
+// TestDeleteKillsDetachedProcesses: a process a script detached from its
+// session outlives the session and heddle stopping (Close), as a service on
+// a machine would, but not the node's delete.
+func TestDeleteKillsDetachedProcesses(t *testing.T) {
+	t.Parallel()
+	l, dir := setup(t)
+	key := clusterKey(t)
+	req := request(key, "c1-1000")
+	n, err := l.Create(testCtx(t), req)
+	require.NoError(t, err)
+	res, err := login(t, n, key, "setsid nohup sleep 120 > /dev/null 2>&1 < /dev/null & echo $!")
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(res.Stdout.Text))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // whatever happens below
+
+	running, err := l.Processes()
+	require.NoError(t, err)
+	require.Equal(t, []int{pid}, running)
+	l.Close()
+	running, err = l.Processes()
+	require.NoError(t, err)
+	require.Equal(t, []int{pid}, running, "stopping heddle leaves the node's services running")
+
+	restarted, err := New(Config{Dir: dir})
+	require.NoError(t, err)
+	t.Cleanup(restarted.Close)
+	require.NoError(t, restarted.Delete(testCtx(t), req), "a node this process never ran is deleted too")
+	running, err = restarted.Processes()
+	require.NoError(t, err)
+	require.Empty(t, running)
+}
+
 func TestTypeRegisters(t *testing.T) {
 	t.Parallel()
 	l, _ := setup(t)
@@ -297,4 +331,49 @@ func TestARelativeDirectoryGivesAbsoluteHomes(t *testing.T) {
 	l, err := New(Config{Dir: rel})
 	require.NoError(t, err)
 	require.Equal(t, abs, l.dir)
+}
+
+// TestAddressHeldElsewhereIsSkipped: a listener outside the provider (as
+// another heddle process's node would be) holds the SSH port of the
+// address the node's name hashes to; the node claims another address and
+// works there.
+func TestAddressHeldElsewhereIsSkipped(t *testing.T) {
+	t.Parallel()
+	l, _ := setup(t)
+	key := clusterKey(t)
+	req := request(key, "held-1000")
+	hashed := hostAddress(hashedHost(dirName(req.Tenant, req.ClusterID, req.Node.ID)))
+	// Some other test may hold it already; either way it is not ours.
+	if squatter, err := net.Listen("tcp", net.JoinHostPort(hashed, strconv.Itoa(SSHPort))); err == nil {
+		t.Cleanup(func() { _ = squatter.Close() })
+	}
+
+	n, err := l.Create(testCtx(t), req)
+	require.NoError(t, err)
+	require.NotEqual(t, hashed, n.Addresses[provider.AddressAccess], "the held address is skipped")
+	require.Equal(t, SSHPort, n.SSHPort)
+	res, err := login(t, n, key, "echo up")
+	require.NoError(t, err)
+	require.Equal(t, "up\n", res.Stdout.Text)
+}
+
+// TestTwoProvidersNeverShareAnAddress: two providers with state of their
+// own (two heddle processes on one machine) create a node of the same name,
+// so both start from the same hashed address; the second must not take
+// the address the first holds.
+func TestTwoProvidersNeverShareAnAddress(t *testing.T) {
+	t.Parallel()
+	first, _ := setup(t)
+	second, _ := setup(t)
+	key := clusterKey(t)
+	a, err := first.Create(testCtx(t), request(key, "twin-1000"))
+	require.NoError(t, err)
+	b, err := second.Create(testCtx(t), request(key, "twin-1000"))
+	require.NoError(t, err)
+	require.NotEqual(t, a.Addresses[provider.AddressAccess], b.Addresses[provider.AddressAccess])
+	for _, n := range []provider.Node{a, b} {
+		res, err := login(t, n, key, "echo up")
+		require.NoError(t, err)
+		require.Equal(t, "up\n", res.Stdout.Text)
+	}
 }

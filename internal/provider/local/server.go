@@ -37,7 +37,7 @@ const handshakeTimeout = 15 * time.Second
 // passed on.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-func newServer(l net.Listener, hostKey ssh.Signer, authorized ssh.PublicKey, home, user string) *server {
+func newServer(l net.Listener, hostKey ssh.Signer, authorized ssh.PublicKey, home, user, marker string) *server {
 	want := authorized.Marshal()
 	config := &ssh.ServerConfig{
 		PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
@@ -51,7 +51,7 @@ func newServer(l net.Listener, hostKey ssh.Signer, authorized ssh.PublicKey, hom
 	config.AddHostKey(hostKey)
 	return &server{
 		listener: l, config: config, home: home, conns: map[net.Conn]bool{}, procs: map[*os.Process]bool{},
-		env: []string{"HOME=" + home, "USER=" + user, "LOGNAME=" + user, "SHELL=/bin/sh", "PATH=" + defaultPath, "LANG=C.UTF-8"},
+		env: []string{"HOME=" + home, "USER=" + user, "LOGNAME=" + user, "SHELL=/bin/sh", "PATH=" + defaultPath, "LANG=C.UTF-8", marker},
 	}
 }
 
