@@ -326,4 +326,12 @@ func TestScriptResourcesThroughTheCLI(t *testing.T) {
 	require.Contains(t, refused.stderr, "referenced by services/hello")
 
 	s.must(admin, "clusters", "delete", id, "--wait")
+
+	// Who did all that: the audit names each change, the refused one too.
+	trail := s.must(admin, "audit", "--all")
+	require.Contains(t, trail, "PUT /v1/scripts/hello-install")
+	require.Contains(t, trail, "DELETE /v1/scripts/hello-install")
+	require.Contains(t, trail, "refused 409")
+	require.Contains(t, trail, "DELETE /v1/clusters/"+id)
+	require.NotContains(t, trail, "GET /v1/", "reads are not audited")
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/audit"
 	"github.com/heddle-io/heddle/internal/api"
 	"github.com/heddle-io/heddle/internal/assemble"
 	"github.com/heddle-io/heddle/internal/catalog"
@@ -78,7 +79,7 @@ func fromEnv(ctx context.Context, log *slog.Logger) (lambdaHandler, error) {
 		if err != nil {
 			return nil, err
 		}
-		svc = services{catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder}
+		svc = services{catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder, audit: built.Audit}
 	}
 	return newServicesHandler(ctx, svc, "dynamodb", os.Getenv("HEDDLE_BOOTSTRAP_KEY"), log)
 }
@@ -102,11 +103,12 @@ type services struct {
 	clusters  *cluster.Service   // nil: the catalog only
 	providers *provider.Registry // nil: the catalog only
 	onboarder onboard.Onboarder  // nil: onboard.Nop
+	audit     *audit.Log
 }
 
 // catalogOnly serves the catalog, tenants, users and keys.
 func catalogOnly(s store.Store) services {
-	return services{catalog: catalog.New(s, nil), access: access.New(s)}
+	return services{catalog: catalog.New(s, nil), access: access.New(s), audit: audit.New(s)}
 }
 
 // lambdaHandler is what lambda.Start runs for each API Gateway event.
@@ -126,6 +128,7 @@ func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey
 		Clusters:  svc.clusters,
 		Providers: svc.providers,
 		Onboarder: svc.onboarder,
+		Audit:     svc.audit,
 		Backend:   backend,
 		Version:   version,
 		Logger:    log,

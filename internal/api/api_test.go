@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/audit"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
@@ -58,7 +59,7 @@ func newBundle(t testing.TB, opts boltstore.Options, o onboard.Onboarder) *testB
 	var clusters *cluster.Service
 	cat := catalog.New(db, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) })
 	clusters = newClusterService(t, db, acc, cat)
-	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Onboarder: o, Backend: "bolt", Version: "test"})
+	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Onboarder: o, Backend: "bolt", Version: "test", Audit: audit.New(db)})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return &testBundle{srv: srv, api: s, rootKey: root}

@@ -149,6 +149,9 @@ func trimPrefix(err error) string {
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	d := s.errorDetail(r, err)
+	if sr, ok := w.(*statusRecorder); ok {
+		sr.code = d.Code
+	}
 	if d.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)
 	}

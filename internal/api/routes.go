@@ -59,6 +59,8 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/v1/clusters/{cluster}/jobs/{job}/resume", user, s.controlJob(cluster.JobResume)},
 		{http.MethodPost, "/v1/clusters/{cluster}/jobs/{job}/retry", user, s.controlJob(cluster.JobRetry)},
 
+		{http.MethodGet, "/v1/audit", admin, s.listAudit},
+
 		{http.MethodGet, "/v1/catalog", admin, s.exportCatalog},
 		{http.MethodPost, "/v1/catalog", admin, s.importCatalog},
 		{http.MethodGet, "/v1/clustertemplates/{name}/resolved", user, s.resolveTemplate},

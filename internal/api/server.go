@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/audit"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
@@ -49,6 +50,9 @@ type Config struct {
 	// Version is heddle's build version, reported by /v1/status.
 	Version string
 	Logger  *slog.Logger
+	// Audit records every change asked of the API (GET /v1/audit reads
+	// them); nil keeps none, which only tests of other parts choose.
+	Audit *audit.Log
 }
 
 // Server is the /v1 API as an http.Handler.
@@ -64,6 +68,7 @@ type Server struct {
 
 	providers *provider.Registry // see Config.Providers
 	onboarder onboard.Onboarder  // see Config.Onboarder; never nil
+	audit     *audit.Log         // see Config.Audit
 }
 
 // New builds the API handler.
@@ -72,6 +77,7 @@ func New(cfg Config) *Server {
 		log: cfg.Logger, mux: http.NewServeMux(), started: time.Now()}
 	s.providers = cfg.Providers
 	s.onboarder = cfg.Onboarder
+	s.audit = cfg.Audit
 	if s.onboarder == nil {
 		s.onboarder = onboard.Nop{}
 	}
@@ -134,6 +140,7 @@ func (s *Server) allowedMethods(r *http.Request) []string {
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	code   string // the error envelope's code, when one was written
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
@@ -182,6 +189,11 @@ func (s *Server) wrap(rt route) http.Handler {
 				s.writeError(w, r, err)
 				return
 			}
+			// From here on the caller is known: a change it asks for is
+			// recorded, a refused one too.
+			if rt.Method != http.MethodGet && s.audit != nil {
+				defer s.record(w, r, rt, p)
+			}
 			if !p.Role.AtLeast(rt.Role) {
 				s.writeError(w, r, errForbidden)
 				return
@@ -191,6 +203,41 @@ func (s *Server) wrap(rt route) http.Handler {
 			s.writeError(w, r, err)
 		}
 	})
+}
+
+// record appends the audit record of a change asked by p, whatever its
+// outcome. A failure to record is logged, not answered: the change (if
+// any) is made by then, and the answer says so.
+func (s *Server) record(w http.ResponseWriter, r *http.Request, rt route, p access.Principal) {
+	rec := audit.Record{At: time.Now().UTC(), Tenant: p.Tenant, User: p.User, KeyID: p.KeyID,
+		Method: rt.Method, Route: rt.Path, Path: r.URL.Path, RequestID: requestID(r.Context()), Status: http.StatusOK}
+	if sr, ok := w.(*statusRecorder); ok {
+		rec.Status, rec.Code = sr.status, sr.code
+	}
+	rec.Outcome = audit.OutcomeOf(rec.Status)
+	for _, name := range pathParams(rt.Path) {
+		if rec.Target == nil {
+			rec.Target = map[string]string{}
+		}
+		rec.Target[name] = r.PathValue(name)
+	}
+	// The request's context may be canceled once the answer is out.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+	defer cancel()
+	if err := s.audit.Append(ctx, rec); err != nil {
+		s.log.ErrorContext(ctx, "audit record lost", slog.String("requestId", rec.RequestID), slog.Any("error", err))
+	}
+}
+
+// pathParams lists the wildcards of a route pattern ("/v1/x/{a}/{b}").
+func pathParams(pattern string) []string {
+	var out []string
+	for _, part := range strings.Split(pattern, "/") {
+		if name, ok := strings.CutPrefix(part, "{"); ok {
+			out = append(out, strings.TrimSuffix(name, "}"))
+		}
+	}
+	return out
 }
 
 func (s *Server) authenticate(r *http.Request) (access.Principal, error) {

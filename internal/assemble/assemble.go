@@ -18,6 +18,7 @@ import (
 	"log/slog"
 
 	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/audit"
 	"github.com/heddle-io/heddle/internal/automator"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
@@ -52,6 +53,7 @@ type Services struct {
 	Engine    *engine.Engine
 	Clusters  *cluster.Service
 	Providers *provider.Registry // Parts.Providers, for the API and the EC2 sweep
+	Audit     *audit.Log         // who changed what, for the API
 }
 
 // Build assembles the services over p.
@@ -91,7 +93,7 @@ func Build(p Parts) (*Services, error) {
 			return nil, err
 		}
 	}
-	return &Services{Access: acc, Catalog: cat, Engine: eng, Clusters: clusters, Providers: p.Providers}, nil
+	return &Services{Access: acc, Catalog: cat, Engine: eng, Clusters: clusters, Providers: p.Providers, Audit: audit.New(p.Store)}, nil
 }
 
 // lateExecutor lets the engine be built before the dispatcher, which needs

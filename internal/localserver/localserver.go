@@ -145,6 +145,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Access:    s.access,
 		Clusters:  svc.Clusters,
 		Providers: registry,
+		Audit:     svc.Audit,
 		Backend:   "bolt",
 		Version:   cfg.Version,
 		Logger:    cfg.Logger,

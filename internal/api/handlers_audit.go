@@ -1,0 +1,40 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/audit"
+	"github.com/heddle-io/heddle/internal/domain"
+)
+
+var errNoAudit = newError(http.StatusServiceUnavailable, CodeUnavailable,
+	"this server keeps no audit records (it was started without an audit log)")
+
+// listAudit pages the audit records of the caller's tenant, newest first; a
+// superadmin names any tenant with ?tenant= (its own, system, by default).
+func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	if s.audit == nil {
+		return errNoAudit
+	}
+	tenant := p.Tenant
+	if t := r.URL.Query().Get("tenant"); t != "" && t != p.Tenant {
+		if p.Role != domain.RoleSuperadmin || !domain.ValidName(t) {
+			// As for every other tenant route: what the caller may not
+			// see does not exist, so ids cannot be probed.
+			return errNotFound(fmt.Sprintf("tenant %q does not exist", t))
+		}
+		tenant = t
+	}
+	limit, cursor, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	items, next, err := s.audit.List(r.Context(), tenant, limit, cursor)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, Page[audit.Record]{Items: items, NextCursor: next})
+	return nil
+}
