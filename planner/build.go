@@ -387,6 +387,18 @@ func (p *planning) selection() []bool {
 	return out
 }
 
+// named returns the services the request named, and no others: a selection
+// left empty means every service for what an operation acts on, but names
+// none of them, so needless treats them all as pulled in (a restart of
+// everything restarts what runs and starts nothing someone stopped).
+func (p *planning) named() []bool {
+	out := make([]bool, len(p.g.names))
+	for _, s := range p.req.Selected {
+		out[p.g.index[s]] = true
+	}
+	return out
+}
+
 // assign decides what each node does.
 func (p *planning) assign() {
 	p.work = make([]work, len(p.nodes))
@@ -395,18 +407,18 @@ func (p *planning) assign() {
 	}
 	switch p.op {
 	case domain.OpStartServices:
-		p.onEveryNode(p.g.closure(runtimePhase, p.selection(), false), p.selection(), doStart)
+		p.onEveryNode(p.g.closure(runtimePhase, p.selection(), false), p.named(), doStart)
 		return
 	case domain.OpStopServices:
-		p.onEveryNode(p.g.closure(runtimePhase, p.selection(), true), p.selection(), doStop)
+		p.onEveryNode(p.g.closure(runtimePhase, p.selection(), true), p.named(), doStop)
 		return
 	case domain.OpRestartServices:
-		p.onEveryNode(p.g.closure(runtimePhase, p.selection(), true), p.selection(), doStop|doStart)
+		p.onEveryNode(p.g.closure(runtimePhase, p.selection(), true), p.named(), doStop|doStart)
 		return
 	case domain.OpRollingRestart:
 		// Only the selection: pulling in dependents would restart them
 		// cluster-wide and defeat the batching.
-		p.onEveryNode(p.selection(), p.selection(), doStop|doStart)
+		p.onEveryNode(p.selection(), p.named(), doStop|doStart)
 		return
 	case domain.OpReconfigure:
 		p.reconfigure(p.selection())
@@ -480,9 +492,9 @@ func (p *planning) onEveryNode(set, selected []bool, actions actionSet) {
 // needless returns actions less the runtime actions that node i's recorded
 // run state of service s makes needless, and notes each one it drops
 // (Plan.Skipped): a start of what already runs, a stop of what does not
-// run, and the restart of a service pulled in only because it depends on a
-// restarted one when it is not running (restarting it would start what
-// someone stopped). A service whose state was never recorded, or whose
+// run, and the restart of a service the request did not name (pulled in as
+// a dependent, reconfigured by a layout change, or part of "all") when it is
+// not running: restarting it would start what someone stopped. A service whose state was never recorded, or whose
 // last action failed, may be running: its actions stay.
 func (p *planning) needless(i, s int, actions actionSet, selected bool) actionSet {
 	st := p.nodes[i].states[p.g.names[s]]
@@ -511,9 +523,10 @@ func (p *planning) needless(i, s int, actions actionSet, selected bool) actionSe
 // reconfigure configures the services in set wherever a node keeps them and,
 // with Restart, stops and starts them and what depends on them at runtime.
 func (p *planning) reconfigure(set []bool) {
-	var restart []bool
+	var restart, named []bool
 	if p.req.Restart {
 		restart = p.g.closure(runtimePhase, set, true)
+		named = p.named()
 	}
 	for i := range p.nodes {
 		for s := range p.g.names {
@@ -524,7 +537,7 @@ func (p *planning) reconfigure(set []bool) {
 				p.work[i].svc[s] |= doConfigure
 			}
 			if restart != nil && restart[s] {
-				p.work[i].svc[s] |= p.needless(i, s, doStop|doStart, set[s])
+				p.work[i].svc[s] |= p.needless(i, s, doStop|doStart, named[s])
 			}
 		}
 	}

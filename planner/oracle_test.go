@@ -225,7 +225,11 @@ func (o *oracle) expected(op domain.Operation, force bool) map[taskKey]bool {
 		}
 		return true
 	}
-	every := func(services, selected map[string]bool, actions ...domain.Action) {
+	named := map[string]bool{}
+	for _, s := range o.req.Selected {
+		named[s] = true
+	}
+	every := func(services map[string]bool, actions ...domain.Action) {
 		restart := len(actions) == 2
 		for _, id := range o.oldNodes {
 			for s := range o.oldHost[id] {
@@ -233,7 +237,7 @@ func (o *oracle) expected(op domain.Operation, force bool) map[taskKey]bool {
 					continue
 				}
 				for _, a := range actions {
-					if needed(id, s, a, restart, selected[s]) {
+					if needed(id, s, a, restart, named[s]) {
 						add(id, s, a)
 					}
 				}
@@ -255,7 +259,7 @@ func (o *oracle) expected(op domain.Operation, force bool) map[taskKey]bool {
 				}
 				if restart[s] {
 					for _, a := range []domain.Action{domain.ActionStop, domain.ActionStart} {
-						if needed(id, s, a, true, services[s]) {
+						if needed(id, s, a, true, named[s]) {
 							add(id, s, a)
 						}
 					}
@@ -266,16 +270,16 @@ func (o *oracle) expected(op domain.Operation, force bool) map[taskKey]bool {
 	setUp := []domain.Action{domain.ActionInstall, domain.ActionConfigure, domain.ActionInitialize, domain.ActionStart}
 	switch op {
 	case domain.OpStartServices:
-		every(o.closure(o.selection(), false), o.selection(), domain.ActionStart)
+		every(o.closure(o.selection(), false), domain.ActionStart)
 		return want
 	case domain.OpStopServices:
-		every(o.closure(o.selection(), true), o.selection(), domain.ActionStop)
+		every(o.closure(o.selection(), true), domain.ActionStop)
 		return want
 	case domain.OpRestartServices:
-		every(o.closure(o.selection(), true), o.selection(), domain.ActionStop, domain.ActionStart)
+		every(o.closure(o.selection(), true), domain.ActionStop, domain.ActionStart)
 		return want
 	case domain.OpRollingRestart:
-		every(o.selection(), o.selection(), domain.ActionStop, domain.ActionStart)
+		every(o.selection(), domain.ActionStop, domain.ActionStart)
 		return want
 	case domain.OpReconfigure:
 		reconfigure(o.selection())

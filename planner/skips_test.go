@@ -2,7 +2,10 @@ package planner
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -56,6 +59,14 @@ func TestRunStatesMakeActionsNeedless(t *testing.T) {
 		{"a restart of a stopped selection starts it", domain.OpRestartServices, []string{"lb"},
 			[]string{"n2/lb/start"},
 			[]string{"lb stop skipped on 1 node (n2): not running (stopped)"}},
+		{"a restart of everything restarts what runs and starts nothing", domain.OpRestartServices, nil,
+			[]string{"n1/web/stop", "n1/kv/stop", "n1/kv/start", "n1/web/start"},
+			[]string{
+				"lb start skipped on 1 node (n2): not running (stopped): a restart of what it depends on leaves it so",
+				"lb stop skipped on 1 node (n2): not running (stopped): a restart of what it depends on leaves it so",
+				"web start skipped on 1 node (n3): not running (stopped): a restart of what it depends on leaves it so",
+				"web stop skipped on 1 node (n3): not running (stopped): a restart of what it depends on leaves it so",
+			}},
 		{"start of what all runs is empty", domain.OpStartServices, []string{"kv"},
 			nil,
 			[]string{"kv start skipped on 1 node (n1): already running"}},
@@ -127,14 +138,46 @@ func TestServiceStateAfterAnAction(t *testing.T) {
 		{domain.ActionStop, true, domain.RunStopped},
 		{domain.ActionInitialize, true, domain.RunStopped},
 		{domain.ActionStart, false, domain.RunFailed},
+		{domain.ActionConfigure, true, domain.RunFailed}, // a failed service may run: configuring it says nothing
+		{domain.ActionStop, true, domain.RunStopped},
+		{domain.ActionRemove, true, ""},
+		{domain.ActionInstall, true, domain.RunInstalled},
 		{domain.ActionConfigure, true, domain.RunConfigured},
 	}
 	for _, s := range steps {
 		next, ok := st.After(s.action, s.ok, "j1", "boom", st.At)
-		require.True(t, ok)
+		require.Equal(t, s.want != "", ok, "after %s", s.action)
 		require.Equal(t, s.want, next.State, "after %s (ok=%v)", s.action, s.ok)
 		st = next
 	}
-	_, kept := st.After(domain.ActionRemove, true, "j1", "", st.At)
-	require.False(t, kept, "remove clears the state")
+	// A service in an unknown state (a node from before states were
+	// recorded) may be running: a configure must not make it look stopped.
+	_, known := domain.ServiceState{}.After(domain.ActionConfigure, true, "j1", "", st.At)
+	require.False(t, known)
+	long := domain.ServiceState{}
+	long, _ = long.After(domain.ActionStart, false, "j1", strings.Repeat("é", domain.MaxStateMessage), st.At)
+	require.True(t, utf8.ValidString(long.Message), "a cut message stays valid UTF-8")
+}
+
+// A layout change that reconfigures with restart must not start what
+// someone stopped: the services it reconfigures were not named.
+func TestARestartingExpandLeavesStoppedServicesStopped(t *testing.T) {
+	t.Parallel()
+	services := catalog(
+		svc("kv", "icxt", nil, nil),
+		svc("web", "icxt", nil, []string{"kv"}),
+		usesAtRuntime(svc("lb", "icxt", nil, nil), "web"),
+	)
+	old := []domain.Node{
+		withStates(mkNode("n1", 1, "kv"), map[string]domain.RunState{"kv": domain.RunRunning}),
+		withStates(mkNode("n2", 2, "lb"), map[string]domain.RunState{"lb": domain.RunStopped}),
+		withStates(mkNode("n3", 3, "web"), map[string]domain.RunState{"web": domain.RunRunning}),
+	}
+	req := Request{Operation: domain.OpExpand, Old: old, New: append(slices.Clone(old), mkNode("n4", 4, "web")),
+		Services: services, Restart: true, ConfigReferences: map[string][]string{"lb": {"web"}}}
+	plan, err := Build(req)
+	require.NoError(t, err)
+	checkPlan(t, req, plan)
+	require.Contains(t, ids(plan), "n2/lb/configure", "lb learns of the new web node")
+	require.NotContains(t, ids(plan), "n2/lb/start", "the stopped lb stays stopped")
 }

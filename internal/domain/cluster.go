@@ -2,6 +2,7 @@ package domain
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -64,8 +65,9 @@ const (
 	RunFailed     RunState = "failed"     // an action failed for good; Action says which
 )
 
-// ServiceState is one service's run state on one node and the action that
-// left it there.
+// ServiceState is one service's run state on one node, and the action, job
+// and time that put it in that state (an action that leaves the state as it
+// was, as a restart's stop and start do, changes none of them).
 type ServiceState struct {
 	State  RunState  `json:"state"`
 	Action Action    `json:"action"` // the last action that ran to its end
@@ -89,12 +91,14 @@ func (s ServiceState) MayRun() bool {
 }
 
 // After returns the state that action leaves the service in when it
-// succeeded (ok) or failed for good. Remove clears the state (gone is
-// reported as false). Check leaves the state as it was.
+// succeeded (ok) or failed for good, and whether a state is known after it:
+// remove clears the state, and so does a configure of a service in an
+// unknown state (it may be running; heddle cannot tell). Check leaves the
+// state as it was.
 func (s ServiceState) After(action Action, ok bool, job, message string, at time.Time) (ServiceState, bool) {
 	if !ok {
 		if len(message) > MaxStateMessage {
-			message = message[:MaxStateMessage]
+			message = strings.ToValidUTF8(message[:MaxStateMessage], "")
 		}
 		return ServiceState{State: RunFailed, Action: action, JobID: job, At: at, Message: message}, true
 	}
@@ -103,12 +107,13 @@ func (s ServiceState) After(action Action, ok bool, job, message string, at time
 	case ActionInstall:
 		next.State = RunInstalled
 	case ActionConfigure, ActionInitialize:
-		// Configuring a running or stopped service leaves it so: the new
-		// configuration applies at its next start.
-		next.State = RunConfigured
-		if s.State == RunRunning || s.State == RunStopped {
-			next.State = s.State
+		// Only a service known not to have started becomes configured:
+		// configuring one that runs, is stopped, failed or is unknown
+		// leaves it so (the new configuration applies at its next start).
+		if s.State != RunInstalled && s.State != RunConfigured {
+			return s, s.Known()
 		}
+		next.State = RunConfigured
 	case ActionStart:
 		next.State = RunRunning
 	case ActionStop:

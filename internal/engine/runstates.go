@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/store"
@@ -15,9 +16,11 @@ import (
 // the job ends, from the outcomes of its service tasks, in the same write
 // that gives the node the status the ending names. Recording them as each
 // task completes would add a node write to every task's completion; at the
-// job's end it costs one write per node the job touched, which a create or
-// delete pays anyway. Only one job runs on a cluster at a time, so the next
-// operation is always planned from states its predecessor finished writing.
+// job's end it costs one write per node whose state changed (a create or
+// delete pays that write anyway; a restart of what ran writes nothing), and
+// a read of the job's task items. Only one job runs on a cluster at a time,
+// so the next operation is always planned from states its predecessor
+// finished writing.
 
 // chainRank orders the service actions as a node's chain runs them.
 var chainRank = map[domain.Action]int{
@@ -25,72 +28,104 @@ var chainRank = map[domain.Action]int{
 	domain.ActionConfigure: 3, domain.ActionInitialize: 4, domain.ActionStart: 5,
 }
 
-// serviceOutcomes returns, per node, the job's service tasks that ran to
+// outcome is what the run states need of one service task that ran to its
+// end: a few dozen bytes, whatever the task's output was.
+type outcome struct {
+	service  string
+	action   domain.Action
+	ok       bool
+	rollback bool
+	message  string
+	at       time.Time
+}
+
+// serviceOutcomes reads, per node, the job's service tasks that ran to
 // their end (succeeded, or failed for good), in the order they ran: the
-// forward plan's chain, then the rollback plan's.
-func serviceOutcomes(tasks []domain.Task) map[string][]domain.Task {
-	out := map[string][]domain.Task{}
-	for _, t := range tasks {
-		if t.Service == "" || t.NodeID == "" {
-			continue
+// forward plan's chain, then the rollback plan's. It streams the task
+// items; a task with no item (chunks.go) never ran.
+func (e *Engine) serviceOutcomes(ctx context.Context, tenant, jobID string) (map[string][]outcome, error) {
+	out := map[string][]outcome{}
+	err := e.eachTask(ctx, tenant, jobID, func(it store.Item, t domain.Task) (bool, error) {
+		if _, ok := chainRank[t.Action]; !ok || t.Service == "" || t.NodeID == "" {
+			return true, nil
 		}
-		if _, ok := chainRank[t.Action]; !ok {
-			continue
+		status := domain.TaskStatus(it.Status)
+		if status != domain.TaskSucceeded && status != domain.TaskFailed {
+			return true, nil
 		}
-		if t.Status != domain.TaskSucceeded && t.Status != domain.TaskFailed {
-			continue
+		o := outcome{service: t.Service, action: t.Action, ok: status == domain.TaskSucceeded, rollback: t.Rollback}
+		if n := len(t.Attempts); n > 0 {
+			last := t.Attempts[n-1]
+			o.at, o.message = last.EndedAt, last.Error
+			if o.message == "" && !o.ok {
+				o.message = lastLine(last.Stderr)
+			}
 		}
-		out[t.NodeID] = append(out[t.NodeID], t)
-	}
+		out[t.NodeID] = append(out[t.NodeID], o)
+		return true, nil
+	})
 	for _, list := range out {
-		slices.SortStableFunc(list, func(a, b domain.Task) int {
-			if a.Rollback != b.Rollback {
-				if a.Rollback {
+		slices.SortStableFunc(list, func(a, b outcome) int {
+			if a.rollback != b.rollback {
+				if a.rollback {
 					return 1
 				}
 				return -1
 			}
-			return chainRank[a.Action] - chainRank[b.Action]
+			return chainRank[a.action] - chainRank[b.action]
 		})
 	}
-	return out
+	return out, err
 }
 
 // applyOutcomes folds a node's task outcomes into its service states and
-// drops states of services the node no longer runs. It reports whether
-// anything changed; applying the same outcomes twice changes nothing.
-func applyOutcomes(n *domain.Node, jobID string, outcomes []domain.Task) bool {
-	before := fmt.Sprint(n.ServiceStates)
-	states := n.ServiceStates
-	if states == nil {
-		states = map[string]domain.ServiceState{}
+// drops states of services the node no longer runs. A service whose state
+// ends where it started (a restart of what ran) keeps its record as it was,
+// and an outcome older than the state recorded by another job (a retried
+// job whose early tasks ran before a later job) is passed over. It reports
+// whether anything changed, so applying the same outcomes twice changes
+// nothing.
+func applyOutcomes(n *domain.Node, jobID string, outcomes []outcome) bool {
+	before := n.ServiceStates
+	states := map[string]domain.ServiceState{}
+	for s, st := range before {
+		states[s] = st
 	}
-	for _, t := range outcomes {
-		var at domain.TaskAttempt
-		if len(t.Attempts) > 0 {
-			at = t.Attempts[len(t.Attempts)-1]
+	for _, o := range outcomes {
+		cur := states[o.service]
+		if cur.Known() && cur.JobID != jobID && cur.At.After(o.at) {
+			continue
 		}
-		msg := at.Error
-		if msg == "" && t.Status == domain.TaskFailed {
-			msg = lastLine(at.Stderr)
-		}
-		next, keep := states[t.Service].After(t.Action, t.Status == domain.TaskSucceeded, jobID, msg, at.EndedAt)
+		next, keep := cur.After(o.action, o.ok, jobID, o.message, o.at)
 		if keep {
-			states[t.Service] = next
+			states[o.service] = next
 		} else {
-			delete(states, t.Service)
+			delete(states, o.service)
 		}
 	}
+	changed := false
 	for s := range states {
 		if !slices.Contains(n.Services, s) {
 			delete(states, s)
+		}
+	}
+	for s, st := range states {
+		if old, ok := before[s]; ok && old.State == st.State && old.Message == st.Message {
+			states[s] = old
+			continue
+		}
+		changed = true
+	}
+	for s := range before {
+		if _, ok := states[s]; !ok {
+			changed = true
 		}
 	}
 	if len(states) == 0 {
 		states = nil
 	}
 	n.ServiceStates = states
-	return fmt.Sprint(n.ServiceStates) != before
+	return changed
 }
 
 func lastLine(s string) string {
@@ -104,29 +139,64 @@ func lastLine(s string) string {
 // errJobMoved: another finisher ended the job first.
 var errJobMoved = errors.New("engine: the job moved on")
 
+// nodesByID reads the cluster's nodes named in ids: one by one when they
+// are few, through the partition when they are many.
+func (e *Engine) nodesByID(ctx context.Context, tenant, cluster string, ids map[string]bool) ([]store.Item, error) {
+	var out []store.Item
+	if len(ids) <= 64 {
+		for id := range ids {
+			it, err := e.store.Get(ctx, nodeKey(tenant, cluster, id))
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, it)
+		}
+		return out, nil
+	}
+	err := e.eachNodeItem(ctx, tenant, cluster, func(it store.Item) error {
+		if ids[it.SK] {
+			out = append(out, it)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // recordNodes writes, on each node the job touched, the status effect gives
-// it and the run states the job's service tasks left its services in. The
-// writes go in transactions that also check the job is still in status
-// from, so a finisher that lost the race to another never writes over what
-// a later job recorded. errJobMoved says the job is no longer from.
+// it and the run states the job's service tasks left its services in; only
+// nodes where something changed are written. The writes go in transactions
+// that also check the job is still in status from, so a finisher that lost
+// the race to another never writes over what a later job recorded.
+// errJobMoved says the job is no longer from.
 func (e *Engine) recordNodes(ctx context.Context, tenant, cluster, jobID string, from domain.JobStatus, effect Effect) error {
-	tasks, err := e.Tasks(ctx, tenant, jobID)
+	outcomes, err := e.serviceOutcomes(ctx, tenant, jobID)
 	if err != nil {
 		return fmt.Errorf("reading the tasks of job %s: %w", jobID, err)
 	}
-	outcomes := serviceOutcomes(tasks)
+	touched := map[string]bool{}
+	for id := range outcomes {
+		touched[id] = true
+	}
 	marked := map[string]bool{}
 	if effect.NodeStatus != "" {
 		for _, id := range effect.Nodes {
-			marked[id] = true
+			marked[id], touched[id] = true, true
 		}
 	}
-	if len(outcomes) == 0 && len(marked) == 0 {
+	if len(touched) == 0 {
 		return nil
 	}
+	check := store.Check(jobKey(tenant, cluster, jobID), store.Condition{StatusIn: []string{string(from)}})
 	for range maxSettleAttempts {
+		items, err := e.nodesByID(ctx, tenant, cluster, touched)
+		if err != nil {
+			return fmt.Errorf("reading the nodes of cluster %s: %w", cluster, err)
+		}
 		var ops []store.Op
-		err := e.eachNodeItem(ctx, tenant, cluster, func(it store.Item) error {
+		for _, it := range items {
 			n, err := decodeNode(it)
 			if err != nil {
 				return err
@@ -142,16 +212,10 @@ func (e *Engine) recordNodes(ctx context.Context, tenant, cluster, jobID string,
 				status := string(n.Status)
 				ops = append(ops, store.Update(it.Key, store.Condition{Version: it.Version}, store.Changes{Data: mustJSON(n), Status: &status}))
 			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("reading the nodes of cluster %s: %w", cluster, err)
 		}
 		conflict := false
-		check := store.Check(jobKey(tenant, cluster, jobID), store.Condition{StatusIn: []string{string(from)}})
-		for len(ops) > 0 {
-			n := min(len(ops), store.MaxTransactItems-1)
-			err := e.store.Transact(ctx, append([]store.Op{check}, ops[:n]...))
+		for _, batch := range checkedBatches(check, ops) {
+			err := e.store.Transact(ctx, batch)
 			var terr *store.TransactionError
 			if errors.As(err, &terr) {
 				if terr.Reasons[0] != nil {
@@ -163,13 +227,33 @@ func (e *Engine) recordNodes(ctx context.Context, tenant, cluster, jobID string,
 			if err != nil {
 				return fmt.Errorf("recording the nodes of job %s: %w", jobID, err)
 			}
-			ops = ops[n:]
 		}
 		if !conflict {
 			return nil
 		}
 	}
 	return fmt.Errorf("recording the nodes of job %s: they kept changing; the janitor will finish it", jobID)
+}
+
+// checkedBatches cuts ops into transactions within DynamoDB's limits on
+// items and bytes, each led by check.
+func checkedBatches(check store.Op, ops []store.Op) [][]store.Op {
+	var out [][]store.Op
+	base := store.TransactSize([]store.Op{check})
+	batch, size := []store.Op{check}, base
+	for _, op := range ops {
+		n := store.TransactSize([]store.Op{op})
+		if len(batch) == store.MaxTransactItems || size+n > store.MaxTransactBytes {
+			out = append(out, batch)
+			batch, size = []store.Op{check}, base
+		}
+		batch = append(batch, op)
+		size += n
+	}
+	if len(batch) > 1 {
+		out = append(out, batch)
+	}
+	return out
 }
 
 // eachNodeItem calls fn with every node item of a cluster.

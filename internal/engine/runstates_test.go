@@ -122,3 +122,25 @@ func TestALateFinisherDoesNotOverwriteTheNodes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, before, after)
 }
+
+func TestOutcomesOlderThanTheRecordedStateArePassedOver(t *testing.T) {
+	t.Parallel()
+	t1 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	t2 := t1.Add(time.Minute)
+	// j1 started web, then failed; j2 stopped web; j1 is retried and ends:
+	// its old start must not make web look running again.
+	n := domain.Node{ID: "n1", NodeLayout: domain.NodeLayout{Services: []string{"web"}},
+		ServiceStates: map[string]domain.ServiceState{"web": {State: domain.RunStopped, Action: domain.ActionStop, JobID: "j2", At: t2}}}
+	changed := applyOutcomes(&n, "j1", []outcome{{service: "web", action: domain.ActionStart, ok: true, at: t1}})
+	require.False(t, changed)
+	require.Equal(t, domain.RunStopped, n.ServiceStates["web"].State)
+
+	// A restart (stop, then start) of what runs leaves the record as it was.
+	n.ServiceStates["web"] = domain.ServiceState{State: domain.RunRunning, Action: domain.ActionStart, JobID: "j0", At: t1}
+	changed = applyOutcomes(&n, "j3", []outcome{
+		{service: "web", action: domain.ActionStop, ok: true, at: t2},
+		{service: "web", action: domain.ActionStart, ok: true, at: t2.Add(time.Second)},
+	})
+	require.False(t, changed, "nothing to write")
+	require.Equal(t, "j0", n.ServiceStates["web"].JobID)
+}
