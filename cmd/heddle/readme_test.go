@@ -60,8 +60,8 @@ func TestReadmeRunHeddleYourself(t *testing.T) {
 		t.Skip("builds heddle and runs a cluster")
 	}
 	if os.Getenv(readmeNetnsEnv) == "" {
-		if os.Geteuid() != 0 {
-			t.Skip("needs root for a network namespace of its own (make test runs as root)")
+		if err := exec.Command("unshare", "--net", "--", "true").Run(); err != nil {
+			t.Skipf("needs a network namespace of its own (root with CAP_SYS_ADMIN; make test runs as root): %v", err)
 		}
 		// Run this test again inside a new network namespace.
 		work := t.TempDir()
@@ -70,6 +70,10 @@ func TestReadmeRunHeddleYourself(t *testing.T) {
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "unshare", "--net", "--", os.Args[0], "-test.run", "^TestReadmeRunHeddleYourself$", "-test.v")
 		cmd.Env = append(os.Environ(), readmeNetnsEnv+"="+work)
+		// Its own process group, ended as a whole: a server the steps
+		// started must not outlive a timeout.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		require.Contains(t, string(out), "--- PASS: TestReadmeRunHeddleYourself")
@@ -112,7 +116,14 @@ func runReadmeSteps(t *testing.T, work string) {
 	t.Cleanup(func() {
 		if server != nil && server.Process != nil {
 			_ = server.Process.Signal(syscall.SIGINT)
-			_ = server.Wait()
+			done := make(chan struct{})
+			go func() { _ = server.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				_ = server.Process.Kill()
+				<-done
+			}
 		}
 		if t.Failed() {
 			t.Logf("server output:\n%s", lastLines(serverLog.String(), 40))
@@ -135,6 +146,8 @@ func runReadmeSteps(t *testing.T, work string) {
 		case line == "bin/heddle server":
 			server = exec.Command("bash", "-c", "exec "+line)
 			server.Dir, server.Env = work, env
+			// Dies with this test process, whatever ends it.
+			server.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 			pr, pw, err := os.Pipe()
 			require.NoError(t, err)
 			server.Stdout, server.Stderr = pw, pw

@@ -1,6 +1,7 @@
 package demotest
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -60,7 +61,11 @@ func TestDemoScriptsKeepTheActionContract(t *testing.T) {
 	ip := freeAddress(t)
 	run := func(s *domain.Service, action domain.Action) string {
 		t.Helper()
-		cmd := exec.Command("sh", "-c", s.Actions[action].Fields["script"])
+		// A script that hangs (a lock held by what it started, say)
+		// fails the test instead of hanging it.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "sh", "-c", s.Actions[action].Fields["script"])
 		cmd.Env = append(os.Environ(), "HOME="+home, "HEDDLE_BIND_IP="+ip, "HEDDLE_HOSTNAME=demo-node")
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s %s: %s", s.Name, action, out)
@@ -103,7 +108,12 @@ func TestDemoScriptsKeepTheActionContract(t *testing.T) {
 			run(s, domain.ActionStart)
 			require.True(t, listens(port), "a start right after a stop binds the port again")
 			require.NotEqual(t, first, pid(s.Name))
+
+			// A process whose pid file was lost is still this node's: stop
+			// finds it by its path.
+			require.NoError(t, os.Remove(filepath.Join(home, s.Name, "pid")))
 			run(s, domain.ActionStop)
+			require.False(t, listens(port), "%s without a pid file is stopped too", s.Name)
 		})
 	}
 }

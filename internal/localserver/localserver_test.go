@@ -244,6 +244,7 @@ func TestDemoClusterThroughEveryOperation(t *testing.T) {
 	allRunning(v)
 	v = op("shrink", map[string]any{"count": 1})
 	require.Len(t, demotest.WebHosts(v.Nodes), webs+1, "the removed web node is no longer a backend")
+	require.Equal(t, len(v.Nodes), v.NodeCount, "the count quotas are checked against follows the nodes")
 	allRunning(v)
 
 	// A new template version; the cluster syncs to it.
