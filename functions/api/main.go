@@ -35,12 +35,13 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/heddle-io/heddle/internal/access"
-	"github.com/heddle-io/heddle/internal/audit"
 	"github.com/heddle-io/heddle/internal/api"
 	"github.com/heddle-io/heddle/internal/assemble"
+	"github.com/heddle-io/heddle/internal/audit"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/onboard/awsonboard"
 	"github.com/heddle-io/heddle/internal/provider"
@@ -54,24 +55,31 @@ func main() {
 	ctx := context.Background()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	// Clients are made once per execution environment, at init, not per event.
-	h, err := fromEnv(ctx, log)
+	// Measurements go to CloudWatch as Embedded Metric Format log lines.
+	emf := metrics.NewEMF(os.Stdout, "api")
+	h, err := fromEnv(ctx, emf, log)
 	if err != nil {
 		log.Error("api: cannot start", slog.Any("error", err))
 		os.Exit(1)
 	}
-	lambda.Start(h)
+	lambda.Start(func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		defer emf.Flush()
+		return h(ctx, ev)
+	})
 }
 
-func fromEnv(ctx context.Context, log *slog.Logger) (lambdaHandler, error) {
+func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (lambdaHandler, error) {
 	a, err := assemble.AWSFromEnv(ctx, false)
 	if err != nil {
 		return nil, err
 	}
+	a.Store = metrics.CountStore(a.Store, obs)
 	svc := catalogOnly(a.Store)
+	svc.observer = obs
 	if a.Queue != nil {
 		// Cluster operations: the engine only submits (the worker Lambda
 		// runs the tasks), so it runs none itself.
-		built, err := assemble.BuildAWS(a, engine.Config{WorkerID: "api"}, assemble.ReceivesShort, false, log)
+		built, err := assemble.BuildAWS(a, engine.Config{WorkerID: "api", Observer: obs}, assemble.ReceivesShort, false, log)
 		if err != nil {
 			return nil, err
 		}
@@ -79,7 +87,7 @@ func fromEnv(ctx context.Context, log *slog.Logger) (lambdaHandler, error) {
 		if err != nil {
 			return nil, err
 		}
-		svc = services{catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder, audit: built.Audit}
+		svc = services{catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder, audit: built.Audit, observer: obs}
 	}
 	return newServicesHandler(ctx, svc, "dynamodb", os.Getenv("HEDDLE_BOOTSTRAP_KEY"), log)
 }
@@ -104,6 +112,7 @@ type services struct {
 	providers *provider.Registry // nil: the catalog only
 	onboarder onboard.Onboarder  // nil: onboard.Nop
 	audit     *audit.Log
+	observer  metrics.Observer // nil: nothing measured
 }
 
 // catalogOnly serves the catalog, tenants, users and keys.
@@ -129,6 +138,7 @@ func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey
 		Providers: svc.providers,
 		Onboarder: svc.onboarder,
 		Audit:     svc.audit,
+		Observer:  svc.observer,
 		Backend:   backend,
 		Version:   version,
 		Logger:    log,

@@ -53,6 +53,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/assemble"
 	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/provider/ec2"
 )
 
@@ -60,12 +61,17 @@ func main() {
 	ctx := context.Background()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	// Clients are made once per execution environment, at init, not per event.
-	j, err := fromEnv(ctx, log)
+	// Measurements go to CloudWatch as Embedded Metric Format log lines.
+	emf := metrics.NewEMF(os.Stdout, "janitor")
+	j, err := fromEnv(ctx, emf, log)
 	if err != nil {
 		log.Error("janitor: cannot start", slog.Any("error", err))
 		os.Exit(1)
 	}
-	lambda.Start(j.handle)
+	lambda.Start(func(ctx context.Context, ev events.EventBridgeEvent) (Report, error) {
+		defer emf.Flush()
+		return j.handle(ctx, ev)
+	})
 }
 
 // Janitor makes one janitor pass (engine.RunJanitor).
@@ -85,7 +91,7 @@ type Report struct {
 	EC2Sweep SweepReport `json:"ec2Sweep"`
 }
 
-func fromEnv(ctx context.Context, log *slog.Logger) (*janitor, error) {
+func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (*janitor, error) {
 	mode, err := parseSweepMode(os.Getenv("HEDDLE_EC2_SWEEP"))
 	if err != nil {
 		return nil, err
@@ -96,7 +102,8 @@ func fromEnv(ctx context.Context, log *slog.Logger) (*janitor, error) {
 	}
 	// It runs no task, so its engine has no executor; expired clusters go to
 	// the cluster service, which submits their delete jobs.
-	svc, err := assemble.BuildAWS(a, engine.Config{WorkerID: "lambda:" + lambdacontext.FunctionName + "/" + lambdacontext.LogStreamName}, assemble.ReceivesShort, false, log)
+	a.Store = metrics.CountStore(a.Store, obs)
+	svc, err := assemble.BuildAWS(a, engine.Config{WorkerID: "lambda:" + lambdacontext.FunctionName + "/" + lambdacontext.LogStreamName, Observer: obs}, assemble.ReceivesShort, false, log)
 	if err != nil {
 		return nil, err
 	}

@@ -27,11 +27,13 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/heddle-io/heddle/internal/assemble"
 	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/sqsbatch"
 )
 
@@ -39,20 +41,26 @@ func main() {
 	ctx := context.Background()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	// Clients are made once per execution environment, at init, not per event.
-	w, err := fromEnv(ctx, log)
+	// Measurements go to CloudWatch as Embedded Metric Format log lines.
+	emf := metrics.NewEMF(os.Stdout, "worker")
+	w, err := fromEnv(ctx, emf, log)
 	if err != nil {
 		log.Error("worker: cannot start", slog.Any("error", err))
 		os.Exit(1)
 	}
-	lambda.Start(w.Handle)
+	lambda.Start(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		defer emf.Flush()
+		return w.Handle(ctx, ev)
+	})
 }
 
-func fromEnv(ctx context.Context, log *slog.Logger) (*sqsbatch.Handler, error) {
+func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (*sqsbatch.Handler, error) {
 	a, err := assemble.AWSFromEnv(ctx, true)
 	if err != nil {
 		return nil, err
 	}
-	svc, err := assemble.BuildAWS(a, engine.Config{WorkerID: "lambda:" + lambdacontext.FunctionName + "/" + lambdacontext.LogStreamName}, assemble.ReceivesShort, true, log)
+	a.Store = metrics.CountStore(a.Store, obs)
+	svc, err := assemble.BuildAWS(a, engine.Config{WorkerID: "lambda:" + lambdacontext.FunctionName + "/" + lambdacontext.LogStreamName, Observer: obs}, assemble.ReceivesShort, true, log)
 	if err != nil {
 		return nil, err
 	}

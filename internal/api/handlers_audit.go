@@ -38,3 +38,16 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, p access.Prin
 	writeJSON(w, http.StatusOK, Page[audit.Record]{Items: items, NextCursor: next})
 	return nil
 }
+
+var errNoMetrics = newError(http.StatusServiceUnavailable, CodeUnavailable,
+	"this deployment serves no metrics here: on AWS they are in CloudWatch (namespace heddle)")
+
+// getMetrics serves the Prometheus text format to the superadmin: the
+// labels name tenants, which no tenant may see of another.
+func (s *Server) getMetrics(w http.ResponseWriter, r *http.Request, _ access.Principal) error {
+	if s.metrics == nil {
+		return errNoMetrics
+	}
+	s.metrics.ServeHTTP(w, r)
+	return nil
+}

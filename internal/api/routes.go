@@ -60,6 +60,7 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/v1/clusters/{cluster}/jobs/{job}/retry", user, s.controlJob(cluster.JobRetry)},
 
 		{http.MethodGet, "/v1/audit", admin, s.listAudit},
+		{http.MethodGet, "/v1/metrics", superadmin, s.getMetrics},
 
 		{http.MethodGet, "/v1/catalog", admin, s.exportCatalog},
 		{http.MethodPost, "/v1/catalog", admin, s.importCatalog},

@@ -21,6 +21,7 @@ import (
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/store"
@@ -53,6 +54,11 @@ type Config struct {
 	// Audit records every change asked of the API (GET /v1/audit reads
 	// them); nil keeps none, which only tests of other parts choose.
 	Audit *audit.Log
+	// Observer receives a measurement per request; nil measures nothing.
+	Observer metrics.Observer
+	// Metrics serves GET /v1/metrics (the Prometheus text format); nil
+	// answers 503 there (the Lambdas publish theirs to CloudWatch).
+	Metrics http.Handler
 }
 
 // Server is the /v1 API as an http.Handler.
@@ -69,6 +75,8 @@ type Server struct {
 	providers *provider.Registry // see Config.Providers
 	onboarder onboard.Onboarder  // see Config.Onboarder; never nil
 	audit     *audit.Log         // see Config.Audit
+	observer  metrics.Observer   // see Config.Observer; never nil
+	metrics   http.Handler       // see Config.Metrics
 }
 
 // New builds the API handler.
@@ -78,6 +86,8 @@ func New(cfg Config) *Server {
 	s.providers = cfg.Providers
 	s.onboarder = cfg.Onboarder
 	s.audit = cfg.Audit
+	s.observer = metrics.OrNop(cfg.Observer)
+	s.metrics = cfg.Metrics
 	if s.onboarder == nil {
 		s.onboarder = onboard.Nop{}
 	}
@@ -100,17 +110,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", requestID(ctx))
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	start := time.Now()
+	_, pattern := s.mux.Handler(r)
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.ErrorContext(ctx, "panic", slog.Any("panic", p), slog.String("requestId", requestID(ctx)))
 			s.writeError(rec, r, fmt.Errorf("panic: %v", p))
 		}
+		took := time.Since(start)
 		s.log.InfoContext(ctx, "request", slog.String("requestId", requestID(ctx)), slog.String("method", r.Method),
-			slog.String("path", r.URL.Path), slog.Int("status", rec.status), slog.Duration("took", time.Since(start)))
+			slog.String("path", r.URL.Path), slog.Int("status", rec.status), slog.Duration("took", took))
+		// The route's pattern, not the path: ids would make a series per
+		// cluster.
+		route := ""
+		if _, path, ok := strings.Cut(pattern, " "); ok {
+			route = path
+		}
+		s.observer.Request(r.Method, route, rec.status, took)
 	}()
 	// A pattern's method mismatch answers 405 from the mux with a plain-text
 	// body; send our envelope instead.
-	if _, pattern := s.mux.Handler(r); pattern == "" || strings.HasPrefix(pattern, "/") {
+	if pattern == "" || strings.HasPrefix(pattern, "/") {
 		if allowed := s.allowedMethods(r); len(allowed) > 0 {
 			rec.Header().Set("Allow", strings.Join(allowed, ", "))
 			s.writeError(rec, r, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,

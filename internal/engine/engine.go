@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/store"
 )
@@ -151,6 +152,9 @@ type Config struct {
 	// WorkerID names this process in attempt records.
 	WorkerID string
 	Logger   *slog.Logger
+	// Observer receives the engine's measurements (attempts, jobs,
+	// janitor passes); nil measures nothing.
+	Observer metrics.Observer
 	Clock    func() time.Time
 }
 
@@ -215,6 +219,7 @@ type Engine struct {
 // New returns an engine over the unscoped store s.
 func New(s store.Store, q queue.Queue, exec Executor, cfg Config) *Engine {
 	cfg = cfg.withDefaults()
+	cfg.Observer = metrics.OrNop(cfg.Observer)
 	return &Engine{store: s, queue: q, exec: exec, cfg: cfg, log: cfg.Logger}
 }
 

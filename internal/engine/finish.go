@@ -124,6 +124,7 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 			return fmt.Errorf("finishing job %s: %w", jobID, err)
 		}
 		e.log.InfoContext(ctx, "job ended", "tenant", tenant, "cluster", cluster, "job", jobID, "status", final)
+		e.cfg.Observer.Job(tenant, string(job.Operation), string(final), job.EndedAt.Sub(job.CreatedAt))
 		return nil
 	}
 	return fmt.Errorf("finishing job %s: it kept changing; the janitor will finish it", jobID)

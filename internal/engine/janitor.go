@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/store"
 )
 
@@ -22,6 +23,12 @@ type JanitorReport struct {
 	Stuck         int // jobs failed because they could never end (see failIfStuck)
 }
 
+// Pass is the report as metrics name its figures.
+func (r JanitorReport) Pass() metrics.JanitorPass {
+	return metrics.JanitorPass{"timed_out": r.TimedOut, "resent": r.Resent, "jobs_moved_on": r.JobsMovedOn, "undone": r.Undone,
+		"leases_expired": r.LeasesExpired, "index_cleared": r.IndexCleared, "stuck": r.Stuck}
+}
+
 // RunJanitor makes one pass over every tenant: it fails running attempts past
 // their deadline (then retries or fails them as any failure), re-sends ready
 // tasks nobody claimed within ResendAfter, undoes submissions stuck PENDING
@@ -33,6 +40,8 @@ func (e *Engine) RunJanitor(ctx context.Context) (JanitorReport, error) {
 	var r JanitorReport
 	var errs []error
 	now := e.now()
+	began := time.Now()
+	defer func() { e.cfg.Observer.Janitor(r.Pass(), time.Since(began)) }()
 	for shard := range indexShards {
 		if err := e.eachIndexed(ctx, runningPartition(shard), store.SortableTime(now), func(it store.Item) error {
 			return e.timeOut(ctx, it, &r)

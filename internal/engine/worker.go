@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/store"
 )
@@ -175,13 +176,18 @@ func (e *Engine) runClaimed(ctx context.Context, ref TaskRef, claimed loadedTask
 	}
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	hb := e.startHeartbeat(runCtx, ref, claimed, d)
+	began := time.Now()
 	res := e.exec.Execute(runCtx, in)
+	took := time.Since(began)
 	timedOut := errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	claimed, lost := hb.stop()
 	if timedOut {
 		// Whatever the executor answered, the action ran past its timeout.
 		res.Err = fmt.Errorf("timed out after %s", lt.task.Timeout)
+	}
+	if ctx.Err() == nil && !lost {
+		e.cfg.Observer.Attempt(tenant, string(lt.task.Action), attemptOutcome(lt.task, res), took)
 	}
 	if ctx.Err() != nil {
 		// The worker is stopping: leave the attempt RUNNING. Its deadline
@@ -369,4 +375,18 @@ func (e *Engine) endAttempt(t *domain.Task, status domain.TaskStatus, res Result
 		a.Error = boundHead(res.Err.Error(), maxErrorBytes)
 	}
 	compactAttempts(t)
+}
+
+// attemptOutcome names how an attempt of t that answered res ends, for
+// metrics.
+func attemptOutcome(t domain.Task, res Result) string {
+	switch {
+	case res.Err != nil && t.Attempt < t.MaxAttempts:
+		return metrics.AttemptRetried
+	case res.Err != nil:
+		return metrics.AttemptFailed
+	case res.PollAfter > 0:
+		return metrics.AttemptParked
+	}
+	return metrics.AttemptSucceeded
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/heddle-io/heddle/internal/dashboard"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/pools"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/provider/local"
@@ -70,6 +71,7 @@ type Server struct {
 	access   *access.Access
 	queue    *tenantQueues
 	engine   *engine.Engine
+	metrics  *metrics.Prometheus
 
 	stop    context.CancelFunc // ends the workers and the janitor
 	running sync.WaitGroup
@@ -99,7 +101,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the store in %s: %w", cfg.DataDir, err)
 	}
-	s := &Server{DataDir: cfg.DataDir, log: cfg.Logger, db: db, done: make(chan error, 1)}
+	s := &Server{DataDir: cfg.DataDir, log: cfg.Logger, db: db, done: make(chan error, 1), metrics: metrics.NewPrometheus()}
+	st := metrics.CountStore(db, s.metrics) // every part's store calls are counted
 	fail := func(err error) (*Server, error) {
 		s.close()
 		return nil, err
@@ -120,16 +123,18 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := registry.Register(local.Type(), s.local); err != nil {
 		return fail(err)
 	}
-	if err := registry.Register(static.Type(), static.New(static.NewPool(db, keyring), static.Config{})); err != nil {
+	if err := registry.Register(static.Type(), static.New(static.NewPool(st, keyring), static.Config{})); err != nil {
 		return fail(err)
 	}
-	s.shell = shell.New(shell.Config{Scripts: catalog.New(db, nil)})
+	s.shell = shell.New(shell.Config{Scripts: catalog.New(st, nil)})
 
 	s.queue = &tenantQueues{memqueue.New(memqueue.Options{})}
+	s.metrics.RegisterQueues(s.queue.depths)
 	ecfg := localEngineConfig(cfg.Engine)
+	ecfg.Observer = s.metrics
 	// Provider entities are checked against their type in the registry and
 	// their sensitive fields sealed with the local master key.
-	svc, err := assemble.Build(assemble.Parts{Store: db, Queue: s.queue, Keyring: keyring, Providers: registry,
+	svc, err := assemble.Build(assemble.Parts{Store: st, Queue: s.queue, Keyring: keyring, Providers: registry,
 		Automators: map[string]automator.Automator{shell.Type: s.shell}, Engine: ecfg, Logger: cfg.Logger})
 	if err != nil {
 		return fail(err)
@@ -146,6 +151,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Clusters:  svc.Clusters,
 		Providers: registry,
 		Audit:     svc.Audit,
+		Observer:  s.metrics,
+		Metrics:   s.metrics.Handler(),
 		Backend:   "bolt",
 		Version:   cfg.Version,
 		Logger:    cfg.Logger,
@@ -201,6 +208,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 func withDashboard(apiHandler http.Handler) http.Handler {
 	ui := dashboard.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			// Where Prometheus looks by default: the API's /v1/metrics,
+			// with its key check.
+			r = r.Clone(r.Context())
+			r.URL.Path = "/v1/metrics"
+		}
 		if r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") {
 			apiHandler.ServeHTTP(w, r)
 			return
@@ -213,6 +226,15 @@ func withDashboard(apiHandler http.Handler) http.Handler {
 // submitted in the second after its tenant was created must not wait for the
 // worker-pool supervisor (or the janitor's resend) to find its queue.
 type tenantQueues struct{ *memqueue.Queue }
+
+// depths reports the queues' depths to metrics.
+func (q *tenantQueues) depths() map[string]metrics.QueueDepth {
+	out := map[string]metrics.QueueDepth{}
+	for t, d := range q.Depths() {
+		out[t] = metrics.QueueDepth{Visible: d.Visible, InFlight: d.InFlight}
+	}
+	return out
+}
 
 func (q *tenantQueues) Send(ctx context.Context, tenant string, msgs ...queue.Message) error {
 	err := q.Queue.Send(ctx, tenant, msgs...)

@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/heddle-io/heddle/internal/demotest"
 
 	"github.com/stretchr/testify/require"
@@ -152,11 +156,20 @@ func TestDemoClusterThroughEveryOperation(t *testing.T) {
 	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters", nil, &list))
 	require.Empty(t, list.Items, "a dry run creates nothing")
 
+	scraped := b.scrape()
 	var created result
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", create, &created))
 	id := created.Cluster.ID
 	v := b.settleTo(b.admin, id, "ACTIVE")
 	require.Len(t, v.Nodes, 4)
+	// The metrics moved as the cluster was built.
+	rescraped := b.scrape()
+	require.Greater(t, sum(rescraped, "heddle_task_attempts_total", "outcome", "succeeded"), sum(scraped, "heddle_task_attempts_total", "outcome", "succeeded"))
+	require.Equal(t, 1.0, sum(rescraped, "heddle_jobs_total", "operation", "create")-sum(scraped, "heddle_jobs_total", "operation", "create"))
+	require.Greater(t, sum(rescraped, "heddle_api_requests_total", "route", "/v1/clusters/{cluster}"), 0.0)
+	require.Greater(t, sum(rescraped, "heddle_store_calls_total", "call", "transact"), sum(scraped, "heddle_store_calls_total", "call", "transact"))
+	require.Contains(t, rescraped, "heddle_queue_messages")
+	require.Greater(t, sum(rescraped, "heddle_janitor_pass_seconds", "", ""), 0.0)
 	require.Equal(t, v.Progress.Total, v.Progress.Done)
 	for _, st := range v.Progress.Stages {
 		require.Equal(t, st.Total, st.Done)
@@ -285,6 +298,58 @@ func TestDemoClusterThroughEveryOperation(t *testing.T) {
 	require.Equal(t, http.StatusOK, b.call(b.super, "GET", "/v1/tenants/acme", nil, &tenant))
 	require.Zero(t, tenant.Usage.Clusters)
 	require.Zero(t, tenant.Usage.Nodes)
+}
+
+// scrape reads /metrics with the superadmin's key, parsed as Prometheus
+// parses it.
+func (b *bundle) scrape() map[string]*dto.MetricFamily {
+	b.t.Helper()
+	req, err := http.NewRequest("GET", b.srv.URL()+"/metrics", nil)
+	require.NoError(b.t, err)
+	req.Header.Set("Authorization", "Bearer "+b.super)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(b.t, err)
+	defer resp.Body.Close()
+	require.Equal(b.t, http.StatusOK, resp.StatusCode)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	require.NoError(b.t, err)
+	return families
+}
+
+// sum adds a family's samples whose label has value (every sample when
+// label is ""): counters' values, histograms' counts.
+func sum(families map[string]*dto.MetricFamily, name, label, value string) float64 {
+	total := 0.0
+	for _, m := range families[name].GetMetric() {
+		match := label == ""
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label && l.GetValue() == value {
+				match = true
+			}
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			total += m.GetCounter().GetValue()
+		case m.Histogram != nil:
+			total += float64(m.GetHistogram().GetSampleCount())
+		case m.Gauge != nil:
+			total += m.GetGauge().GetValue()
+		}
+	}
+	return total
+}
+
+func TestMetricsAreForTheSuperadmin(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.tenant(4)
+	require.Equal(t, http.StatusUnauthorized, b.call("", "GET", "/v1/metrics", nil, nil))
+	require.Equal(t, http.StatusForbidden, b.call(b.admin, "GET", "/v1/metrics", nil, nil), "labels name every tenant")
+	require.Contains(t, b.scrape(), "heddle_api_requests_total")
 }
 
 type errorBody struct {

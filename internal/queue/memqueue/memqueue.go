@@ -220,3 +220,32 @@ func (q *Queue) Extend(ctx context.Context, tenant, receipt string, visibility t
 func (q *Queue) nextReceipt() string {
 	return "r" + strconv.FormatUint(q.receipts.Add(1), 36)
 }
+
+// Depth is what one tenant's queue holds.
+type Depth struct {
+	Visible  int // messages waiting to be received
+	InFlight int // messages received and not yet acknowledged
+}
+
+// Depths returns every tenant queue's depth, for metrics (SQS publishes
+// the same figures itself: ApproximateNumberOfMessagesVisible and
+// ...NotVisible).
+func (q *Queue) Depths() map[string]Depth {
+	q.mu.RLock()
+	entries := make(map[string]*tenantEntry, len(q.tenants))
+	for t, e := range q.tenants {
+		entries[t] = e
+	}
+	q.mu.RUnlock()
+	out := make(map[string]Depth, len(entries))
+	for t, e := range entries {
+		e.mu.Lock()
+		d := Depth{InFlight: len(e.tq.receipts)}
+		for _, g := range e.tq.groups {
+			d.Visible += g.pending.len()
+		}
+		e.mu.Unlock()
+		out[t] = d
+	}
+	return out
+}
