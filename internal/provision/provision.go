@@ -122,7 +122,7 @@ func (a *attempt) run(ctx context.Context) engine.Result {
 	if !providerAction && act != domain.ActionBootstrap && !act.IsServiceAction() {
 		return fail(fmt.Errorf("provision: task %s has action %q, which no plugin carries out", a.task.ID, act))
 	}
-	if a.in.Poll != "" && !act.IsServiceAction() {
+	if a.in.Poll != "" && !act.IsServiceAction() && !(strings.HasPrefix(a.in.Poll, providerPoll) && (act == domain.ActionConfirm || act == domain.ActionDelete)) {
 		return fail(fmt.Errorf("provision: task %s is polled (%q), but %s never runs detached", a.task.ID, a.in.Poll, act))
 	}
 	// Provider actions expand no macros, and a poll only checks a run that
@@ -235,17 +235,26 @@ func (a *attempt) provider(ctx context.Context) engine.Result {
 			_, _, req.SSHUser, _ = a.mapTypes()
 		}
 	}
+	req.Poll = strings.TrimPrefix(a.in.Poll, providerPoll)
 	var got provider.Node
+	var progress provider.Progress
 	switch a.task.Action {
 	case domain.ActionCreate:
 		got, err = impl.Create(ctx, req)
 	case domain.ActionConfirm:
-		got, err = impl.Confirm(ctx, req)
+		progress, err = impl.Confirm(ctx, req)
+		got = progress.Node
 	case domain.ActionDelete:
-		err = impl.Delete(ctx, req)
+		progress, err = impl.Delete(ctx, req)
 	}
 	if err != nil {
 		return fail(fmt.Errorf("%s of node %s (provider %s): %w", a.task.Action, a.node.ID, p.Name, err))
+	}
+	if progress.Pending() {
+		// The node is booting, not answering SSH yet or shutting down: the
+		// engine parks the attempt and any free worker checks again after
+		// the provider's delay; nothing waits meanwhile.
+		return engine.Result{Stdout: progress.Waiting + "\n", PollAfter: max(progress.Again, minPollAfter), PollState: providerPoll + progress.Poll}
 	}
 	if a.task.Action == domain.ActionDelete {
 		return engine.Result{Stdout: fmt.Sprintf("deleted node %s (%s)\n", a.node.ID, a.node.ProviderID)}
@@ -386,6 +395,10 @@ func (a *attempt) automate(ctx context.Context) engine.Result {
 // minPollAfter keeps a pending result pending: a zero PollAfter would read
 // as success.
 const minPollAfter = 10 * time.Millisecond
+
+// providerPoll prefixes the engine's poll state of a parked confirm or
+// delete; the provider's own Progress.Poll follows it.
+const providerPoll = "provider:"
 
 // pollState is the engine's poll state of a detached action: what Execute
 // expects back in Attempt.Poll. The automator finds the run from the task

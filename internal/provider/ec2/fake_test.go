@@ -44,6 +44,9 @@ type fakeEC2 struct {
 	publicIP          string
 	pageSize          int
 	failAction        map[string]fakeError
+	// throttleLeft is how many more calls of an action EC2 refuses with
+	// RequestLimitExceeded.
+	throttleLeft map[string]int
 }
 
 type fakeError struct{ code, message string }
@@ -91,7 +94,7 @@ func newFakeEC2(t testing.TB) *fakeEC2 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeEC2{t: t, tmpl: tmpl, privateIP: "10.0.1.17", pageSize: 1000, failAction: map[string]fakeError{}}
+	f := &fakeEC2{t: t, tmpl: tmpl, privateIP: "10.0.1.17", pageSize: 1000, failAction: map[string]fakeError{}, throttleLeft: map[string]int{}}
 	f.srv = httptest.NewServer(f)
 	t.Cleanup(f.srv.Close)
 	return f
@@ -120,6 +123,11 @@ func (f *fakeEC2) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	action := form.Get("Action")
 	if e, ok := f.failAction[action]; ok {
 		f.fail(w, e.code, e.message)
+		return
+	}
+	if f.throttleLeft[action] > 0 {
+		f.throttleLeft[action]--
+		f.fail(w, "RequestLimitExceeded", "Request limit exceeded.")
 		return
 	}
 	switch action {
@@ -245,6 +253,11 @@ func (f *fakeEC2) describeInstances(w http.ResponseWriter, form url.Values) {
 			}
 		}
 		if !matches(inst, filters) {
+			continue
+		}
+		if len(ids) == 0 && inst.notFoundLeft > 0 {
+			// Listings lag behind a launch too.
+			inst.notFoundLeft--
 			continue
 		}
 		match = append(match, inst)

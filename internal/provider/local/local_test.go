@@ -97,7 +97,7 @@ func TestCreateConfirmRunDelete(t *testing.T) {
 	require.True(t, strings.HasPrefix(created.ProviderID, "local:c1-1000~"))
 
 	req.Node.HostKey = created.HostKey
-	confirmed, err := l.Confirm(testCtx(t), req)
+	confirmed, err := confirm(t, l, req)
 	require.NoError(t, err)
 	require.Equal(t, created, confirmed)
 
@@ -113,13 +113,13 @@ func TestCreateConfirmRunDelete(t *testing.T) {
 	require.ErrorAs(t, err, &te)
 	require.Equal(t, "authenticate", te.Op)
 
-	require.NoError(t, l.Delete(testCtx(t), req))
+	require.NoError(t, del(t, l, req))
 	require.NoDirExists(t, home)
 	_, err = login(t, confirmed, key, "true")
 	var unreachable *sshexec.UnreachableError
 	require.ErrorAs(t, err, &unreachable)
-	require.NoError(t, l.Delete(testCtx(t), req), "deleting a deleted node succeeds")
-	_, err = l.Confirm(testCtx(t), req)
+	require.NoError(t, del(t, l, req), "deleting a deleted node succeeds")
+	_, err = confirm(t, l, req)
 	require.ErrorContains(t, err, "does not exist")
 }
 
@@ -177,7 +177,7 @@ func TestNodesComeBackAfterARestart(t *testing.T) {
 		require.Equal(t, "kept\n", res.Stdout.Text)
 		req := request(key, "c1-"+strconv.Itoa(1000+i))
 		req.Node.HostKey = n.HostKey
-		confirmed, err := restarted.Confirm(testCtx(t), req)
+		confirmed, err := confirm(t, restarted, req)
 		require.NoError(t, err)
 		require.Equal(t, n, confirmed)
 	}
@@ -200,7 +200,7 @@ func TestNodeOnDiskStartsWithoutRestore(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(fresh.Close)
 	req.Node.HostKey = n.HostKey
-	confirmed, err := fresh.Confirm(testCtx(t), req)
+	confirmed, err := confirm(t, fresh, req)
 	require.NoError(t, err)
 	require.Equal(t, n.SSHPort, confirmed.SSHPort)
 }
@@ -239,7 +239,7 @@ func TestHalfCreatedNodeIsStartedOver(t *testing.T) {
 	n, err := l.Create(testCtx(t), req)
 	require.NoError(t, err)
 	req.Node.HostKey = n.HostKey
-	_, err = l.Confirm(testCtx(t), req)
+	_, err = confirm(t, l, req)
 	require.NoError(t, err)
 }
 
@@ -257,7 +257,7 @@ func TestDeleteKillsRunningCommands(t *testing.T) {
 	}()
 	time.Sleep(300 * time.Millisecond)
 	start := time.Now()
-	require.NoError(t, l.Delete(testCtx(t), req))
+	require.NoError(t, del(t, l, req))
 	require.Less(t, time.Since(start), 10*time.Second)
 	require.Error(t, <-done)
 }
@@ -282,4 +282,25 @@ func TestDirNameSeparatesTenantsAndClusters(t *testing.T) {
 		require.NotContains(t, d, "/")
 		names[d] = true
 	}
+}
+
+// confirm makes one Confirm call, which for a local node is the last: its
+// server runs from create on.
+func confirm(t *testing.T, l *Local, req provider.Request) (provider.Node, error) {
+	t.Helper()
+	p, err := l.Confirm(testCtx(t), req)
+	if err == nil {
+		require.False(t, p.Pending(), "a local node answers at once: %s", p.Waiting)
+	}
+	return p.Node, err
+}
+
+// del makes one Delete call, which for a local node is the last.
+func del(t *testing.T, l *Local, req provider.Request) error {
+	t.Helper()
+	p, err := l.Delete(testCtx(t), req)
+	if err == nil {
+		require.False(t, p.Pending(), "a local node is deleted at once")
+	}
+	return err
 }
