@@ -23,6 +23,7 @@ import (
 	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/pools"
 	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/provider/latency"
 	"github.com/heddle-io/heddle/internal/provider/local"
 	"github.com/heddle-io/heddle/internal/provider/static"
 	"github.com/heddle-io/heddle/internal/queue"
@@ -110,6 +111,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return fail(err)
 	}
 	if err := registry.Register(static.Type(), static.New(static.NewPool(db, keyring), static.Config{})); err != nil {
+		return fail(err)
+	}
+	// Simulated latencies, for measuring what heddle does around a cloud's
+	// boot times on this machine (docs/performance.md).
+	if err := registry.Register(latency.Type(), latency.New(latency.Config{})); err != nil {
 		return fail(err)
 	}
 	s.shell = shell.New(shell.Config{Scripts: shell.NewScripts(db)})
