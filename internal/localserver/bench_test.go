@@ -150,3 +150,90 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(at(0.50), "p50-ms")
 	b.ReportMetric(at(0.99), "p99-ms")
 }
+
+// noActionCatalog is one service without actions on the local provider:
+// a create is, per node, create, confirm and bootstrap (nothing to
+// bootstrap), so the run measures heddle's fixed cost per node.
+const noActionCatalog = `apiVersion: heddle/v1
+providers:
+  - {name: local, providerType: local}
+hardwareTypes:
+  - {name: small, providerMap: {local: {flavor: small}}}
+imageTypes:
+  - {name: debian, providerMap: {local: {image: host}}}
+services:
+  - {name: base}
+clusterTemplates:
+  - name: plain
+    compatibility: {services: [base]}
+    defaults: {services: [base], provider: local, hardwareType: small, imageType: debian}
+    constraints:
+      size: {min: 1, max: 1000}
+`
+
+// BenchmarkCreate1000NodesNoActions creates a 1,000-node cluster of local
+// nodes whose service has no actions (3,000 tasks: create, confirm,
+// bootstrap) through the API of a local server with 16 workers, and
+// reports the time from the POST until the job succeeded, and tasks per
+// second. The local provider's nodes are SSH servers in the process.
+//
+//	go test -run '^$' -bench Create1000NodesNoActions -benchtime 3x ./internal/localserver
+func BenchmarkCreate1000NodesNoActions(b *testing.B) {
+	const nodes, workers = 1000, 16
+	var secs []float64
+	for b.Loop() {
+		b.StopTimer()
+		super := access.NewKeySecret()
+		srv, err := Start(context.Background(), Config{DataDir: b.TempDir(), Listen: "127.0.0.1:0", BootstrapKey: super,
+			Logger: slog.New(slog.DiscardHandler), JanitorPeriod: time.Hour})
+		require.NoError(b, err)
+		var created struct {
+			AdminKey struct {
+				Secret string `json:"secret"`
+			} `json:"adminKey"`
+		}
+		require.Equal(b, http.StatusCreated, post(b, srv.URL()+"/v1/tenants", super, "application/json",
+			fmt.Sprintf(`{"id":"bench","maxClusters":10,"maxNodes":%d,"workers":%d,"admin":"ann"}`, nodes, workers), &created))
+		admin := created.AdminKey.Secret
+		require.Equal(b, http.StatusOK, post(b, srv.URL()+"/v1/catalog", admin, "application/yaml", noActionCatalog, nil))
+		time.Sleep(1500 * time.Millisecond) // the worker pool supervisor starts the tenant's pool within a second
+		b.StartTimer()
+
+		start := time.Now()
+		var c struct {
+			Cluster struct {
+				ID string `json:"id"`
+			} `json:"cluster"`
+		}
+		require.Equal(b, http.StatusAccepted, post(b, srv.URL()+"/v1/clusters", admin, "application/json",
+			fmt.Sprintf(`{"name":"big","template":"plain","size":%d}`, nodes), &c))
+		for {
+			var v struct {
+				Progress *struct {
+					Status string `json:"status"`
+				} `json:"progress"`
+			}
+			req, _ := http.NewRequest(http.MethodGet, srv.URL()+"/v1/clusters/"+c.Cluster.ID, nil)
+			req.Header.Set("Authorization", "Bearer "+admin)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(b, err)
+			require.NoError(b, json.NewDecoder(resp.Body).Decode(&v))
+			resp.Body.Close()
+			if v.Progress != nil && v.Progress.Status != "RUNNING" && v.Progress.Status != "PENDING" {
+				require.Equal(b, "SUCCEEDED", v.Progress.Status)
+				break
+			}
+			time.Sleep(100 * time.Millisecond) // each look reads the 1,000 nodes: not too often
+		}
+		took := time.Since(start)
+		secs = append(secs, took.Seconds())
+		b.Logf("1,000-node no-action create: %.2f s", took.Seconds())
+		b.StopTimer()
+		require.NoError(b, srv.Shutdown(context.Background()))
+		b.StartTimer()
+	}
+	slices.Sort(secs)
+	b.ReportMetric(secs[len(secs)/2], "median-s")
+	b.ReportMetric(secs[len(secs)-1]-secs[0], "spread-s")
+	b.ReportMetric(3*nodes/secs[len(secs)/2], "tasks/s")
+}

@@ -363,20 +363,47 @@ func TestDetachedActionThroughTheDispatcher(t *testing.T) {
 	in := w.attempt(domain.ActionInitialize, "c1-1000", "zookeeper", 1)
 	in.Task.Timeout = domain.Duration(time.Hour) // over the threshold: detached
 	w.clusters.mu.Lock()
-	before := len(w.clusters.withNodes)
+	before, layoutsBefore := len(w.clusters.withNodes), w.clusters.layoutReads
 	w.clusters.mu.Unlock()
 	res, polls := w.untilDone(in, false)
 	require.NoError(t, res.Err)
 	require.Equal(t, "initialized 1\n", res.Stdout)
 	require.NotZero(t, polls, "a detached action is finished by polls, not by a waiting Execute")
 	w.clusters.mu.Lock()
-	asked := w.clusters.withNodes[before:]
+	asked, layouts := w.clusters.withNodes[before:], w.clusters.layoutReads-layoutsBefore
 	w.clusters.mu.Unlock()
 	require.Len(t, asked, polls+1, "one spec read to start, one per poll")
-	require.True(t, asked[0], "the start expands macros against the node list")
-	for _, withNodes := range asked[1:] {
-		require.False(t, withNodes, "a poll does not read the cluster's node list")
+	for _, withNodes := range asked {
+		require.False(t, withNodes, "the spec is read without the node list")
 	}
+	require.Equal(t, 1, layouts, "the start expands macros against the node list; polls do not read it")
+}
+
+// TestNothingToDoReadsNoNodeList: a bootstrap of a node whose services use
+// no automator and an action a service does not define answer from the
+// spec alone; the node list (every node of a 1,000-node cluster) is not
+// read.
+func TestNothingToDoReadsNoNodeList(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 3)
+	w.must(domain.ActionCreate, "")
+	w.must(domain.ActionConfirm, "")
+	w.clusters.update(func(s *ClusterSpec) {
+		s.Services["zookeeper"] = domain.Service{Meta: domain.Meta{Name: "zookeeper"}}
+	})
+	w.clusters.mu.Lock()
+	before, specsBefore := w.clusters.layoutReads, len(w.clusters.withNodes)
+	w.clusters.mu.Unlock()
+	res := w.exec(domain.ActionBootstrap, "c1-1000", "")
+	require.NoError(t, res.Err)
+	require.Contains(t, res.Stdout, "nothing to bootstrap")
+	res = w.exec(domain.ActionStart, "c1-1000", "zookeeper")
+	require.NoError(t, res.Err)
+	require.Contains(t, res.Stdout, "defines no start action")
+	w.clusters.mu.Lock()
+	defer w.clusters.mu.Unlock()
+	require.Equal(t, before, w.clusters.layoutReads)
+	require.Equal(t, []bool{false, false}, w.clusters.withNodes[specsBefore:], "two spec reads, neither with the nodes")
 }
 
 // TestProviderChecksAreParked: a confirm or delete whose node is not there
