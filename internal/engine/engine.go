@@ -210,6 +210,7 @@ type Engine struct {
 	log   *slog.Logger
 
 	deferred deferredCache
+	jobs     jobCache
 }
 
 // New returns an engine over the unscoped store s.
