@@ -142,6 +142,13 @@ type Config struct {
 	// pending, not answering SSH yet or still shutting down Confirm and
 	// Delete ask to be called again; zero means 5 s.
 	PollInterval time.Duration
+	// BootEstimate is how long after its launch an instance is first
+	// expected to run: a confirm that finds one pending and younger asks to
+	// be called again when it reaches that age rather than every
+	// PollInterval (EC2 instances take 60-90 s; a poll before then finds
+	// them pending and costs a delivery, writes and a Lambda invocation).
+	// Zero means 50 s, below the fastest boots; negative turns it off.
+	BootEstimate time.Duration
 	// ViewMaxAge is how old a cluster's instance listing may be for a poll
 	// to use it instead of describing again (see views.go); zero means
 	// half of PollInterval.
@@ -174,6 +181,9 @@ var _ provider.Provider = (*EC2)(nil)
 func New(cfg Config) *EC2 {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 5 * time.Second
+	}
+	if cfg.BootEstimate == 0 {
+		cfg.BootEstimate = 50 * time.Second
 	}
 	if cfg.ViewMaxAge <= 0 {
 		cfg.ViewMaxAge = cfg.PollInterval / 2
@@ -448,7 +458,11 @@ func (p *EC2) Confirm(ctx context.Context, req provider.Request) (provider.Progr
 	case types.InstanceStateNameStopped, types.InstanceStateNameStopping:
 		return provider.Progress{}, fmt.Errorf("ec2: node %s's instance %s is %s; start it or delete the node", req.Node.ID, id, inst.State.Name)
 	default:
-		return provider.Later(p.cfg.PollInterval, "", fmt.Sprintf("node %s's instance %s is %s", req.Node.ID, id, inst.State.Name)), nil
+		again := p.cfg.PollInterval
+		if launched := aws.ToTime(inst.LaunchTime); !launched.IsZero() {
+			again = max(again, p.cfg.BootEstimate-time.Since(launched))
+		}
+		return provider.Later(again, "", fmt.Sprintf("node %s's instance %s is %s", req.Node.ID, id, inst.State.Name)), nil
 	}
 	n := p.facts(req, *inst, "")
 	access := n.Addresses[provider.AddressAccess]
@@ -558,7 +572,9 @@ func (p *EC2) Delete(ctx context.Context, req provider.Request) (provider.Progre
 	if len(ending) == 0 {
 		return provider.Done(provider.Node{}), nil
 	}
-	return provider.Later(p.cfg.PollInterval, deletePhase, fmt.Sprintf("node %s's instances %s are shutting down", req.Node.ID, strings.Join(ending, ", "))), nil
+	// Nothing waits for a terminated node as it waits for a booting one
+	// (only the job's end): checked half as often.
+	return provider.Later(2*p.cfg.PollInterval, deletePhase, fmt.Sprintf("node %s's instances %s are shutting down", req.Node.ID, strings.Join(ending, ", "))), nil
 }
 
 func terminate(ctx context.Context, c API, ids []string) error {

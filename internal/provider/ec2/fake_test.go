@@ -43,6 +43,9 @@ type fakeEC2 struct {
 	privateIP         string
 	publicIP          string
 	pageSize          int
+	// launchedAgo is how long before the launch call a new instance's
+	// LaunchTime lies (an hour unless a test says otherwise).
+	launchedAgo time.Duration
 	failAction        map[string]fakeError
 	// throttleLeft is how many more calls of an action EC2 refuses with
 	// RequestLimitExceeded.
@@ -94,7 +97,7 @@ func newFakeEC2(t testing.TB) *fakeEC2 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeEC2{t: t, tmpl: tmpl, privateIP: "10.0.1.17", pageSize: 1000, failAction: map[string]fakeError{}, throttleLeft: map[string]int{}}
+	f := &fakeEC2{t: t, tmpl: tmpl, privateIP: "10.0.1.17", pageSize: 1000, launchedAgo: time.Hour, failAction: map[string]fakeError{}, throttleLeft: map[string]int{}}
 	f.srv = httptest.NewServer(f)
 	t.Cleanup(f.srv.Close)
 	return f
@@ -219,7 +222,7 @@ func (f *fakeEC2) runInstances(w http.ResponseWriter, form url.Values) {
 		Image: form.Get("ImageId"), Type: form.Get("InstanceType"), KeyName: form.Get("KeyName"),
 		Subnet: form.Get("SubnetId"), Groups: list(form, "SecurityGroupId"),
 		PrivateIP: f.privateIP, PrivateDNS: fmt.Sprintf("ip-10-0-1-%d.eu-west-1.compute.internal", n),
-		Tags: tagSpecs(form)["instance"], Launched: time.Now().Add(-time.Hour),
+		Tags: tagSpecs(form)["instance"], Launched: time.Now().Add(-f.launchedAgo),
 		Reservation: fmt.Sprintf("r-0%016x", 0xdef000+n), pendingLeft: f.pendingDescribes, notFoundLeft: f.notFoundDescribes,
 	}
 	if form.Get("NetworkInterface.1.AssociatePublicIpAddress") == "true" {

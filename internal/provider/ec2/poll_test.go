@@ -229,3 +229,24 @@ func TestDeletePollsUntilTerminated(t *testing.T) {
 	require.Equal(t, "terminated", f.fake.states()[other.Node.ProviderID])
 	require.True(t, strings.HasPrefix(lost, "i-"))
 }
+
+// TestConfirmWaitsForTheBootEstimate: a just-launched instance is not
+// checked every PollInterval but when it reaches the age instances boot
+// at; past that age, every PollInterval.
+func TestConfirmWaitsForTheBootEstimate(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.fake.pendingDescribes = 10
+	f.fake.launchedAgo = 0
+	req := f.createNodes(t, 1)[0]
+	p := New(Config{HTTPClient: f.fake.srv.Client(), PollInterval: time.Second, BootEstimate: time.Minute, ViewMaxAge: time.Nanosecond})
+	got, err := p.Confirm(testCtx(t), req)
+	require.NoError(t, err)
+	require.Greater(t, got.Again, 50*time.Second)
+	require.LessOrEqual(t, got.Again, time.Minute)
+
+	old := New(Config{HTTPClient: f.fake.srv.Client(), PollInterval: time.Second, BootEstimate: time.Millisecond, ViewMaxAge: time.Nanosecond})
+	got, err = old.Confirm(testCtx(t), req)
+	require.NoError(t, err)
+	require.Equal(t, time.Second, got.Again, "past the estimate: every PollInterval")
+}
