@@ -173,8 +173,8 @@ func latencyCreate(b *testing.B, nodes, workers int, boot, ssh, poll, create tim
 	defer sh.Close()
 	svc, err := Build(Parts{Store: db, Queue: meter, Keyring: secrets.NewKeyring(key), Providers: registry,
 		Automators: map[string]automator.Automator{shell.Type: sh},
-		Engine: engine.Config{TaskLease: 15 * time.Second, Visibility: 30 * time.Second, ResendAfter: time.Minute},
-		Logger: benchLogger()})
+		Engine:     engine.Config{TaskLease: 15 * time.Second, Visibility: 30 * time.Second, ResendAfter: time.Minute},
+		Logger:     benchLogger()})
 	require.NoError(b, err)
 	_, _, err = svc.Access.CreateTenant(ctx, domain.Tenant{ID: "bench", Workers: workers, MaxClusters: 10, MaxNodes: 100000}, "")
 	require.NoError(b, err)

@@ -46,7 +46,7 @@ type fakeEC2 struct {
 	// launchedAgo is how long before the launch call a new instance's
 	// LaunchTime lies (an hour unless a test says otherwise).
 	launchedAgo time.Duration
-	failAction        map[string]fakeError
+	failAction  map[string]fakeError
 	// throttleLeft is how many more calls of an action EC2 refuses with
 	// RequestLimitExceeded.
 	throttleLeft map[string]int
