@@ -29,6 +29,7 @@ import (
 	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/queue/memqueue"
 	"github.com/heddle-io/heddle/internal/secrets"
+	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
 )
 
@@ -65,6 +66,7 @@ type Server struct {
 	done     chan error
 	local    *local.Local
 	shell    *shell.Shell
+	ssh      *sshexec.Pool
 	access   *access.Access
 	queue    *tenantQueues
 	engine   *engine.Engine
@@ -118,13 +120,16 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := registry.Register(latency.Type(), latency.New(latency.Config{})); err != nil {
 		return fail(err)
 	}
-	s.shell = shell.New(shell.Config{Scripts: shell.NewScripts(db)})
+	// One connection pool for the shell automator and the providers'
+	// confirms: a node's confirm login serves its bootstrap and actions.
+	s.ssh = sshexec.NewPool()
+	s.shell = shell.New(shell.Config{Scripts: shell.NewScripts(db), Pool: s.ssh})
 
 	s.queue = &tenantQueues{memqueue.New(memqueue.Options{})}
 	ecfg := localEngineConfig(cfg.Engine)
 	// Provider entities are checked against their type in the registry and
 	// their sensitive fields sealed with the local master key.
-	svc, err := assemble.Build(assemble.Parts{Store: db, Queue: s.queue, Keyring: keyring, Providers: registry,
+	svc, err := assemble.Build(assemble.Parts{Store: db, Queue: s.queue, Keyring: keyring, Providers: registry, SSH: s.ssh,
 		Automators: map[string]automator.Automator{shell.Type: s.shell}, Engine: ecfg, Logger: cfg.Logger})
 	if err != nil {
 		return fail(err)
@@ -322,6 +327,9 @@ func (s *Server) close() {
 	}
 	if s.shell != nil {
 		s.shell.Close()
+	}
+	if s.ssh != nil {
+		s.ssh.Close()
 	}
 	if s.local != nil {
 		s.local.Close()

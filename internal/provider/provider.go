@@ -9,6 +9,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/secrets"
+	"github.com/heddle-io/heddle/internal/sshexec"
 )
 
 // Provider makes, checks and removes the nodes of one provider type. One
@@ -95,6 +96,11 @@ type Request struct {
 	// Key is the cluster's SSH key: the provider installs its public half
 	// (Key.AuthorizedKey) on the node and logs in with it to confirm.
 	Key *secrets.SSHKey
+	// SSH, when set, is the worker's connection pool, shared with the
+	// automators: the login that confirms a node stays open in it, and the
+	// node's bootstrap and actions on this worker use it rather than dial
+	// again (see ConfirmSSH).
+	SSH *sshexec.Pool
 }
 
 // Node is what a provider reports about a node. Empty fields leave what is

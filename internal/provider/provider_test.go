@@ -231,7 +231,7 @@ func TestConfirmSSHProbesOnce(t *testing.T) {
 	defer cancel()
 	target := sshexec.Target{Node: "n1", Address: addr, User: "u", Key: signer}
 	facts := Node{ProviderID: "p-1", SSHUser: "u"}
-	p, err := ConfirmSSH(ctx, target, facts, 2*time.Second, "ssh")
+	p, err := ConfirmSSH(ctx, nil, target, facts, 2*time.Second, "ssh")
 	require.NoError(t, err)
 	require.True(t, p.Pending())
 	require.Equal(t, 2*time.Second, p.Again)
@@ -241,7 +241,7 @@ func TestConfirmSSHProbesOnce(t *testing.T) {
 	// The server is up: done, with the facts and the presented host key.
 	hostKey := sshtest.NewHostKey(t)
 	sshtest.Start(t, addr, hostKey, signer.PublicKey())
-	p, err = ConfirmSSH(ctx, target, facts, 2*time.Second, "ssh")
+	p, err = ConfirmSSH(ctx, nil, target, facts, 2*time.Second, "ssh")
 	require.NoError(t, err)
 	require.False(t, p.Pending())
 	require.Equal(t, "p-1", p.Node.ProviderID)
@@ -250,7 +250,7 @@ func TestConfirmSSHProbesOnce(t *testing.T) {
 	// Pinned to another key: fails at once, naming both fingerprints.
 	other := sshtest.NewHostKey(t)
 	target.HostKey = sshexec.FormatPublicKey(other.PublicKey())
-	_, err = ConfirmSSH(ctx, target, facts, 2*time.Second, "ssh")
+	_, err = ConfirmSSH(ctx, nil, target, facts, 2*time.Second, "ssh")
 	var hk *sshexec.HostKeyError
 	require.ErrorAs(t, err, &hk)
 	require.Contains(t, err.Error(), sshexec.Fingerprint(hostKey.PublicKey()))
@@ -259,6 +259,42 @@ func TestConfirmSSHProbesOnce(t *testing.T) {
 	// The attempt's time is spent: an error, not another poll.
 	spent, cancelSpent := context.WithCancel(context.Background())
 	cancelSpent()
-	_, err = ConfirmSSH(spent, sshexec.Target{Node: "n2", Address: "127.0.0.1:1", User: "u", Key: signer}, facts, time.Second, "")
+	_, err = ConfirmSSH(spent, nil, sshexec.Target{Node: "n2", Address: "127.0.0.1:1", User: "u", Key: signer}, facts, time.Second, "")
 	require.ErrorContains(t, err, "did not answer on SSH")
+}
+
+// TestConfirmSSHLeavesItsLoginInThePool: with the worker's pool, the login
+// that confirms the node is the connection the node's next task gets, as
+// the endpoint will name it (sudo or not) and with the host key pinned.
+func TestConfirmSSHLeavesItsLoginInThePool(t *testing.T) {
+	t.Parallel()
+	kp, err := sshexec.GenerateKeyPair()
+	require.NoError(t, err)
+	signer, err := sshexec.ParsePrivateKey(kp.PrivateKey)
+	require.NoError(t, err)
+	hostKey := sshtest.NewHostKey(t)
+	srv := sshtest.Start(t, "127.0.0.1:0", hostKey, signer.PublicKey())
+	pool := sshexec.NewPool()
+	t.Cleanup(pool.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	target := sshexec.Target{Node: "n1", Address: srv.Addr, User: "u", Key: signer}
+	p, err := ConfirmSSH(ctx, pool, target, Node{SSHUser: "u"}, time.Second, "")
+	require.NoError(t, err)
+	require.False(t, p.Pending())
+	pinned := sshexec.FormatPublicKey(hostKey.PublicKey())
+	require.Equal(t, pinned, p.Node.HostKey)
+
+	// What the automator asks for next: the same login, the key pinned.
+	confirmed, err := pool.Client(ctx, target)
+	require.NoError(t, err)
+	target.HostKey = pinned
+	next, err := pool.Client(ctx, target)
+	require.NoError(t, err)
+	require.Same(t, confirmed, next, "no second handshake")
+	res, err := next.Run(ctx, sshexec.Command{Script: "echo ok"})
+	require.NoError(t, err)
+	require.Equal(t, "ok\n", res.Stdout.Text)
+	require.Equal(t, int64(1), srv.Logins.Load(), "one login: the confirm's")
 }

@@ -78,6 +78,10 @@ type Config struct {
 	Automators map[string]automator.Automator // by type name ("shell")
 	Keyring    *secrets.Keyring
 	Logger     *slog.Logger
+	// SSH is the worker's connection pool, which the shell automator
+	// should share (shell.Config.Pool): a confirm's login stays open in it
+	// for the node's next tasks. Nil: confirms dial and close.
+	SSH *sshexec.Pool
 }
 
 // Dispatcher implements engine.Executor with the provisioning plugins.
@@ -240,7 +244,7 @@ func (a *attempt) provider(ctx context.Context) engine.Result {
 	req := provider.Request{
 		Tenant: a.in.Tenant, ClusterID: a.spec.ClusterID, Provider: p.Name, Node: *a.node,
 		Token: Token(a.in.Tenant, a.task), Hostname: Hostname(a.spec, a.node),
-		Fields: opened.Fields, Key: a.key,
+		Fields: opened.Fields, Key: a.key, SSH: a.d.cfg.SSH,
 	}
 	if a.task.Action == domain.ActionCreate {
 		if req.Flavor, req.Image, req.SSHUser, err = a.mapTypes(); err != nil {

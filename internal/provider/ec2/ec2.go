@@ -469,7 +469,7 @@ func (p *EC2) Confirm(ctx context.Context, req provider.Request) (provider.Progr
 	if access == "" {
 		return provider.Progress{}, fmt.Errorf("ec2: instance %s of node %s runs but has no address to reach it on (use_public_ip is %q)", n.ProviderID, req.Node.ID, req.Fields[FieldUsePublicIP])
 	}
-	progress, err := provider.ConfirmSSH(ctx, sshexec.Target{
+	progress, err := provider.ConfirmSSH(ctx, req.SSH, sshexec.Target{
 		Node: req.Node.ID, Address: joinHostPort(access, n.SSHPort), User: req.SSHUser, Key: req.Key.Signer(), HostKey: req.Node.HostKey,
 	}, n, p.cfg.PollInterval, "")
 	if err != nil {

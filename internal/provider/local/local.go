@@ -347,7 +347,7 @@ func (l *Local) Confirm(ctx context.Context, req provider.Request) (provider.Pro
 	if pinned == "" {
 		pinned = facts.HostKey
 	}
-	p, err := provider.ConfirmSSH(ctx, sshexec.Target{
+	p, err := provider.ConfirmSSH(ctx, req.SSH, sshexec.Target{
 		Node: req.Node.ID, Address: net.JoinHostPort(n.state.address(), strconv.Itoa(facts.SSHPort)),
 		User: facts.SSHUser, Key: req.Key.Signer(), HostKey: pinned,
 	}, facts, l.probe, "")

@@ -101,7 +101,7 @@ func (s *Static) Confirm(ctx context.Context, req provider.Request) (provider.Pr
 	if pinned == "" {
 		pinned = t.HostKey
 	}
-	p, err := provider.ConfirmSSH(ctx, sshexec.Target{
+	p, err := provider.ConfirmSSH(ctx, req.SSH, sshexec.Target{
 		Node: req.Node.ID, Address: t.address(), User: t.User, Key: req.Key.Signer(), HostKey: pinned,
 	}, facts(req, t, ""), s.probe, "")
 	if err != nil {
