@@ -167,17 +167,7 @@ func TestLostPollMessageIsResent(t *testing.T) {
 
 	// Handle messages by hand until the install parks; then drop its
 	// message (acknowledge it without handling).
-	var install string
-	for install == "" {
-		ds, err := mq.Receive(b.ctx, tenant, 1, time.Second, time.Minute)
-		require.NoError(t, err)
-		require.NotEmpty(t, ds, "the queue ran dry before the install started")
-		_ = b.eng.HandleBatch(b.ctx, tenant, ds)
-		select {
-		case install = <-pe.starts:
-		default:
-		}
-	}
+	install := handleUntilStarted(t, b, mq, pe)
 	ref := TaskRef{Tenant: tenant, Cluster: "c1", Job: job.ID, Task: install}
 	for {
 		ds, err := mq.Receive(b.ctx, tenant, 1, 0, time.Minute)
@@ -236,17 +226,7 @@ func TestPollKeepsTheParkedDeadline(t *testing.T) {
 	}
 	job, err := b.eng.Submit(b.ctx, sub)
 	require.NoError(t, err)
-	var install string
-	for install == "" {
-		ds, err := mq.Receive(b.ctx, tenant, 1, time.Second, time.Minute)
-		require.NoError(t, err)
-		require.NotEmpty(t, ds, "the queue ran dry before the install started")
-		_ = b.eng.HandleBatch(b.ctx, tenant, ds)
-		select {
-		case install = <-pe.starts:
-		default:
-		}
-	}
+	install := handleUntilStarted(t, b, mq, pe)
 	ref := TaskRef{Tenant: tenant, Cluster: "c1", Job: job.ID, Task: install}
 	parked, err := b.eng.loadTask(b.ctx, ref)
 	require.NoError(t, err)
@@ -264,4 +244,21 @@ func TestPollKeepsTheParkedDeadline(t *testing.T) {
 	require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
 	require.False(t, during.IsZero(), "the install was polled")
 	require.True(t, parked.task.Deadline.Equal(during), "parked %s, during the poll %s", parked.task.Deadline, during)
+}
+
+// handleUntilStarted handles the queue's messages one at a time, by hand,
+// until pe starts a polled task (which then is parked), and returns its id.
+func handleUntilStarted(t *testing.T, b *testBundle, mq *memqueue.Queue, pe *pollingExec) string {
+	t.Helper()
+	for {
+		ds, err := mq.Receive(b.ctx, tenant, 1, time.Second, time.Minute)
+		require.NoError(t, err)
+		require.NotEmpty(t, ds, "the queue ran dry before the polled task started")
+		_ = b.eng.HandleBatch(b.ctx, tenant, ds)
+		select {
+		case id := <-pe.starts:
+			return id
+		default:
+		}
+	}
 }

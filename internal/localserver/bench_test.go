@@ -56,9 +56,18 @@ clusterTemplates:
 // path, not the nodes being built.
 func benchServer(b *testing.B) (url, admin string) {
 	b.Helper()
+	srv, admin := startBenchServer(b, true, 4, benchCatalog)
+	return srv.URL(), admin
+}
+
+// startBenchServer starts a local server (with worker pools unless
+// noWorkers) with tenant bench, whose pool has workers workers, and
+// applies catalog; it returns the server and the tenant admin's key.
+func startBenchServer(b *testing.B, noWorkers bool, workers int, catalog string) (*Server, string) {
+	b.Helper()
 	super := access.NewKeySecret()
 	srv, err := Start(context.Background(), Config{DataDir: b.TempDir(), Listen: "127.0.0.1:0", BootstrapKey: super,
-		Logger: slog.New(slog.DiscardHandler), NoWorkers: true, JanitorPeriod: time.Hour})
+		Logger: slog.New(slog.DiscardHandler), NoWorkers: noWorkers, JanitorPeriod: time.Hour})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	var created struct {
@@ -67,9 +76,9 @@ func benchServer(b *testing.B) (url, admin string) {
 		} `json:"adminKey"`
 	}
 	require.Equal(b, http.StatusCreated, post(b, srv.URL()+"/v1/tenants", super, "application/json",
-		`{"id":"bench","maxClusters":100000,"maxNodes":100000000,"workers":4,"admin":"ann"}`, &created))
-	require.Equal(b, http.StatusOK, post(b, srv.URL()+"/v1/catalog", created.AdminKey.Secret, "application/yaml", benchCatalog, nil))
-	return srv.URL(), created.AdminKey.Secret
+		fmt.Sprintf(`{"id":"bench","maxClusters":100000,"maxNodes":100000000,"workers":%d,"admin":"ann"}`, workers), &created))
+	require.Equal(b, http.StatusOK, post(b, srv.URL()+"/v1/catalog", created.AdminKey.Secret, "application/yaml", catalog, nil))
+	return srv, created.AdminKey.Secret
 }
 
 func post(b *testing.B, url, key, ct, body string, out any) int {
@@ -183,19 +192,7 @@ func BenchmarkCreate1000NodesNoActions(b *testing.B) {
 	var secs []float64
 	for b.Loop() {
 		b.StopTimer()
-		super := access.NewKeySecret()
-		srv, err := Start(context.Background(), Config{DataDir: b.TempDir(), Listen: "127.0.0.1:0", BootstrapKey: super,
-			Logger: slog.New(slog.DiscardHandler), JanitorPeriod: time.Hour})
-		require.NoError(b, err)
-		var created struct {
-			AdminKey struct {
-				Secret string `json:"secret"`
-			} `json:"adminKey"`
-		}
-		require.Equal(b, http.StatusCreated, post(b, srv.URL()+"/v1/tenants", super, "application/json",
-			fmt.Sprintf(`{"id":"bench","maxClusters":10,"maxNodes":%d,"workers":%d,"admin":"ann"}`, nodes, workers), &created))
-		admin := created.AdminKey.Secret
-		require.Equal(b, http.StatusOK, post(b, srv.URL()+"/v1/catalog", admin, "application/yaml", noActionCatalog, nil))
+		srv, admin := startBenchServer(b, false, workers, noActionCatalog)
 		time.Sleep(1500 * time.Millisecond) // the worker pool supervisor starts the tenant's pool within a second
 		b.StartTimer()
 

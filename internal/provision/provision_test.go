@@ -288,6 +288,22 @@ func (r *recorder) Delete(_ context.Context, req provider.Request) (provider.Pro
 	return provider.Done(provider.Node{}), nil
 }
 
+// useRecorder registers a recorder as provider "cloudy" with fields
+// (sealed as the catalog would) and makes it the cluster's provider.
+func (w *world) useRecorder(fields map[string]string) *recorder {
+	w.t.Helper()
+	rec := &recorder{}
+	require.NoError(w.t, w.registry.Register(recorderType, rec))
+	p := domain.Provider{Meta: domain.Meta{Name: "cloudy"}, ProviderType: "recorder", Fields: fields}
+	require.NoError(w.t, w.registry.SealFields(context.Background(), w.keyring, tenant, &p))
+	w.clusters.update(func(s *ClusterSpec) {
+		s.Provider = p
+		s.HardwareTypes["small"].ProviderMap["cloudy"] = domain.HardwareFlavor{Flavor: "m1"}
+		s.ImageTypes["debian"].ProviderMap["cloudy"] = domain.ImageRef{Image: "img-1", SSHUser: "admin"}
+	})
+	return rec
+}
+
 var recorderType = provider.Type{Name: "recorder", Parameters: provider.Parameters{
 	Admin: provider.ParameterSet{Fields: map[string]provider.Field{
 		"region": {Type: provider.FieldText}, "api_secret": {Type: provider.FieldPassword, Sensitive: true},
@@ -298,15 +314,9 @@ var recorderType = provider.Type{Name: "recorder", Parameters: provider.Paramete
 func TestProviderGetsOpenedFieldsAndSecretsAreRedacted(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1)
-	rec := &recorder{}
-	require.NoError(t, w.registry.Register(recorderType, rec))
-	p := domain.Provider{Meta: domain.Meta{Name: "cloudy"}, ProviderType: "recorder", Fields: map[string]string{"region": "north", "api_secret": "sk-live-123456"}}
-	require.NoError(t, w.registry.SealFields(context.Background(), w.keyring, tenant, &p))
+	rec := w.useRecorder(map[string]string{"region": "north", "api_secret": "sk-live-123456"})
 	w.clusters.update(func(s *ClusterSpec) {
-		s.Provider = p
 		s.ProviderFields = map[string]string{"project": "apollo"}
-		s.HardwareTypes["small"].ProviderMap["cloudy"] = domain.HardwareFlavor{Flavor: "m1"}
-		s.ImageTypes["debian"].ProviderMap["cloudy"] = domain.ImageRef{Image: "img-1", SSHUser: "admin"}
 	})
 	res := w.exec(domain.ActionCreate, "c1-1000", "")
 	require.NoError(t, res.Err)
@@ -413,14 +423,7 @@ func TestNothingToDoReadsNoNodeList(t *testing.T) {
 func TestProviderChecksAreParked(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1)
-	rec := &recorder{}
-	require.NoError(t, w.registry.Register(recorderType, rec))
-	p := domain.Provider{Meta: domain.Meta{Name: "cloudy"}, ProviderType: "recorder", Fields: map[string]string{"region": "north"}}
-	require.NoError(t, w.registry.SealFields(context.Background(), w.keyring, tenant, &p))
-	w.clusters.update(func(s *ClusterSpec) {
-		s.Provider = p
-		s.ImageTypes["debian"].ProviderMap["cloudy"] = domain.ImageRef{Image: "img-1", SSHUser: "admin"}
-	})
+	rec := w.useRecorder(map[string]string{"region": "north"})
 
 	in := w.attempt(domain.ActionConfirm, "c1-1000", "", 1)
 	first := w.d.Execute(context.Background(), in)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/provider/providertest"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/stretchr/testify/require"
@@ -284,23 +285,15 @@ func TestDirNameSeparatesTenantsAndClusters(t *testing.T) {
 	}
 }
 
-// confirm makes one Confirm call, which for a local node is the last: its
-// server runs from create on.
+// confirm makes one Confirm call, the last for such a node.
 func confirm(t *testing.T, l *Local, req provider.Request) (provider.Node, error) {
 	t.Helper()
-	p, err := l.Confirm(testCtx(t), req)
-	if err == nil {
-		require.False(t, p.Pending(), "a local node answers at once: %s", p.Waiting)
-	}
-	return p.Node, err
+	return providertest.Once(t, testCtx(t), req, l.Confirm)
 }
 
-// del makes one Delete call, which for a local node is the last.
+// del makes one Delete call, the last for such a node.
 func del(t *testing.T, l *Local, req provider.Request) error {
 	t.Helper()
-	p, err := l.Delete(testCtx(t), req)
-	if err == nil {
-		require.False(t, p.Pending(), "a local node is deleted at once")
-	}
+	_, err := providertest.Once(t, testCtx(t), req, l.Delete)
 	return err
 }

@@ -113,3 +113,15 @@ func Settle(ctx context.Context, req provider.Request, check func(context.Contex
 		req.Poll = p.Poll
 	}
 }
+
+// Once makes one check (a provider's Confirm or Delete) of a node that is
+// there at once (a local node, a registered host) and requires it to be
+// the last: such a node never asks to be polled.
+func Once(t testing.TB, ctx context.Context, req provider.Request, check func(context.Context, provider.Request) (provider.Progress, error)) (provider.Node, error) {
+	t.Helper()
+	p, err := check(ctx, req)
+	if err == nil && p.Pending() {
+		t.Fatalf("node %s asked to be checked again: %s", req.Node.ID, p.Waiting)
+	}
+	return p.Node, err
+}
