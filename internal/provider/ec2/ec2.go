@@ -451,18 +451,22 @@ func (p *EC2) Confirm(ctx context.Context, req provider.Request) (provider.Progr
 		return provider.Later(p.cfg.PollInterval, "", fmt.Sprintf("node %s's instance %s is not listed yet", req.Node.ID, req.Node.ProviderID)), nil
 	}
 	id := aws.ToString(inst.InstanceId)
-	switch inst.State.Name {
+	state := types.InstanceStateNamePending // a listing without a state: not running yet
+	if inst.State != nil {
+		state = inst.State.Name
+	}
+	switch state {
 	case types.InstanceStateNameRunning:
 	case types.InstanceStateNameTerminated, types.InstanceStateNameShuttingDown:
-		return provider.Progress{}, fmt.Errorf("ec2: node %s's instance %s is %s", req.Node.ID, id, inst.State.Name)
+		return provider.Progress{}, fmt.Errorf("ec2: node %s's instance %s is %s", req.Node.ID, id, state)
 	case types.InstanceStateNameStopped, types.InstanceStateNameStopping:
-		return provider.Progress{}, fmt.Errorf("ec2: node %s's instance %s is %s; start it or delete the node", req.Node.ID, id, inst.State.Name)
+		return provider.Progress{}, fmt.Errorf("ec2: node %s's instance %s is %s; start it or delete the node", req.Node.ID, id, state)
 	default:
 		again := p.cfg.PollInterval
 		if launched := aws.ToTime(inst.LaunchTime); !launched.IsZero() {
 			again = max(again, p.cfg.BootEstimate-time.Since(launched))
 		}
-		return provider.Later(again, "", fmt.Sprintf("node %s's instance %s is %s", req.Node.ID, id, inst.State.Name)), nil
+		return provider.Later(again, "", fmt.Sprintf("node %s's instance %s is %s", req.Node.ID, id, state)), nil
 	}
 	n := p.facts(req, *inst, "")
 	access := n.Addresses[provider.AddressAccess]
