@@ -148,12 +148,9 @@ func TestParkedAttemptFreesTheWorker(t *testing.T) {
 // is polled again through a message the janitor sends, not failed.
 func TestLostPollMessageIsResent(t *testing.T) {
 	t.Parallel()
-	var clock atomic.Int64
-	clock.Store(time.Now().UnixNano())
-	now := func() time.Time { return time.Unix(0, clock.Load()) }
-	mq := memqueue.New(memqueue.Options{Now: now})
-	require.NoError(t, mq.CreateTenantQueue(context.Background(), tenant))
-	b := setup(t, mq, Config{Clock: now, ResendAfter: time.Second})
+	clock, mq, cfg := clocked(t)
+	cfg.ResendAfter = time.Second
+	b := setup(t, mq, cfg)
 	pe := &pollingExec{inner: Simulation{}, after: 2 * time.Second, starts: make(chan string, 4)}
 	b.rec.inner = pe
 	sub := createSubmission(t, "c1", 1, func(pt planner.Task) map[string]string {
@@ -205,12 +202,9 @@ func TestLostPollMessageIsResent(t *testing.T) {
 // change twice.
 func TestPollKeepsTheParkedDeadline(t *testing.T) {
 	t.Parallel()
-	var clock atomic.Int64
-	clock.Store(time.Now().UnixNano())
-	now := func() time.Time { return time.Unix(0, clock.Load()) }
-	mq := memqueue.New(memqueue.Options{Now: now})
-	require.NoError(t, mq.CreateTenantQueue(context.Background(), tenant))
-	b := setup(t, mq, Config{Clock: now, ResendAfter: time.Minute, TaskLease: 10 * time.Second})
+	clock, mq, cfg := clocked(t)
+	cfg.ResendAfter, cfg.TaskLease = time.Minute, 10*time.Second
+	b := setup(t, mq, cfg)
 	pe := &pollingExec{inner: Simulation{}, after: 2 * time.Second, starts: make(chan string, 4)}
 	b.rec.inner = pe
 	sub := createSubmission(t, "c1", 1, func(pt planner.Task) map[string]string {
@@ -261,4 +255,16 @@ func handleUntilStarted(t *testing.T, b *testBundle, mq *memqueue.Queue, pe *pol
 		default:
 		}
 	}
+}
+
+// clocked returns a settable clock, a queue on it and an engine Config on
+// it, for tests that move time by hand.
+func clocked(t *testing.T) (*atomic.Int64, *memqueue.Queue, Config) {
+	t.Helper()
+	clock := &atomic.Int64{}
+	clock.Store(time.Now().UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	mq := memqueue.New(memqueue.Options{Now: now})
+	require.NoError(t, mq.CreateTenantQueue(context.Background(), tenant))
+	return clock, mq, Config{Clock: now}
 }

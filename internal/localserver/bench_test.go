@@ -18,16 +18,20 @@ import (
 	"github.com/heddle-io/heddle/internal/access"
 )
 
-// benchCatalog is the demo's three services with a template that allows
-// large clusters.
-const benchCatalog = `apiVersion: heddle/v1
+// localTypes are the local provider and the hardware and image types the
+// bench catalogs share.
+const localTypes = `apiVersion: heddle/v1
 providers:
   - {name: local, providerType: local}
 hardwareTypes:
   - {name: small, providerMap: {local: {flavor: small}}}
 imageTypes:
   - {name: debian, providerMap: {local: {image: host}}}
-services:
+`
+
+// benchCatalog is the demo's three services with a template that allows
+// large clusters.
+const benchCatalog = localTypes + `services:
   - {name: kv, actions: {install: {type: shell, fields: {script: "true"}}, start: {type: shell, fields: {script: "true"}}}}
   - name: web
     dependencies: {runtime: {requires: [kv]}}
@@ -163,14 +167,7 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 // noActionCatalog is one service without actions on the local provider:
 // a create is, per node, create, confirm and bootstrap (nothing to
 // bootstrap), so the run measures heddle's fixed cost per node.
-const noActionCatalog = `apiVersion: heddle/v1
-providers:
-  - {name: local, providerType: local}
-hardwareTypes:
-  - {name: small, providerMap: {local: {flavor: small}}}
-imageTypes:
-  - {name: debian, providerMap: {local: {image: host}}}
-services:
+const noActionCatalog = localTypes + `services:
   - {name: base}
 clusterTemplates:
   - name: plain
