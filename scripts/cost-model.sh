@@ -7,7 +7,8 @@
 # embedded store and the in-process queue, twice (actions waited on by the
 # worker Lambda, and detached actions polled through the queue), with
 # counting wrappers around the store and the queue and a model of the worker
-# Lambda, and prints the DynamoDB, SQS and Lambda requests and GB-seconds,
+# Lambda (service actions 30 s; node-level actions at EC2's times: boot 75 s
+# and SSH 15 s after, waited in place or parked and polled), and prints the DynamoDB, SQS and Lambda requests and GB-seconds,
 # their price in USD at published on-demand us-east-1 prices, and the idle
 # cost of one tenant a month, each against its target ($0.05 per 100-node
 # create and delete, $0.50 a month idle). The model, its prices and its

@@ -28,10 +28,12 @@ type nopProvider struct{}
 func (nopProvider) Create(context.Context, provider.Request) (provider.Node, error) {
 	return provider.Node{}, nil
 }
-func (nopProvider) Confirm(context.Context, provider.Request) (provider.Node, error) {
-	return provider.Node{}, nil
+func (nopProvider) Confirm(context.Context, provider.Request) (provider.Progress, error) {
+	return provider.Done(provider.Node{}), nil
 }
-func (nopProvider) Delete(context.Context, provider.Request) error { return nil }
+func (nopProvider) Delete(context.Context, provider.Request) (provider.Progress, error) {
+	return provider.Done(provider.Node{}), nil
+}
 
 // setupProviders is a catalog-only API whose catalog checks providers
 // against a registry holding the ec2 type and seals their secrets.

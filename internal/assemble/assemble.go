@@ -28,6 +28,7 @@ import (
 	"github.com/heddle-io/heddle/internal/provision"
 	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/secrets"
+	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/heddle-io/heddle/internal/store"
 )
 
@@ -41,6 +42,9 @@ type Parts struct {
 	// and reads jobs (the API and janitor Lambdas) leaves them nil and its
 	// engine gets no executor.
 	Automators map[string]automator.Automator
+	// SSH is the worker's connection pool, shared by the automators (given
+	// to them by the caller) and the providers' confirms.
+	SSH *sshexec.Pool
 	// Engine tunes the engine; its ExpireLease is set by Build.
 	Engine engine.Config
 	Logger *slog.Logger
@@ -88,7 +92,7 @@ func Build(p Parts) (*Services, error) {
 	}
 	if exec != nil {
 		exec.Executor, err = provision.New(provision.Config{Clusters: clusters, Providers: p.Providers, Keyring: p.Keyring,
-			Automators: p.Automators, Logger: p.Logger})
+			Automators: p.Automators, Logger: p.Logger, SSH: p.SSH})
 		if err != nil {
 			return nil, err
 		}

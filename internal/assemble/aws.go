@@ -25,6 +25,7 @@ import (
 	"github.com/heddle-io/heddle/internal/queue/routed"
 	"github.com/heddle-io/heddle/internal/queue/sqsqueue"
 	"github.com/heddle-io/heddle/internal/secrets"
+	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/dynamostore"
 )
@@ -182,8 +183,11 @@ func BuildAWS(a *AWS, cfg engine.Config, r Receives, runsTasks bool, log *slog.L
 	}
 	p := Parts{Store: a.Store, Queue: a.EngineQueue(r), Keyring: a.Keyring, Providers: registry, Engine: cfg, Logger: log}
 	if runsTasks {
+		// One pool for the process (a warm Lambda keeps it between
+		// invocations): confirms and actions share their connections.
+		p.SSH = sshexec.NewPool()
 		p.Automators = map[string]automator.Automator{shell.Type: shell.New(shell.Config{Scripts: catalog.New(a.Store, nil),
-			QuickWait: quickWait, DetachAfter: detachAfter})}
+			QuickWait: quickWait, DetachAfter: detachAfter, Pool: p.SSH})}
 	}
 	return Build(p)
 }

@@ -25,10 +25,12 @@ type nopProvider struct{}
 func (nopProvider) Create(context.Context, provider.Request) (provider.Node, error) {
 	return provider.Node{}, nil
 }
-func (nopProvider) Confirm(context.Context, provider.Request) (provider.Node, error) {
-	return provider.Node{}, nil
+func (nopProvider) Confirm(context.Context, provider.Request) (provider.Progress, error) {
+	return provider.Done(provider.Node{}), nil
 }
-func (nopProvider) Delete(context.Context, provider.Request) error { return nil }
+func (nopProvider) Delete(context.Context, provider.Request) (provider.Progress, error) {
+	return provider.Done(provider.Node{}), nil
+}
 
 type providerBundle struct {
 	*testBundle

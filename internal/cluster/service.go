@@ -145,16 +145,25 @@ func (s *Service) Spec(ctx context.Context, tenant, clusterID string, withNodes 
 		HardwareTypes: sp.HardwareTypes, ImageTypes: sp.ImageTypes, Services: sp.Services, Key: sp.Key,
 	}
 	if withNodes {
-		nodes, err := s.cfg.Engine.Nodes(ctx, tenant, clusterID)
-		if err != nil {
+		if out.Nodes, err = s.LayoutNodes(ctx, tenant, clusterID); err != nil {
 			return nil, err
 		}
-		// Nodes a shrink or delete is retiring are out of the layout macros
-		// see, so the remaining nodes reconfigure without them.
-		for _, n := range nodes {
-			if n.Status != domain.NodeDeleted && n.Status != domain.NodeDeleting {
-				out.Nodes = append(out.Nodes, n)
-			}
+	}
+	return out, nil
+}
+
+// LayoutNodes implements provision.NodeLister: the cluster's nodes that
+// macros see. Nodes a shrink or delete is retiring are out of the layout,
+// so the remaining nodes reconfigure without them.
+func (s *Service) LayoutNodes(ctx context.Context, tenant, clusterID string) ([]domain.Node, error) {
+	nodes, err := s.cfg.Engine.Nodes(ctx, tenant, clusterID)
+	if err != nil {
+		return nil, err
+	}
+	var out []domain.Node
+	for _, n := range nodes {
+		if n.Status != domain.NodeDeleted && n.Status != domain.NodeDeleting {
+			out = append(out, n)
 		}
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -168,7 +169,7 @@ func TestRollbackTasksAreWrittenOnceAndNeverReset(t *testing.T) {
 			break
 		}
 	}
-	require.NoError(t, b.eng.releaseRollback(b.ctx, tenant, "c1", job.ID, []string{root}))
+	require.NoError(t, b.eng.releaseRollback(b.ctx, tenant, "c1", job.ID, idsOf([]string{root})))
 	require.NoError(t, b.eng.materializeRollback(b.ctx, tenant, job.ID))
 	require.Equal(t, domain.TaskReady, taskItems(t, b, job.ID)[root].Status)
 }
@@ -369,4 +370,62 @@ func TestAJobWhoseRollbackTasksHaveItemsAlreadyRollsBack(t *testing.T) {
 	require.Equal(t, domain.JobFailed, final.Status)
 	require.Contains(t, final.StatusMessage, "rolled back")
 	checkInvariants(t, b)
+}
+
+// TestRollbackRootsSurviveAsTheyWereWritten: the job's rollback roots stay
+// in their JSON form through a read and a write of the job, and decode to
+// what was submitted; an empty list is absent.
+func TestRollbackRootsSurviveAsTheyWereWritten(t *testing.T) {
+	t.Parallel()
+	roots := []string{"delete:c1-1000", "delete:c1-1001"}
+	in := jobRecord{Job: domain.Job{ID: "j1"}, RollbackRoots: idsOf(roots)}
+	var out jobRecord
+	require.NoError(t, json.Unmarshal(mustJSON(in), &out))
+	again := mustJSON(out)
+	require.Contains(t, string(again), `"rollbackRoots":["delete:c1-1000","delete:c1-1001"]`)
+	got, err := out.RollbackRoots.IDs()
+	require.NoError(t, err)
+	require.Equal(t, roots, got)
+	require.NotContains(t, string(mustJSON(jobRecord{Job: domain.Job{ID: "j2"}})), "rollbackRoots")
+
+	// Effects keep their node lists the same way.
+	nodes := []string{"c1-1000", "c1-1001"}
+	eff := jobRecord{OnSuccess: Effect{ClusterStatus: domain.ClusterActive, NodeStatus: domain.NodeActive, Nodes: nodes}}
+	var read jobRecord
+	require.NoError(t, json.Unmarshal(mustJSON(eff), &read))
+	require.Nil(t, read.OnSuccess.Nodes, "not decoded on read")
+	ids, err := read.OnSuccess.NodeIDs()
+	require.NoError(t, err)
+	require.Equal(t, nodes, ids)
+	require.Equal(t, domain.NodeActive, read.OnSuccess.NodeStatus)
+	require.JSONEq(t, string(mustJSON(eff)), string(mustJSON(read)), "written back unchanged")
+	require.NotContains(t, string(mustJSON(read.OnFailure)), "nodes")
+	var none jobRecord
+	require.NoError(t, json.Unmarshal([]byte(`{"id":"j3","rollbackRoots":null}`), &none))
+	require.True(t, none.RollbackRoots.IsZero())
+}
+
+// TestJobCacheFollowsTheDocument: a cached job is reused only while the
+// item's document is the same; the version, status and progress always
+// come from the item read.
+func TestJobCacheFollowsTheDocument(t *testing.T) {
+	t.Parallel()
+	var c jobCache
+	key := store.Key{PK: "acme#JOBS#c1", SK: "j1"}
+	doc := mustJSON(jobRecord{Job: domain.Job{ID: "j1", TaskTotal: 3}, OnSuccess: Effect{Nodes: []string{"c1-1000"}}})
+	first, err := c.decode(store.Item{Key: key, Version: 1, Status: string(domain.JobRunning), Data: doc})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), first.Version)
+	again, err := c.decode(store.Item{Key: key, Version: 2, Status: string(domain.JobSucceeded), Data: doc})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), again.Version)
+	require.Equal(t, domain.JobSucceeded, again.Status)
+	require.Equal(t, 3, again.TaskDone, "a succeeded job has done every task")
+	changed := mustJSON(jobRecord{Job: domain.Job{ID: "j1", TaskTotal: 3}, Aborted: true})
+	third, err := c.decode(store.Item{Key: key, Version: 3, Status: string(domain.JobFailing), Data: changed})
+	require.NoError(t, err)
+	require.True(t, third.Aborted, "a changed document is decoded anew")
+	ids, err := third.OnSuccess.NodeIDs()
+	require.NoError(t, err)
+	require.Empty(t, ids)
 }

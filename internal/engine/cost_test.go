@@ -73,7 +73,25 @@ const (
 	costNodes       = 100
 	costConcurrency = 10 // the tenant's worker count: the mapping's MaximumConcurrency
 
-	modelAction = 30 * time.Second // every action, node-level and service, runs 30 s
+	modelAction = 30 * time.Second // every service action runs 30 s
+	// Node-level actions, at EC2's times: RunInstances (and the key pair
+	// import) answers in about a second; an instance runs 60-90 s after the
+	// launch and answers SSH 10-20 s later (modelBoot and modelSSH are the
+	// middles); a terminated one is gone about 30 s after TerminateInstances.
+	// Bootstrap (the automator's prerequisites) runs on an open session.
+	modelCreateCall   = time.Second
+	modelBoot         = 75 * time.Second
+	modelSSH          = 15 * time.Second
+	modelTerminate    = 500 * time.Millisecond
+	modelShutdown     = 30 * time.Second
+	modelBootstrap    = time.Second      // one short session: mkdir and a sudo check
+	modelProviderPoll = 5 * time.Second  // the EC2 provider's PollInterval
+	modelBootEstimate = 50 * time.Second // and its BootEstimate
+	// modelProviderCheck is one parked confirm or delete poll: the node's
+	// instance read from the cluster's shared DescribeInstances listing
+	// (one call per worker per 2.5 s for all due polls, so a small share)
+	// and, once it runs, one short SSH login.
+	modelProviderCheck = 100 * time.Millisecond
 	// modelStepOverhead is the handler's own time per executor call (a task
 	// started, continued or polled) and per delivery that reaches no
 	// executor: the DynamoDB and SQS round trips of reading, claiming and
@@ -198,10 +216,10 @@ func runCostScenario(tb testing.TB, detached bool) *costRun {
 		Backoff:       scaled(2 * time.Second),
 		MaxBackoff:    scaled(5 * time.Minute),
 		ResendAfter:   scaled(2 * time.Minute),
-		SubmitTimeout: scaled(2 * time.Minute),
+		SubmitTimeout: scaled(10 * time.Minute), // a 100-node submission takes longer than 120 ms on a busy machine
 		StuckAfter:    scaled(time.Hour),
 		Visibility:    scaled(60 * time.Minute),
-		TaskLease:     scaled(3 * time.Minute), // not 90 s: its heartbeat (every TaskLease/3) must not race a 30 s action
+		TaskLease:     scaled(10 * time.Minute), // not 90 s: its heartbeat (every TaskLease/3) must not race a 90 s boot waited in place
 
 		DeadlineGrace: scaled(30 * time.Second),
 	}
@@ -306,7 +324,13 @@ func runCostScenario(tb testing.TB, detached bool) *costRun {
 // simulated clock.
 func scaleTimeouts(p *planner.Plan) {
 	for i := range p.Tasks {
-		p.Tasks[i].Timeout = domain.Duration(scaled(p.Tasks[i].Timeout.Std()))
+		// A bound, not a duration: at least 10 s of simulated time, or a
+		// confirm's 18 polls (each a real round trip through the engine)
+		// would outlast its scaled 600 ms on a busy machine. No action here
+		// runs anywhere near it.
+		if p.Tasks[i].Timeout > 0 {
+			p.Tasks[i].Timeout = domain.Duration(max(scaled(p.Tasks[i].Timeout.Std()), 10*time.Second))
+		}
 	}
 	if p.Rollback != nil {
 		scaleTimeouts(p.Rollback)
@@ -433,6 +457,24 @@ func (x *costExec) Execute(ctx context.Context, a Attempt) Result {
 		x.waited.Add(int64(w))
 		inv.add(a.Task.ID, w)
 	}
+	switch a.Task.Action {
+	case domain.ActionCreate, domain.ActionBootstrap:
+		// Synchronous in both scenarios: Create returns once EC2 accepted the
+		// launch, bootstrap runs on one session.
+		x.starts.Add(1)
+		d := modelCreateCall
+		if a.Task.Action == domain.ActionBootstrap {
+			d = modelBootstrap
+		}
+		w, ok := wait(d)
+		record(w)
+		if !ok {
+			return Result{Err: ctx.Err(), ExitCode: -1}
+		}
+		return Result{Stdout: "ok\n"}
+	case domain.ActionConfirm, domain.ActionDelete:
+		return x.providerCheck(ctx, a, wait, record)
+	}
 	if !x.detached {
 		x.starts.Add(1)
 		w, ok := wait(modelAction)
@@ -468,6 +510,55 @@ func (x *costExec) Execute(ctx context.Context, a Attempt) Result {
 	return Result{PollAfter: scaled(modelPollEvery), PollState: strconv.Itoa(n + 1)}
 }
 
+// providerCheck models a confirm (boot, then SSH) or a delete (terminate,
+// then shutdown): synchronous, the worker waits the whole time in place,
+// as provider actions did before they were parked; detached, each call is
+// one check, parked every modelProviderPoll until the node is there (or
+// gone).
+func (x *costExec) providerCheck(ctx context.Context, a Attempt, wait func(time.Duration) (time.Duration, bool), record func(time.Duration)) Result {
+	total, first := modelBoot+modelSSH, modelProviderCheck
+	if a.Task.Action == domain.ActionDelete {
+		total, first = modelShutdown, modelTerminate
+	}
+	if !x.detached {
+		x.starts.Add(1)
+		w, ok := wait(first + total)
+		record(w)
+		if !ok {
+			return Result{Err: ctx.Err(), ExitCode: -1}
+		}
+		x.hbs.Add(int64(w / modelHeartbeatEvery))
+		return Result{Stdout: "ok\n"}
+	}
+	d := modelProviderCheck
+	if a.Poll == "" {
+		x.starts.Add(1)
+		d = first
+	} else {
+		x.polls.Add(1)
+	}
+	w, ok := wait(d)
+	record(w)
+	if !ok {
+		return Result{Err: ctx.Err(), ExitCode: -1}
+	}
+	// The poll state is the modeled time since the create (or terminate).
+	ms, _ := strconv.ParseInt(a.Poll, 10, 64)
+	elapsed := time.Duration(ms) * time.Millisecond
+	if elapsed >= total {
+		return Result{Stdout: "ok\n"}
+	}
+	// The EC2 provider's schedule: a booting instance is first checked at
+	// BootEstimate, then every PollInterval; a terminated one every two.
+	again := modelProviderPoll
+	if a.Task.Action == domain.ActionDelete {
+		again = 2 * modelProviderPoll
+	} else {
+		again = max(again, modelBootEstimate-modelCreateCall-elapsed)
+	}
+	return Result{PollAfter: scaled(again), PollState: strconv.FormatInt((elapsed + again).Milliseconds(), 10)}
+}
+
 // esmDriver plays the Lambda event source mapping: each poller receives a
 // batch of up to 10 and invokes the worker with it (HandleBatch, under the
 // function's timeout less the worker's stop margin), then deletes every
@@ -500,7 +591,14 @@ func (m *esmDriver) totals() invocationTotals {
 
 func (m *esmDriver) poll(ctx context.Context) {
 	for ctx.Err() == nil {
-		ds, err := m.q.Receive(ctx, tenant, queue.MaxBatch, scaled(20*time.Second), scaled(15*time.Minute))
+		batch := queue.MaxBatch
+		if !m.exec.detached {
+			// Ten boots waited in place (90 s each) do not fit one 15-minute
+			// invocation: a synchronous worker must take one message at a
+			// time (BatchSize 1), or the later ones in a batch time out.
+			batch = 1
+		}
+		ds, err := m.q.Receive(ctx, tenant, batch, scaled(20*time.Second), scaled(15*time.Minute))
 		if err != nil || len(ds) == 0 {
 			continue
 		}
@@ -889,7 +987,7 @@ func passMiss(v, target float64) string {
 
 func printCostReport(out *os.File, runs []*costRun, idle idleRun) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(out, "\nheddle control-plane cost model: %d-node create + delete, every action %s, us-east-1 on-demand prices (no free tier)\n", costNodes, modelAction)
+	fmt.Fprintf(out, "\nheddle control-plane cost model: %d-node create + delete, service actions %s, EC2 boot %s + SSH %s, us-east-1 on-demand prices (no free tier)\n", costNodes, modelAction, modelBoot, modelSSH)
 	for _, r := range runs {
 		lines, total := scenarioCost(r)
 		fmt.Fprintf(out, "\n== %s: %d work tasks (%s); modeled makespan %s\n", r.name, r.workTasks, describeActions(r.byAction), r.makespan.Round(time.Second))
@@ -918,14 +1016,19 @@ func printCostReport(out *os.File, runs []*costRun, idle idleRun) {
 	_ = w.Flush()
 	fmt.Fprintf(out, `
 assumptions:
-  - worker Lambda: arm64, 512 MB; one invocation per batch of up to 10 (the mapping's BatchSize), %d concurrent
+  - worker Lambda: arm64, 512 MB; one invocation per batch of up to 10 (the mapping's BatchSize; 1 when
+    synchronous, where ten boots waited in place would outlast the 15-minute invocation), %d concurrent
     (the tenant's worker count); billed time = modeled executor waits + %s per executor call and per delivery that
     reaches no executor (the handler's DynamoDB/SQS round trips), rounded to the ms; no cold starts (init) billed.
   - synchronous: each action is waited on for %s; one heartbeat per action (engine default every 30 s:
     one UpdateItem of the task + one ChangeMessageVisibility). detached: start = %s upload + %s QuickWait,
     then a %s SSH check every %s (shell defaults) until the action is over (%d polls), each a delivery of the
     task's message (ReceiveMessage, invocation, ChangeMessageVisibility or DeleteMessage).
-  - node-level actions (create, confirm, bootstrap, delete) are modeled like service actions: %s each.
+  - node-level actions at EC2's times: create %s (RunInstances accepted), bootstrap %s on one session (both
+    synchronous in either scenario); confirm waits %s boot + %s to SSH, delete %s terminate + %s shutdown.
+    synchronous: the worker waits them in place (provider actions before issue 15). detached: they are parked
+    attempts, one %s check (shared DescribeInstances listing, one SSH login once running), the first at
+    the launch, the next when the instance is %s old, then every %s (a shutting-down one every %s).
   - simulated time runs %dx faster than modeled time; counts come from the scaled run, costs from modeled time.
   - SQS: requests as sqsqueue makes them (Send = 1 SendMessageBatch, Ack = DeleteMessage, Extend =
     ChangeMessageVisibility) plus the mapping's receives that returned messages and its DeleteMessageBatch per
@@ -938,7 +1041,7 @@ assumptions:
   - not counted: free tiers, storage and backups (PITR), CloudWatch Logs, KMS, the per-deployment KMS key
     ($1/month) and dead-letter alarm, data transfer, the provider's own bills (EC2).
 `, costConcurrency, modelStepOverhead, modelAction, modelDetachStart, modelQuickWait, modelPollCheck, modelPollEvery, pollsNeeded,
-		modelAction, costScale, idlePollReceives, janitorPerMonth, janitorDuration, sweepQueryPages)
+		modelCreateCall, modelBootstrap, modelBoot, modelSSH, modelTerminate, modelShutdown, modelProviderCheck, modelBootEstimate, modelProviderPoll, 2*modelProviderPoll, costScale, idlePollReceives, janitorPerMonth, janitorDuration, sweepQueryPages)
 }
 
 // printLevers prices a few changes from the same counts.
@@ -956,8 +1059,8 @@ func printLevers(out *os.File, r *costRun, total float64) {
 		fmt.Fprintf(out, "   lever: no QuickWait in the worker Lambda (shell QuickWait < 0): -$%.4f -> $%.4f %s; both levers: $%.4f %s\n",
 			qw, total-qw, passMiss(total-qw, 0.05), total-qw-keysOnly, passMiss(total-qw-keysOnly, 0.05))
 	} else {
-		fmt.Fprintf(out, "   floor: the waits alone cost %d actions x %s x %.1f GB = $%.4f of worker time, whatever else changes\n",
-			r.workTasks, modelAction, workerMemoryGB, float64(r.workTasks)*modelAction.Seconds()*workerMemoryGB*priceLambdaGBs)
+		fmt.Fprintf(out, "   floor: the waits alone (%s, boots included) cost %.1f GB x that = $%.4f of worker time, whatever else changes\n",
+			r.exec.waited.Round(time.Second), workerMemoryGB, r.exec.waited.Seconds()*workerMemoryGB*priceLambdaGBs)
 	}
 }
 

@@ -214,6 +214,7 @@ type Engine struct {
 	log   *slog.Logger
 
 	deferred deferredCache
+	jobs     jobCache
 }
 
 // New returns an engine over the unscoped store s.

@@ -106,10 +106,17 @@ func (e *Engine) poll(ctx context.Context, ref TaskRef, lt loadedTask, d queue.D
 		return Disposition{Delay: wait}, nil // back early (a worker that parked it stopped before its delay)
 	}
 	t := lt.task
-	t.Deadline = e.attemptDeadline(t)
 	// While the poll runs the heartbeat renews the deadline as for any
 	// running attempt; the entry stays, so that a worker dying mid-poll
 	// leaves a parked attempt the janitor polls again rather than fails.
+	// The deadline parking set (the due time plus ResendAfter) stays when
+	// it is far enough ahead for the heartbeat's first renewal: the
+	// RUNNING index then changes once per poll (when it parks again)
+	// rather than twice, and DynamoDB bills an index change twice (the old
+	// entry out, the new in).
+	if lease := e.attemptDeadline(t); t.Deadline.Before(e.now().Add(e.cfg.TaskLease/2)) || t.Deadline.After(e.lastDeadline(t)) {
+		t.Deadline = lease
+	}
 	p.Due = t.Deadline
 	setParked(&t, p)
 	key := taskKey(ref.Tenant, ref.Job, ref.Task)

@@ -30,8 +30,10 @@ type pollingExec struct {
 	mu     sync.Mutex
 	calls  []string // task#attempt:poll, in order
 	starts chan string
-	// onStart, when set, runs at the start of the first call.
+	// onStart, when set, runs at the start of the first call; onPoll at
+	// every poll.
 	onStart func()
+	onPoll  func(a Attempt)
 }
 
 func (p *pollingExec) Execute(ctx context.Context, a Attempt) Result {
@@ -47,6 +49,9 @@ func (p *pollingExec) Execute(ctx context.Context, a Attempt) Result {
 	p.mu.Unlock()
 	if leaked {
 		return Result{Err: fmt.Errorf("the engine's poll entry reached the executor")}
+	}
+	if a.Poll != "" && p.onPoll != nil {
+		p.onPoll(a)
 	}
 	switch a.Poll {
 	case "":
@@ -143,12 +148,9 @@ func TestParkedAttemptFreesTheWorker(t *testing.T) {
 // is polled again through a message the janitor sends, not failed.
 func TestLostPollMessageIsResent(t *testing.T) {
 	t.Parallel()
-	var clock atomic.Int64
-	clock.Store(time.Now().UnixNano())
-	now := func() time.Time { return time.Unix(0, clock.Load()) }
-	mq := memqueue.New(memqueue.Options{Now: now})
-	require.NoError(t, mq.CreateTenantQueue(context.Background(), tenant))
-	b := setup(t, mq, Config{Clock: now, ResendAfter: time.Second})
+	clock, mq, cfg := clocked(t)
+	cfg.ResendAfter = time.Second
+	b := setup(t, mq, cfg)
 	pe := &pollingExec{inner: Simulation{}, after: 2 * time.Second, starts: make(chan string, 4)}
 	b.rec.inner = pe
 	sub := createSubmission(t, "c1", 1, func(pt planner.Task) map[string]string {
@@ -162,17 +164,7 @@ func TestLostPollMessageIsResent(t *testing.T) {
 
 	// Handle messages by hand until the install parks; then drop its
 	// message (acknowledge it without handling).
-	var install string
-	for install == "" {
-		ds, err := mq.Receive(b.ctx, tenant, 1, time.Second, time.Minute)
-		require.NoError(t, err)
-		require.NotEmpty(t, ds, "the queue ran dry before the install started")
-		_ = b.eng.HandleBatch(b.ctx, tenant, ds)
-		select {
-		case install = <-pe.starts:
-		default:
-		}
-	}
+	install := handleUntilStarted(t, b, mq, pe)
 	ref := TaskRef{Tenant: tenant, Cluster: "c1", Job: job.ID, Task: install}
 	for {
 		ds, err := mq.Receive(b.ctx, tenant, 1, 0, time.Minute)
@@ -201,4 +193,78 @@ func TestLostPollMessageIsResent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, domain.TaskSucceeded, lt.task.Status)
 	checkInvariants(t, b)
+}
+
+// TestPollKeepsTheParkedDeadline: taking a poll leaves the attempt's
+// deadline (its place in the RUNNING index) where parking put it when that
+// is far enough ahead for the poll's heartbeat, so that a poll rewrites the
+// index once (when it parks again), not twice; DynamoDB bills each index
+// change twice.
+func TestPollKeepsTheParkedDeadline(t *testing.T) {
+	t.Parallel()
+	clock, mq, cfg := clocked(t)
+	cfg.ResendAfter, cfg.TaskLease = time.Minute, 10*time.Second
+	b := setup(t, mq, cfg)
+	pe := &pollingExec{inner: Simulation{}, after: 2 * time.Second, starts: make(chan string, 4)}
+	b.rec.inner = pe
+	sub := createSubmission(t, "c1", 1, func(pt planner.Task) map[string]string {
+		if pt.Action == domain.ActionInstall {
+			return map[string]string{testPolls: "1"}
+		}
+		return nil
+	})
+	for i := range sub.Plan.Tasks {
+		if sub.Plan.Tasks[i].Action == domain.ActionInstall {
+			sub.Plan.Tasks[i].Timeout = domain.Duration(time.Hour) // its deadlines are leases, not its end
+		}
+	}
+	job, err := b.eng.Submit(b.ctx, sub)
+	require.NoError(t, err)
+	install := handleUntilStarted(t, b, mq, pe)
+	ref := TaskRef{Tenant: tenant, Cluster: "c1", Job: job.ID, Task: install}
+	parked, err := b.eng.loadTask(b.ctx, ref)
+	require.NoError(t, err)
+	var during time.Time
+	pe.onPoll = func(Attempt) {
+		lt, err := b.eng.loadTask(b.ctx, ref)
+		if err == nil {
+			during = lt.task.Deadline
+		}
+	}
+	clock.Add(int64(pe.after)) // the poll is due
+	stop := b.run(t, 1, 50*time.Millisecond)
+	final := b.waitJob(t, "c1", job.ID, 30*time.Second)
+	stop()
+	require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+	require.False(t, during.IsZero(), "the install was polled")
+	require.True(t, parked.task.Deadline.Equal(during), "parked %s, during the poll %s", parked.task.Deadline, during)
+}
+
+// handleUntilStarted handles the queue's messages one at a time, by hand,
+// until pe starts a polled task (which then is parked), and returns its id.
+func handleUntilStarted(t *testing.T, b *testBundle, mq *memqueue.Queue, pe *pollingExec) string {
+	t.Helper()
+	for {
+		ds, err := mq.Receive(b.ctx, tenant, 1, time.Second, time.Minute)
+		require.NoError(t, err)
+		require.NotEmpty(t, ds, "the queue ran dry before the polled task started")
+		_ = b.eng.HandleBatch(b.ctx, tenant, ds)
+		select {
+		case id := <-pe.starts:
+			return id
+		default:
+		}
+	}
+}
+
+// clocked returns a settable clock, a queue on it and an engine Config on
+// it, for tests that move time by hand.
+func clocked(t *testing.T) (*atomic.Int64, *memqueue.Queue, Config) {
+	t.Helper()
+	clock := &atomic.Int64{}
+	clock.Store(time.Now().UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	mq := memqueue.New(memqueue.Options{Now: now})
+	require.NoError(t, mq.CreateTenantQueue(context.Background(), tenant))
+	return clock, mq, Config{Clock: now}
 }

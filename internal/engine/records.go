@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
+	"sync"
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/store"
@@ -23,6 +25,46 @@ type Effect struct {
 	// victims of a shrink, ACTIVE on the nodes of a create).
 	NodeStatus domain.NodeStatus `json:"nodeStatus,omitempty"`
 	Nodes      []string          `json:"nodes,omitempty"`
+	// nodes holds Nodes as read from the store, decoded only when the job
+	// ends (NodeIDs): a create's effects name every node, and every task's
+	// completion reads the job.
+	nodes lazyIDs
+}
+
+// NodeIDs returns Nodes, decoding them if the effect was read from the
+// store.
+func (f Effect) NodeIDs() ([]string, error) {
+	if f.Nodes != nil {
+		return f.Nodes, nil
+	}
+	return f.nodes.IDs()
+}
+
+// MarshalJSON writes Nodes, or the list as it was read.
+func (f Effect) MarshalJSON() ([]byte, error) {
+	type plain Effect
+	out := struct {
+		plain
+		Nodes lazyIDs `json:"nodes,omitzero"`
+	}{plain: plain(f), Nodes: f.nodes}
+	if f.Nodes != nil {
+		out.Nodes = idsOf(f.Nodes)
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON keeps the node list in its JSON form.
+func (f *Effect) UnmarshalJSON(b []byte) error {
+	type plain Effect
+	in := struct {
+		*plain
+		Nodes lazyIDs `json:"nodes,omitzero"`
+	}{plain: (*plain)(f)}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	f.Nodes, f.nodes = nil, in.Nodes
+	return nil
 }
 
 // jobRecord is the stored job: the API's view plus what the engine needs to
@@ -34,7 +76,7 @@ type jobRecord struct {
 	OnRollback Effect `json:"onRollback"`
 	// RollbackRoots are the rollback tasks with no dependencies: failing the
 	// job releases them.
-	RollbackRoots []string `json:"rollbackRoots,omitempty"`
+	RollbackRoots lazyIDs `json:"rollbackRoots,omitzero"`
 	// What undoing the submission must give back (see Janitor).
 	Created        bool                 `json:"created,omitempty"`
 	PrevStatus     domain.ClusterStatus `json:"prevStatus,omitempty"`
@@ -54,6 +96,47 @@ const (
 	counterDone          = "done"
 	counterRemaining     = "remaining" // on tasks: dependencies not yet succeeded
 )
+
+// lazyIDs is a list of task ids kept in its JSON form until it is needed.
+// A create's rollback roots name every node's delete (30 KB at 1,000
+// nodes), and every task's completion reads the job: decoding them each
+// time made a large create quadratic. Only a failing job reads them.
+type lazyIDs struct{ raw json.RawMessage }
+
+func idsOf(ids []string) lazyIDs {
+	if len(ids) == 0 {
+		return lazyIDs{}
+	}
+	return lazyIDs{raw: mustJSON(ids)}
+}
+
+func (l lazyIDs) IsZero() bool {
+	return len(l.raw) == 0 || string(l.raw) == "null" || string(l.raw) == "[]"
+}
+
+func (l lazyIDs) MarshalJSON() ([]byte, error) {
+	if len(l.raw) == 0 {
+		return []byte("null"), nil
+	}
+	return l.raw, nil
+}
+
+func (l *lazyIDs) UnmarshalJSON(b []byte) error {
+	l.raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// IDs decodes the list.
+func (l lazyIDs) IDs() ([]string, error) {
+	if l.IsZero() {
+		return nil, nil
+	}
+	var out []string
+	if err := json.Unmarshal(l.raw, &out); err != nil {
+		return nil, fmt.Errorf("engine: unreadable task id list: %w", err)
+	}
+	return out, nil
+}
 
 func decodeInto[T any](it store.Item, v *T) error {
 	if err := json.Unmarshal(it.Data, v); err != nil {
@@ -99,11 +182,61 @@ func (e *Engine) loadJob(ctx context.Context, tenant, cluster, job string) (load
 	if err != nil {
 		return loadedJob{}, err
 	}
-	j, err := decodeJob(it)
+	j, err := e.jobs.decode(it)
 	if err != nil {
 		return loadedJob{}, err
 	}
 	return loadedJob{item: it, job: j}, nil
+}
+
+// jobCache holds the last decoded documents of the jobs this engine works
+// on, by item key and a hash of the document. Every task's claim and
+// completion reads its job, whose document names every node of a large
+// create (its effects and rollback roots): decoding it each time made a
+// 1,000-node create quadratic. A document changes rarely (a status change
+// or a retry rewrites it; progress and sink counts are attributes), and a
+// changed one hashes differently, so an entry is never stale. Entries are
+// shared: callers must not change a decoded job's slices in place.
+type jobCache struct {
+	mu      sync.Mutex
+	seed    maphash.Seed
+	entries map[store.Key]cachedJob
+}
+
+type cachedJob struct {
+	sum uint64
+	job jobRecord
+}
+
+// maxCachedJobs bounds the cache; past it, it starts again empty.
+const maxCachedJobs = 256
+
+func (c *jobCache) decode(it store.Item) (jobRecord, error) {
+	c.mu.Lock()
+	if c.entries == nil {
+		c.seed, c.entries = maphash.MakeSeed(), map[store.Key]cachedJob{}
+	}
+	seed := c.seed
+	c.mu.Unlock()
+	sum := maphash.Bytes(seed, it.Data)
+	c.mu.Lock()
+	cached, ok := c.entries[it.Key]
+	c.mu.Unlock()
+	var j jobRecord
+	if ok && cached.sum == sum {
+		j = cached.job
+	} else {
+		if err := decodeInto(it, &j); err != nil {
+			return jobRecord{}, err
+		}
+		c.mu.Lock()
+		if len(c.entries) >= maxCachedJobs {
+			clear(c.entries)
+		}
+		c.entries[it.Key] = cachedJob{sum: sum, job: j}
+		c.mu.Unlock()
+	}
+	return withAttributes(j, it), nil
 }
 
 // decodeJob reads a job item: its document, with the version, status and
@@ -113,6 +246,11 @@ func decodeJob(it store.Item) (jobRecord, error) {
 	if err := decodeInto(it, &j); err != nil {
 		return jobRecord{}, err
 	}
+	return withAttributes(j, it), nil
+}
+
+// withAttributes sets what the job item's attributes hold.
+func withAttributes(j jobRecord, it store.Item) jobRecord {
 	j.Version = it.Version
 	j.Status = domain.JobStatus(it.Status)
 	// Workers add progress to a counter after the fact, so the counter, not
@@ -122,7 +260,7 @@ func decodeJob(it store.Item) (jobRecord, error) {
 	if j.Status == domain.JobSucceeded {
 		j.TaskDone = j.TaskTotal
 	}
-	return j, nil
+	return j
 }
 
 func (e *Engine) loadNode(ctx context.Context, tenant, cluster, node string) (*domain.Node, error) {

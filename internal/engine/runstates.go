@@ -182,7 +182,11 @@ func (e *Engine) recordNodes(ctx context.Context, tenant, cluster, jobID string,
 	}
 	marked := map[string]bool{}
 	if effect.NodeStatus != "" {
-		for _, id := range effect.Nodes {
+		ids, err := effect.NodeIDs()
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
 			marked[id], touched[id] = true, true
 		}
 	}

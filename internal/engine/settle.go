@@ -311,7 +311,7 @@ func (e *Engine) settleFailing(ctx context.Context, tenant, cluster, jobID strin
 		if err != nil || running {
 			return err
 		}
-		if len(lj.job.RollbackRoots) == 0 {
+		if lj.job.RollbackRoots.IsZero() {
 			return e.finish(ctx, tenant, cluster, jobID, domain.JobFailing, endFailed, "")
 		}
 		if err := e.materializeRollback(ctx, tenant, jobID); err != nil {
@@ -333,7 +333,11 @@ func (e *Engine) settleFailing(ctx context.Context, tenant, cluster, jobID strin
 
 // releaseRollback opens the gate on each rollback root still closed, and
 // sends what it opened. It is idempotent, so the janitor may repeat it.
-func (e *Engine) releaseRollback(ctx context.Context, tenant, cluster, jobID string, roots []string) error {
+func (e *Engine) releaseRollback(ctx context.Context, tenant, cluster, jobID string, lazyRoots lazyIDs) error {
+	roots, err := lazyRoots.IDs()
+	if err != nil {
+		return err
+	}
 	var ready []domain.Task
 	for _, id := range roots {
 		lt, err := e.loadTask(ctx, TaskRef{Tenant: tenant, Cluster: cluster, Job: jobID, Task: id})

@@ -107,7 +107,7 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 		}
 	}
 	chunks := append(taskChunks(sub.Tenant, deferredChunks, job.ID, deferred), taskChunks(sub.Tenant, rollbackChunks, job.ID, rollback)...)
-	job.RollbackRoots = roots
+	job.RollbackRoots = idsOf(roots)
 
 	// Step 1: lock, quota, checks, job.
 	cluster := sub.Cluster

@@ -18,16 +18,20 @@ import (
 	"github.com/heddle-io/heddle/internal/access"
 )
 
-// benchCatalog is the demo's three services with a template that allows
-// large clusters.
-const benchCatalog = `apiVersion: heddle/v1
+// localTypes are the local provider and the hardware and image types the
+// bench catalogs share.
+const localTypes = `apiVersion: heddle/v1
 providers:
   - {name: local, providerType: local}
 hardwareTypes:
   - {name: small, providerMap: {local: {flavor: small}}}
 imageTypes:
   - {name: debian, providerMap: {local: {image: host}}}
-services:
+`
+
+// benchCatalog is the demo's three services with a template that allows
+// large clusters.
+const benchCatalog = localTypes + `services:
   - {name: kv, actions: {install: {type: shell, fields: {script: "true"}}, start: {type: shell, fields: {script: "true"}}}}
   - name: web
     dependencies: {runtime: {requires: [kv]}}
@@ -56,9 +60,18 @@ clusterTemplates:
 // path, not the nodes being built.
 func benchServer(b *testing.B) (url, admin string) {
 	b.Helper()
+	srv, admin := startBenchServer(b, true, 4, benchCatalog)
+	return srv.URL(), admin
+}
+
+// startBenchServer starts a local server (with worker pools unless
+// noWorkers) with tenant bench, whose pool has workers workers, and
+// applies catalog; it returns the server and the tenant admin's key.
+func startBenchServer(b *testing.B, noWorkers bool, workers int, catalog string) (*Server, string) {
+	b.Helper()
 	super := access.NewKeySecret()
 	srv, err := Start(context.Background(), Config{DataDir: b.TempDir(), Listen: "127.0.0.1:0", BootstrapKey: super,
-		Logger: slog.New(slog.DiscardHandler), NoWorkers: true, JanitorPeriod: time.Hour})
+		Logger: slog.New(slog.DiscardHandler), NoWorkers: noWorkers, JanitorPeriod: time.Hour})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	var created struct {
@@ -67,9 +80,9 @@ func benchServer(b *testing.B) (url, admin string) {
 		} `json:"adminKey"`
 	}
 	require.Equal(b, http.StatusCreated, post(b, srv.URL()+"/v1/tenants", super, "application/json",
-		`{"id":"bench","maxClusters":100000,"maxNodes":100000000,"workers":4,"admin":"ann"}`, &created))
-	require.Equal(b, http.StatusOK, post(b, srv.URL()+"/v1/catalog", created.AdminKey.Secret, "application/yaml", benchCatalog, nil))
-	return srv.URL(), created.AdminKey.Secret
+		fmt.Sprintf(`{"id":"bench","maxClusters":100000,"maxNodes":100000000,"workers":%d,"admin":"ann"}`, workers), &created))
+	require.Equal(b, http.StatusOK, post(b, srv.URL()+"/v1/catalog", created.AdminKey.Secret, "application/yaml", catalog, nil))
+	return srv, created.AdminKey.Secret
 }
 
 func post(b *testing.B, url, key, ct, body string, out any) int {
@@ -149,4 +162,75 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	}
 	b.ReportMetric(at(0.50), "p50-ms")
 	b.ReportMetric(at(0.99), "p99-ms")
+}
+
+// noActionCatalog is one service without actions on the local provider:
+// a create is, per node, create, confirm and bootstrap (nothing to
+// bootstrap), so the run measures heddle's fixed cost per node.
+const noActionCatalog = localTypes + `services:
+  - {name: base}
+clusterTemplates:
+  - name: plain
+    compatibility: {services: [base]}
+    defaults: {services: [base], provider: local, hardwareType: small, imageType: debian}
+    constraints:
+      size: {min: 1, max: 1000}
+`
+
+// BenchmarkCreate1000NodesNoActions creates a 1,000-node cluster of local
+// nodes whose service has no actions (3,000 tasks: create, confirm,
+// bootstrap) through the API of a local server with 16 workers, and
+// reports the time from the POST until the job succeeded, and tasks per
+// second. The local provider's nodes are SSH servers in the process.
+//
+//	go test -run '^$' -bench Create1000NodesNoActions -benchtime 3x ./internal/localserver
+func BenchmarkCreate1000NodesNoActions(b *testing.B) {
+	const nodes, workers = 1000, 16
+	var secs []float64
+	for b.Loop() {
+		b.StopTimer()
+		srv, admin := startBenchServer(b, false, workers, noActionCatalog)
+		time.Sleep(1500 * time.Millisecond) // the worker pool supervisor starts the tenant's pool within a second
+		b.StartTimer()
+
+		start := time.Now()
+		var c struct {
+			Cluster struct {
+				ID string `json:"id"`
+			} `json:"cluster"`
+		}
+		require.Equal(b, http.StatusAccepted, post(b, srv.URL()+"/v1/clusters", admin, "application/json",
+			fmt.Sprintf(`{"name":"big","template":"plain","size":%d}`, nodes), &c))
+		for {
+			// The job list, not the cluster: the cluster's answer holds its
+			// 1,000 nodes, and reading it often would load the server.
+			var jobs struct {
+				Items []struct {
+					Status string `json:"status"`
+				} `json:"items"`
+			}
+			req, _ := http.NewRequest(http.MethodGet, srv.URL()+"/v1/clusters/"+c.Cluster.ID+"/jobs", nil)
+			req.Header.Set("Authorization", "Bearer "+admin)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(b, err)
+			require.NoError(b, json.NewDecoder(resp.Body).Decode(&jobs))
+			resp.Body.Close()
+			require.Len(b, jobs.Items, 1)
+			if s := jobs.Items[0].Status; s != "RUNNING" && s != "PENDING" {
+				require.Equal(b, "SUCCEEDED", s)
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		took := time.Since(start)
+		secs = append(secs, took.Seconds())
+		b.Logf("1,000-node no-action create: %.2f s", took.Seconds())
+		b.StopTimer()
+		require.NoError(b, srv.Shutdown(context.Background()))
+		b.StartTimer()
+	}
+	slices.Sort(secs)
+	b.ReportMetric(secs[len(secs)/2], "median-s")
+	b.ReportMetric(secs[len(secs)-1]-secs[0], "spread-s")
+	b.ReportMetric(3*nodes/secs[len(secs)/2], "tasks/s")
 }

@@ -25,11 +25,13 @@ import (
 	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/pools"
 	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/provider/latency"
 	"github.com/heddle-io/heddle/internal/provider/local"
 	"github.com/heddle-io/heddle/internal/provider/static"
 	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/queue/memqueue"
 	"github.com/heddle-io/heddle/internal/secrets"
+	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
 )
 
@@ -68,6 +70,7 @@ type Server struct {
 	done     chan error
 	local    *local.Local
 	shell    *shell.Shell
+	ssh      *sshexec.Pool
 	access   *access.Access
 	queue    *tenantQueues
 	engine   *engine.Engine
@@ -126,7 +129,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := registry.Register(static.Type(), static.New(static.NewPool(st, keyring), static.Config{})); err != nil {
 		return fail(err)
 	}
-	s.shell = shell.New(shell.Config{Scripts: catalog.New(st, nil)})
+	// Simulated latencies, for measuring what heddle does around a cloud's
+	// boot times on this machine (docs/performance.md).
+	if err := registry.Register(latency.Type(), latency.New(latency.Config{})); err != nil {
+		return fail(err)
+	}
+	// One connection pool for the shell automator and the providers'
+	// confirms: a node's confirm login serves its bootstrap and actions.
+	s.ssh = sshexec.NewPool()
+	s.shell = shell.New(shell.Config{Scripts: catalog.New(st, nil), Pool: s.ssh})
 
 	s.queue = &tenantQueues{memqueue.New(memqueue.Options{})}
 	s.metrics.RegisterQueues(s.queue.depths)
@@ -134,7 +145,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ecfg.Observer = s.metrics
 	// Provider entities are checked against their type in the registry and
 	// their sensitive fields sealed with the local master key.
-	svc, err := assemble.Build(assemble.Parts{Store: st, Queue: s.queue, Keyring: keyring, Providers: registry,
+	svc, err := assemble.Build(assemble.Parts{Store: st, Queue: s.queue, Keyring: keyring, Providers: registry, SSH: s.ssh,
 		Automators: map[string]automator.Automator{shell.Type: s.shell}, Engine: ecfg, Logger: cfg.Logger})
 	if err != nil {
 		return fail(err)
@@ -351,6 +362,9 @@ func (s *Server) close() {
 	}
 	if s.shell != nil {
 		s.shell.Close()
+	}
+	if s.ssh != nil {
+		s.ssh.Close()
 	}
 	if s.local != nil {
 		s.local.Close()

@@ -585,3 +585,25 @@ func TestAnExpiredLeaseDeletesTheCluster(t *testing.T) {
 	}
 	require.Zero(t, b.srv.local.Nodes())
 }
+
+// TestLatencyProviderFromTheCatalog: the example catalog of the latency
+// provider applies, and a cluster of its nodes is created (each confirm
+// parked until the modeled boot and SSH are over) and deleted through the
+// API.
+func TestLatencyProviderFromTheCatalog(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.tenant(50)
+	doc, err := os.ReadFile("../../docs/examples/latency-catalog.yaml")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/catalog", doc, nil))
+	var created result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "sim", "template": "sim", "size": 10}, &created))
+	v := b.settleTo(b.admin, created.Cluster.ID, "ACTIVE")
+	require.Len(t, v.Nodes, 10)
+	for _, n := range v.Nodes {
+		require.Regexp(t, `^198\.1[89]\.`, n.Addresses["access_v4"])
+	}
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "DELETE", "/v1/clusters/"+created.Cluster.ID, nil, nil))
+	b.settleTo(b.admin, created.Cluster.ID, "TERMINATED")
+}

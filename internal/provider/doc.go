@@ -9,10 +9,18 @@
 //     the task: a retried or duplicated create returns the node the first one
 //     made and never makes a second (EC2's ClientToken, the local provider's
 //     token file, the static pool's claim item).
-//   - Confirm waits until the node answers on SSH with the cluster's key and
-//     reports its addresses and its host key, which the engine records on the
-//     node and every later task pins.
-//   - Delete is idempotent: deleting a node that is already gone succeeds.
+//   - Create returns as soon as the provider accepted the request; it never
+//     waits for the machine to boot.
+//   - Confirm checks once: the node runs and answers one short SSH login
+//     with the cluster's key (ConfirmSSH, bounded by ProbeTimeout), and it
+//     reports its addresses and its host key, which the engine records on
+//     the node and every later task pins; or it answers Progress.Again
+//     (booting, not answering yet, throttled). The dispatcher parks the
+//     attempt and whichever worker is free calls again after the delay,
+//     with Request.Poll set to the previous answer's Progress.Poll: nothing
+//     is kept in memory between checks (invariant 12).
+//   - Delete is idempotent and likewise answers Again until the provider
+//     says the node is gone; deleting a node that is already gone succeeds.
 //
 // A provider reports what it learned as a Node; the dispatcher records the
 // SSH port, sudo policy and working directory among the node's properties

@@ -9,40 +9,52 @@ import (
 	"github.com/heddle-io/heddle/internal/sshexec"
 )
 
-// WaitForSSH dials target until a login with its key runs a command, every
-// interval, and returns the host key the node presented (pinned from then
-// on). A new node refuses connections, then accepts them before its key is
-// installed: both are waited out. A host key other than target.HostKey (when
-// one is pinned) fails at once: waiting would not change it. The context
-// bounds the wait; the last failure is in the error.
-func WaitForSSH(ctx context.Context, target sshexec.Target, interval time.Duration) (string, error) {
-	target.NoSudo = true // the probe needs no root; bootstrap checks sudo
-	var last error
-	for {
-		hostKey, err := probeOnce(ctx, target)
-		if err == nil {
-			return hostKey, nil
-		}
-		var hk *sshexec.HostKeyError
-		if errors.As(err, &hk) {
-			return "", err
-		}
-		last = err
-		t := time.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return "", fmt.Errorf("node %s did not answer on SSH at %s in time: %w", target.Node, target.Address, last)
-		case <-t.C:
-		}
+// ProbeTimeout bounds one SSH readiness probe: a node that swallows
+// packets costs a poll this long, not the action's whole timeout.
+const ProbeTimeout = 10 * time.Second
+
+// ConfirmSSH is one SSH readiness probe of a node whose facts are n: it
+// logs in to target with its key once. With a pool (the worker's, shared
+// with the automators) the login is the probe: the connection stays in the
+// pool, logged in as the node's endpoint will be (n.NoSudo), and the
+// node's bootstrap on this worker runs on it, with no second handshake.
+// Without one it also runs a no-op and closes. When that works it answers
+// Done with n and the host key the node presented (pinned from then on). A new node refuses connections, then accepts them before its key is
+// installed: either answers Later(again, poll, the reason), and the
+// dispatcher probes again on the next poll. A host key other than
+// target.HostKey (when one is pinned) is an error: waiting would not change
+// it.
+func ConfirmSSH(ctx context.Context, pool *sshexec.Pool, target sshexec.Target, n Node, again time.Duration, poll string) (Progress, error) {
+	hostKey, err := probeOnce(ctx, pool, target, n.NoSudo)
+	if err == nil {
+		n.HostKey = hostKey
+		return Done(n), nil
 	}
+	var hk *sshexec.HostKeyError
+	if errors.As(err, &hk) {
+		return Progress{}, err
+	}
+	if ctx.Err() != nil {
+		return Progress{}, fmt.Errorf("node %s did not answer on SSH at %s in time: %w", target.Node, target.Address, err)
+	}
+	return Later(again, poll, fmt.Sprintf("node %s does not answer on SSH at %s yet: %v", target.Node, target.Address, err)), nil
 }
 
-func probeOnce(ctx context.Context, target sshexec.Target) (string, error) {
-	// One attempt must not use up the caller's whole budget on a node that
-	// swallows packets.
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+func probeOnce(ctx context.Context, pool *sshexec.Pool, target sshexec.Target, noSudo bool) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
+	if pool != nil {
+		// The target the automators will use (EndpointOf), so that they
+		// find this connection; it runs nothing, so sudo is not tried here
+		// (bootstrap checks it).
+		target.NoSudo = noSudo
+		c, err := pool.Client(ctx, target)
+		if err != nil {
+			return "", err
+		}
+		return c.HostKey(), nil
+	}
+	target.NoSudo = true // the probe needs no root; bootstrap checks sudo
 	c, err := sshexec.Dial(ctx, target)
 	if err != nil {
 		return "", err

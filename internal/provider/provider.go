@@ -5,24 +5,64 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/secrets"
+	"github.com/heddle-io/heddle/internal/sshexec"
 )
 
 // Provider makes, checks and removes the nodes of one provider type. One
 // value serves every provider entity of its type: the entity's fields come
 // with each request. Implementations are safe for concurrent use.
+//
+// No call waits on the machine (invariant 12): Confirm and Delete check
+// once and answer Progress.Again when the node is not there yet, and the
+// dispatcher parks the attempt and calls again after that delay, with
+// Request.Poll set to Progress.Poll, on whichever worker is free. Nothing
+// of a check is kept in memory between calls.
 type Provider interface {
-	// Create makes the node, or finds the one an earlier call with the same
-	// Token made. It may return before the node boots.
+	// Create asks for the node, or finds the one an earlier call with the
+	// same Token asked for, and returns as soon as the provider accepted
+	// the request (the node is booting).
 	Create(ctx context.Context, req Request) (Node, error)
-	// Confirm waits until the node answers on SSH with the cluster's key and
-	// returns its addresses and host key.
-	Confirm(ctx context.Context, req Request) (Node, error)
-	// Delete removes the node; a node already gone is not an error.
-	Delete(ctx context.Context, req Request) error
+	// Confirm checks once whether the node runs and answers SSH with the
+	// cluster's key (one short login attempt): done, it reports the node's
+	// addresses and host key; not yet, it answers Again.
+	Confirm(ctx context.Context, req Request) (Progress, error)
+	// Delete removes the node, or checks on a removal an earlier call
+	// started: done once the provider says the node is gone (a node
+	// already gone is not an error); not yet, it answers Again.
+	Delete(ctx context.Context, req Request) (Progress, error)
 }
+
+// Progress is the answer of one Confirm or Delete check.
+type Progress struct {
+	// Node is what Confirm learned, once done.
+	Node Node
+	// Again, when positive, says the node is not there yet (booting, not
+	// answering SSH, still shutting down): check again after Again, with
+	// Request.Poll set to Poll.
+	Again time.Duration
+	// Poll is the provider's own state for the next check (a phase, a
+	// throttling count); at most a few hundred bytes.
+	Poll string
+	// Waiting says what is awaited, for the attempt's log ("instance
+	// i-0abc pending").
+	Waiting string
+}
+
+// Done is the answer of a check that found the node ready (Confirm) or
+// gone (Delete).
+func Done(n Node) Progress { return Progress{Node: n} }
+
+// Later is the answer of a check that found the node not there yet.
+func Later(after time.Duration, poll, waiting string) Progress {
+	return Progress{Again: max(after, time.Millisecond), Poll: poll, Waiting: waiting}
+}
+
+// Pending reports whether the check asks to be called again.
+func (p Progress) Pending() bool { return p.Again > 0 }
 
 // Request is one provider call for one node.
 type Request struct {
@@ -35,6 +75,9 @@ type Request struct {
 	// id and Num, and what earlier tasks recorded (ProviderID, addresses,
 	// the pinned host key, properties).
 	Node domain.Node
+	// Poll is empty on the first Confirm or Delete call of an attempt and
+	// holds the previous answer's Progress.Poll on the next ones.
+	Poll string
 	// Token is the idempotency token of a create, derived from the task, the
 	// same for every attempt; at most 64 printable ASCII characters (EC2's
 	// ClientToken limit).
@@ -53,6 +96,11 @@ type Request struct {
 	// Key is the cluster's SSH key: the provider installs its public half
 	// (Key.AuthorizedKey) on the node and logs in with it to confirm.
 	Key *secrets.SSHKey
+	// SSH, when set, is the worker's connection pool, shared with the
+	// automators: the login that confirms a node stays open in it, and the
+	// node's bootstrap and actions on this worker use it rather than dial
+	// again (see ConfirmSSH).
+	SSH *sshexec.Pool
 }
 
 // Node is what a provider reports about a node. Empty fields leave what is

@@ -20,9 +20,9 @@ import (
 // not a provider.
 type nopProvider struct{}
 
-func (nopProvider) Create(context.Context, Request) (Node, error)  { return Node{}, nil }
-func (nopProvider) Confirm(context.Context, Request) (Node, error) { return Node{}, nil }
-func (nopProvider) Delete(context.Context, Request) error          { return nil }
+func (nopProvider) Create(context.Context, Request) (Node, error)      { return Node{}, nil }
+func (nopProvider) Confirm(context.Context, Request) (Progress, error) { return Done(Node{}), nil }
+func (nopProvider) Delete(context.Context, Request) (Progress, error)  { return Done(Node{}), nil }
 
 var cloudType = Type{
 	Name:  "cloud",
@@ -215,47 +215,86 @@ func TestEndpointOf(t *testing.T) {
 	}
 }
 
-func TestWaitForSSH(t *testing.T) {
+func TestConfirmSSHProbesOnce(t *testing.T) {
 	t.Parallel()
 	kp, err := sshexec.GenerateKeyPair()
 	require.NoError(t, err)
 	signer, err := sshexec.ParsePrivateKey(kp.PrivateKey)
 	require.NoError(t, err)
 
-	// Reserve a port, start the server on it a little later: the probe
-	// must wait through refused connections.
+	// A port nobody listens on yet: one probe, refused, answers "again".
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
-	hostKey := sshtest.NewHostKey(t)
-	started := make(chan *sshtest.Server, 1)
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		started <- sshtest.Start(t, addr, hostKey, signer.PublicKey())
-	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	target := sshexec.Target{Node: "n1", Address: addr, User: "u", Key: signer}
-	got, err := WaitForSSH(ctx, target, 50*time.Millisecond)
+	facts := Node{ProviderID: "p-1", SSHUser: "u"}
+	p, err := ConfirmSSH(ctx, nil, target, facts, 2*time.Second, "ssh")
 	require.NoError(t, err)
-	require.Equal(t, sshexec.FormatPublicKey(hostKey.PublicKey()), got)
-	<-started
+	require.True(t, p.Pending())
+	require.Equal(t, 2*time.Second, p.Again)
+	require.Equal(t, "ssh", p.Poll)
+	require.Contains(t, p.Waiting, "node n1 does not answer on SSH")
+
+	// The server is up: done, with the facts and the presented host key.
+	hostKey := sshtest.NewHostKey(t)
+	sshtest.Start(t, addr, hostKey, signer.PublicKey())
+	p, err = ConfirmSSH(ctx, nil, target, facts, 2*time.Second, "ssh")
+	require.NoError(t, err)
+	require.False(t, p.Pending())
+	require.Equal(t, "p-1", p.Node.ProviderID)
+	require.Equal(t, sshexec.FormatPublicKey(hostKey.PublicKey()), p.Node.HostKey)
 
 	// Pinned to another key: fails at once, naming both fingerprints.
 	other := sshtest.NewHostKey(t)
 	target.HostKey = sshexec.FormatPublicKey(other.PublicKey())
-	_, err = WaitForSSH(ctx, target, time.Hour)
+	_, err = ConfirmSSH(ctx, nil, target, facts, 2*time.Second, "ssh")
 	var hk *sshexec.HostKeyError
 	require.ErrorAs(t, err, &hk)
 	require.Contains(t, err.Error(), sshexec.Fingerprint(hostKey.PublicKey()))
 	require.Contains(t, err.Error(), sshexec.Fingerprint(other.PublicKey()))
 
-	// Nobody listening: the context ends the wait, with the last error.
-	short, cancelShort := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancelShort()
-	_, err = WaitForSSH(short, sshexec.Target{Node: "n2", Address: "127.0.0.1:1", User: "u", Key: signer}, 50*time.Millisecond)
+	// The attempt's time is spent: an error, not another poll.
+	spent, cancelSpent := context.WithCancel(context.Background())
+	cancelSpent()
+	_, err = ConfirmSSH(spent, nil, sshexec.Target{Node: "n2", Address: "127.0.0.1:1", User: "u", Key: signer}, facts, time.Second, "")
 	require.ErrorContains(t, err, "did not answer on SSH")
-	var unreachable *sshexec.UnreachableError
-	require.ErrorAs(t, err, &unreachable)
+}
+
+// TestConfirmSSHLeavesItsLoginInThePool: with the worker's pool, the login
+// that confirms the node is the connection the node's next task gets, as
+// the endpoint will name it (sudo or not) and with the host key pinned.
+func TestConfirmSSHLeavesItsLoginInThePool(t *testing.T) {
+	t.Parallel()
+	kp, err := sshexec.GenerateKeyPair()
+	require.NoError(t, err)
+	signer, err := sshexec.ParsePrivateKey(kp.PrivateKey)
+	require.NoError(t, err)
+	hostKey := sshtest.NewHostKey(t)
+	srv := sshtest.Start(t, "127.0.0.1:0", hostKey, signer.PublicKey())
+	pool := sshexec.NewPool()
+	t.Cleanup(pool.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	target := sshexec.Target{Node: "n1", Address: srv.Addr, User: "u", Key: signer}
+	p, err := ConfirmSSH(ctx, pool, target, Node{SSHUser: "u"}, time.Second, "")
+	require.NoError(t, err)
+	require.False(t, p.Pending())
+	pinned := sshexec.FormatPublicKey(hostKey.PublicKey())
+	require.Equal(t, pinned, p.Node.HostKey)
+
+	// What the automator asks for next: the same login, the key pinned.
+	confirmed, err := pool.Client(ctx, target)
+	require.NoError(t, err)
+	target.HostKey = pinned
+	next, err := pool.Client(ctx, target)
+	require.NoError(t, err)
+	require.Same(t, confirmed, next, "no second handshake")
+	res, err := next.Run(ctx, sshexec.Command{Script: "echo ok"})
+	require.NoError(t, err)
+	require.Equal(t, "ok\n", res.Stdout.Text)
+	require.Equal(t, int64(1), srv.Logins.Load(), "one login: the confirm's")
 }

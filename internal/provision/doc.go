@@ -16,12 +16,15 @@
 //	create     provider.Create with a token derived from the task (tenant,
 //	           cluster, job, task), the same for every attempt, so a retried
 //	           create never makes a second node (EC2's ClientToken)
-//	confirm    provider.Confirm: the node answers SSH; addresses and host
-//	           key are recorded, the key pinned from then on
+//	confirm    provider.Confirm, one check per Execute: while the node
+//	           boots or does not answer SSH yet the attempt is parked (see
+//	           below); once it answers, addresses and host key are
+//	           recorded, the key pinned from then on
 //	bootstrap  each automator the node's services use prepares the node
 //	install .. the service action's automator runs it, its fields and the
 //	check      cluster config macro-expanded against the current layout
-//	delete     provider.Delete
+//	delete     provider.Delete, parked likewise until the provider says
+//	           the node is gone
 //
 // Errors name the node and the action. A host key that changed fails the
 // attempt with both fingerprints; an action a service does not define
@@ -43,8 +46,14 @@
 // attempt with sshexec.LostError; a poll that cannot reach the node asks to
 // be polled again; a poll that finds the action's timeout spent stops the
 // script and fails the attempt as timed out. Actions at or below the
-// threshold, bootstrap and provider actions run synchronously within one
-// Execute, as before; a poll for one of those is refused. A node's host
+// threshold and bootstrap run synchronously within one Execute; a poll for
+// one of those is refused.
+//
+// Provider checks are parked the same way: a Confirm or Delete that answers
+// provider.Progress.Again returns PollAfter with the poll state
+// "provider:" + the provider's Progress.Poll, and the next Execute hands
+// that back in provider.Request.Poll. Create never parks: it returns once
+// the provider accepted the request. A node's host
 // key first seen by a detached start (rather than at confirm) is pinned
 // again by the first poll, whose final result reports it.
 package provision

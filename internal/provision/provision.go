@@ -60,6 +60,17 @@ type Clusters interface {
 	Spec(ctx context.Context, tenant, clusterID string, withNodes bool) (*ClusterSpec, error)
 }
 
+// NodeLister is what a Clusters may also implement: the cluster's current
+// nodes alone (what Spec with nodes would hold). The dispatcher reads the
+// spec without nodes first and the nodes only once it knows the attempt
+// runs an automator: a bootstrap with nothing to bootstrap or an action a
+// service does not define reads no node list, which at 1,000 nodes is most
+// of such a task's cost. Without it the dispatcher reads the spec again
+// with nodes.
+type NodeLister interface {
+	LayoutNodes(ctx context.Context, tenant, clusterID string) ([]domain.Node, error)
+}
+
 // Config assembles a dispatcher.
 type Config struct {
 	Clusters   Clusters
@@ -67,6 +78,10 @@ type Config struct {
 	Automators map[string]automator.Automator // by type name ("shell")
 	Keyring    *secrets.Keyring
 	Logger     *slog.Logger
+	// SSH is the worker's connection pool, which the shell automator
+	// should share (shell.Config.Pool): a confirm's login stays open in it
+	// for the node's next tasks. Nil: confirms dial and close.
+	SSH *sshexec.Pool
 }
 
 // Dispatcher implements engine.Executor with the provisioning plugins.
@@ -122,13 +137,14 @@ func (a *attempt) run(ctx context.Context) engine.Result {
 	if !providerAction && act != domain.ActionBootstrap && !act.IsServiceAction() {
 		return fail(fmt.Errorf("provision: task %s has action %q, which no plugin carries out", a.task.ID, act))
 	}
-	if a.in.Poll != "" && !act.IsServiceAction() {
+	if a.in.Poll != "" && !act.IsServiceAction() && !(strings.HasPrefix(a.in.Poll, providerPoll) && (act == domain.ActionConfirm || act == domain.ActionDelete)) {
 		return fail(fmt.Errorf("provision: task %s is polled (%q), but %s never runs detached", a.task.ID, a.in.Poll, act))
 	}
 	// Provider actions expand no macros, and a poll only checks a run that
 	// was started with its context already expanded: neither needs the
-	// cluster's node list.
-	spec, err := a.d.cfg.Clusters.Spec(ctx, a.in.Tenant, a.task.ClusterID, !providerAction && a.in.Poll == "")
+	// cluster's node list. Other actions read it when they know they run
+	// (layout); only an attempt that does not carry its node reads it now.
+	spec, err := a.d.cfg.Clusters.Spec(ctx, a.in.Tenant, a.task.ClusterID, a.in.Node == nil)
 	if err != nil {
 		return fail(fmt.Errorf("provision: cluster %s: %w", a.task.ClusterID, err))
 	}
@@ -143,6 +159,11 @@ func (a *attempt) run(ctx context.Context) engine.Result {
 	}
 	if a.node == nil {
 		return fail(fmt.Errorf("provision: task %s names node %q, which cluster %s does not have", a.task.ID, a.task.NodeID, a.task.ClusterID))
+	}
+	if !providerAction {
+		if res, done := a.nothingToDo(); done {
+			return res
+		}
 	}
 	a.key, err = spec.Key.Open(ctx, a.d.cfg.Keyring, a.in.Tenant, spec.ClusterID)
 	if err != nil {
@@ -223,7 +244,7 @@ func (a *attempt) provider(ctx context.Context) engine.Result {
 	req := provider.Request{
 		Tenant: a.in.Tenant, ClusterID: a.spec.ClusterID, Provider: p.Name, Node: *a.node,
 		Token: Token(a.in.Tenant, a.task), Hostname: Hostname(a.spec, a.node),
-		Fields: opened.Fields, Key: a.key,
+		Fields: opened.Fields, Key: a.key, SSH: a.d.cfg.SSH,
 	}
 	if a.task.Action == domain.ActionCreate {
 		if req.Flavor, req.Image, req.SSHUser, err = a.mapTypes(); err != nil {
@@ -235,17 +256,26 @@ func (a *attempt) provider(ctx context.Context) engine.Result {
 			_, _, req.SSHUser, _ = a.mapTypes()
 		}
 	}
+	req.Poll = strings.TrimPrefix(a.in.Poll, providerPoll)
 	var got provider.Node
+	var progress provider.Progress
 	switch a.task.Action {
 	case domain.ActionCreate:
 		got, err = impl.Create(ctx, req)
 	case domain.ActionConfirm:
-		got, err = impl.Confirm(ctx, req)
+		progress, err = impl.Confirm(ctx, req)
+		got = progress.Node
 	case domain.ActionDelete:
-		err = impl.Delete(ctx, req)
+		progress, err = impl.Delete(ctx, req)
 	}
 	if err != nil {
 		return fail(fmt.Errorf("%s of node %s (provider %s): %w", a.task.Action, a.node.ID, p.Name, err))
+	}
+	if progress.Pending() {
+		// The node is booting, not answering SSH yet or shutting down: the
+		// engine parks the attempt and any free worker checks again after
+		// the provider's delay; nothing waits meanwhile.
+		return engine.Result{Stdout: progress.Waiting + "\n", PollAfter: max(progress.Again, minPollAfter), PollState: providerPoll + progress.Poll}
 	}
 	if a.task.Action == domain.ActionDelete {
 		return engine.Result{Stdout: fmt.Sprintf("deleted node %s (%s)\n", a.node.ID, a.node.ProviderID)}
@@ -325,8 +355,12 @@ func (a *attempt) automate(ctx context.Context) engine.Result {
 	// A poll checks a run whose context was expanded and uploaded when it
 	// started: the layout, the config and the fields are not needed again.
 	polling := a.in.Poll != ""
+	base := automator.Request{Target: target, WorkDir: ep.WorkDir, Timeout: a.task.Timeout.Std(), Secrets: a.secrets}
 	var layout *macros.Layout
 	if !polling {
+		if err := a.readLayout(ctx); err != nil {
+			return fail(err)
+		}
 		layout = macros.NewLayout(a.spec.ClusterID, a.spec.Owner, a.spec.Nodes)
 		if tc.Config, err = macros.ExpandJSON(a.spec.Config, layout, a.node); err != nil {
 			return fail(fmt.Errorf("provision: cluster config for node %s: %w", a.node.ID, err))
@@ -335,19 +369,12 @@ func (a *attempt) automate(ctx context.Context) engine.Result {
 			tc.Nodes = append(tc.Nodes, automator.NewNodeInfo(&a.spec.Nodes[i]))
 		}
 	}
-	base := automator.Request{Target: target, WorkDir: ep.WorkDir, Timeout: a.task.Timeout.Std(), Secrets: a.secrets}
 
 	if a.task.Action == domain.ActionBootstrap {
 		return a.bootstrap(ctx, base, tc)
 	}
-	svc, ok := a.spec.Services[a.task.Service]
-	if !ok {
-		return fail(fmt.Errorf("provision: task %s names service %q, which the cluster's spec lacks", a.task.ID, a.task.Service))
-	}
-	def, ok := svc.Actions[a.task.Action]
-	if !ok {
-		return engine.Result{Stdout: fmt.Sprintf("service %s defines no %s action: nothing to do\n", svc.Name, a.task.Action)}
-	}
+	svc := a.spec.Services[a.task.Service] // nothingToDo checked both
+	def := svc.Actions[a.task.Action]
 	auto, ok := a.d.cfg.Automators[def.Type]
 	if !ok {
 		return fail(fmt.Errorf("provision: service %s's %s action uses automator type %q, which this worker does not have", svc.Name, a.task.Action, def.Type))
@@ -387,14 +414,59 @@ func (a *attempt) automate(ctx context.Context) engine.Result {
 // as success.
 const minPollAfter = 10 * time.Millisecond
 
+// providerPoll prefixes the engine's poll state of a parked confirm or
+// delete; the provider's own Progress.Poll follows it.
+const providerPoll = "provider:"
+
 // pollState is the engine's poll state of a detached action: what Execute
 // expects back in Attempt.Poll. The automator finds the run from the task
 // and attempt, so only its type is needed, to check it still matches.
 func pollState(automatorType string) string { return "detached:" + automatorType }
 
-// bootstrap runs the bootstrap of every automator the node's services use,
-// in name order, stopping at the first failure.
-func (a *attempt) bootstrap(ctx context.Context, base automator.Request, tc automator.TaskContext) engine.Result {
+// nothingToDo answers a bootstrap of a node whose services use no
+// automator, and an action its service does not define (Coopr skipped
+// those too), before anything is opened or read for a run: no key, no
+// fields, no node list.
+func (a *attempt) nothingToDo() (engine.Result, bool) {
+	if a.task.Action == domain.ActionBootstrap {
+		if len(a.bootstrapTypes()) == 0 {
+			return engine.Result{Stdout: "no service on this node uses an automator: nothing to bootstrap\n"}, true
+		}
+		return engine.Result{}, false
+	}
+	svc, ok := a.spec.Services[a.task.Service]
+	if !ok {
+		return fail(fmt.Errorf("provision: task %s names service %q, which the cluster's spec lacks", a.task.ID, a.task.Service)), true
+	}
+	if _, ok := svc.Actions[a.task.Action]; !ok {
+		return engine.Result{Stdout: fmt.Sprintf("service %s defines no %s action: nothing to do\n", svc.Name, a.task.Action)}, true
+	}
+	return engine.Result{}, false
+}
+
+// readLayout reads the cluster's nodes, for macros, unless the spec came
+// with them.
+func (a *attempt) readLayout(ctx context.Context) error {
+	if a.in.Node == nil {
+		return nil // read with the spec
+	}
+	var err error
+	if nl, ok := a.d.cfg.Clusters.(NodeLister); ok {
+		a.spec.Nodes, err = nl.LayoutNodes(ctx, a.in.Tenant, a.spec.ClusterID)
+	} else {
+		var withNodes *ClusterSpec
+		if withNodes, err = a.d.cfg.Clusters.Spec(ctx, a.in.Tenant, a.spec.ClusterID, true); err == nil {
+			a.spec.Nodes = withNodes.Nodes
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("provision: cluster %s's nodes: %w", a.spec.ClusterID, err)
+	}
+	return nil
+}
+
+// bootstrapTypes are the automator types the node's services use, by name.
+func (a *attempt) bootstrapTypes() []string {
 	var types []string
 	for _, name := range a.node.Services {
 		for _, def := range a.spec.Services[name].Actions {
@@ -404,11 +476,14 @@ func (a *attempt) bootstrap(ctx context.Context, base automator.Request, tc auto
 		}
 	}
 	slices.Sort(types)
-	if len(types) == 0 {
-		return engine.Result{Stdout: "no service on this node uses an automator: nothing to bootstrap\n"}
-	}
+	return types
+}
+
+// bootstrap runs the bootstrap of every automator the node's services use,
+// in name order, stopping at the first failure.
+func (a *attempt) bootstrap(ctx context.Context, base automator.Request, tc automator.TaskContext) engine.Result {
 	var out engine.Result
-	for _, typ := range types {
+	for _, typ := range a.bootstrapTypes() {
 		auto, ok := a.d.cfg.Automators[typ]
 		if !ok {
 			return fail(fmt.Errorf("provision: node %s's services use automator type %q, which this worker does not have", a.node.ID, typ))

@@ -262,10 +262,47 @@ func (r *recorder) Create(_ context.Context, req provider.Request) (provider.Nod
 	}
 	return provider.Node{ProviderID: "r-" + req.Token[:8], Addresses: map[string]string{provider.AddressAccess: "192.0.2.1"}}, nil
 }
-func (r *recorder) Confirm(context.Context, provider.Request) (provider.Node, error) {
-	return provider.Node{}, errors.New("not used")
+
+// Confirm and Delete answer "again" once, then done, recording the poll
+// state each call was handed.
+func (r *recorder) Confirm(_ context.Context, req provider.Request) (provider.Progress, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, req)
+	switch req.Poll {
+	case "":
+		return provider.Later(20*time.Millisecond, "booting", "instance r-1 pending"), nil
+	case "booting":
+		return provider.Done(provider.Node{ProviderID: req.Node.ProviderID, Addresses: map[string]string{provider.AddressAccess: "192.0.2.1"}, HostKey: "ssh-ed25519 AAAA"}), nil
+	}
+	return provider.Progress{}, errors.New("unexpected poll state " + req.Poll)
 }
-func (r *recorder) Delete(context.Context, provider.Request) error { return nil }
+
+func (r *recorder) Delete(_ context.Context, req provider.Request) (provider.Progress, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, req)
+	if req.Poll == "" {
+		return provider.Later(time.Millisecond, "ending", "instance r-1 shutting down"), nil
+	}
+	return provider.Done(provider.Node{}), nil
+}
+
+// useRecorder registers a recorder as provider "cloudy" with fields
+// (sealed as the catalog would) and makes it the cluster's provider.
+func (w *world) useRecorder(fields map[string]string) *recorder {
+	w.t.Helper()
+	rec := &recorder{}
+	require.NoError(w.t, w.registry.Register(recorderType, rec))
+	p := domain.Provider{Meta: domain.Meta{Name: "cloudy"}, ProviderType: "recorder", Fields: fields}
+	require.NoError(w.t, w.registry.SealFields(context.Background(), w.keyring, tenant, &p))
+	w.clusters.update(func(s *ClusterSpec) {
+		s.Provider = p
+		s.HardwareTypes["small"].ProviderMap["cloudy"] = domain.HardwareFlavor{Flavor: "m1"}
+		s.ImageTypes["debian"].ProviderMap["cloudy"] = domain.ImageRef{Image: "img-1", SSHUser: "admin"}
+	})
+	return rec
+}
 
 var recorderType = provider.Type{Name: "recorder", Parameters: provider.Parameters{
 	Admin: provider.ParameterSet{Fields: map[string]provider.Field{
@@ -277,15 +314,9 @@ var recorderType = provider.Type{Name: "recorder", Parameters: provider.Paramete
 func TestProviderGetsOpenedFieldsAndSecretsAreRedacted(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 1)
-	rec := &recorder{}
-	require.NoError(t, w.registry.Register(recorderType, rec))
-	p := domain.Provider{Meta: domain.Meta{Name: "cloudy"}, ProviderType: "recorder", Fields: map[string]string{"region": "north", "api_secret": "sk-live-123456"}}
-	require.NoError(t, w.registry.SealFields(context.Background(), w.keyring, tenant, &p))
+	rec := w.useRecorder(map[string]string{"region": "north", "api_secret": "sk-live-123456"})
 	w.clusters.update(func(s *ClusterSpec) {
-		s.Provider = p
 		s.ProviderFields = map[string]string{"project": "apollo"}
-		s.HardwareTypes["small"].ProviderMap["cloudy"] = domain.HardwareFlavor{Flavor: "m1"}
-		s.ImageTypes["debian"].ProviderMap["cloudy"] = domain.ImageRef{Image: "img-1", SSHUser: "admin"}
 	})
 	res := w.exec(domain.ActionCreate, "c1-1000", "")
 	require.NoError(t, res.Err)
@@ -342,20 +373,82 @@ func TestDetachedActionThroughTheDispatcher(t *testing.T) {
 	in := w.attempt(domain.ActionInitialize, "c1-1000", "zookeeper", 1)
 	in.Task.Timeout = domain.Duration(time.Hour) // over the threshold: detached
 	w.clusters.mu.Lock()
-	before := len(w.clusters.withNodes)
+	before, layoutsBefore := len(w.clusters.withNodes), w.clusters.layoutReads
 	w.clusters.mu.Unlock()
 	res, polls := w.untilDone(in, false)
 	require.NoError(t, res.Err)
 	require.Equal(t, "initialized 1\n", res.Stdout)
 	require.NotZero(t, polls, "a detached action is finished by polls, not by a waiting Execute")
 	w.clusters.mu.Lock()
-	asked := w.clusters.withNodes[before:]
+	asked, layouts := w.clusters.withNodes[before:], w.clusters.layoutReads-layoutsBefore
 	w.clusters.mu.Unlock()
 	require.Len(t, asked, polls+1, "one spec read to start, one per poll")
-	require.True(t, asked[0], "the start expands macros against the node list")
-	for _, withNodes := range asked[1:] {
-		require.False(t, withNodes, "a poll does not read the cluster's node list")
+	for _, withNodes := range asked {
+		require.False(t, withNodes, "the spec is read without the node list")
 	}
+	require.Equal(t, 1, layouts, "the start expands macros against the node list; polls do not read it")
+}
+
+// TestNothingToDoReadsNoNodeList: a bootstrap of a node whose services use
+// no automator and an action a service does not define answer from the
+// spec alone; the node list (every node of a 1,000-node cluster) is not
+// read.
+func TestNothingToDoReadsNoNodeList(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 3)
+	w.must(domain.ActionCreate, "")
+	w.must(domain.ActionConfirm, "")
+	w.clusters.update(func(s *ClusterSpec) {
+		s.Services["zookeeper"] = domain.Service{Meta: domain.Meta{Name: "zookeeper"}}
+	})
+	w.clusters.mu.Lock()
+	before, specsBefore := w.clusters.layoutReads, len(w.clusters.withNodes)
+	w.clusters.mu.Unlock()
+	res := w.exec(domain.ActionBootstrap, "c1-1000", "")
+	require.NoError(t, res.Err)
+	require.Contains(t, res.Stdout, "nothing to bootstrap")
+	res = w.exec(domain.ActionStart, "c1-1000", "zookeeper")
+	require.NoError(t, res.Err)
+	require.Contains(t, res.Stdout, "defines no start action")
+	w.clusters.mu.Lock()
+	defer w.clusters.mu.Unlock()
+	require.Equal(t, before, w.clusters.layoutReads)
+	require.Equal(t, []bool{false, false}, w.clusters.withNodes[specsBefore:], "two spec reads, neither with the nodes")
+}
+
+// TestProviderChecksAreParked: a confirm or delete whose node is not there
+// yet returns at once with a poll delay and state; the next Execute (any
+// worker) hands the provider its own state back, and the final answer
+// carries the node's facts.
+func TestProviderChecksAreParked(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 1)
+	rec := w.useRecorder(map[string]string{"region": "north"})
+
+	in := w.attempt(domain.ActionConfirm, "c1-1000", "", 1)
+	first := w.d.Execute(context.Background(), in)
+	require.NoError(t, first.Err)
+	require.Equal(t, 20*time.Millisecond, first.PollAfter)
+	require.Equal(t, providerPoll+"booting", first.PollState)
+	require.Equal(t, "instance r-1 pending\n", first.Stdout)
+	require.Nil(t, first.Node)
+
+	res, polls := w.untilDone(in, false)
+	require.NoError(t, res.Err)
+	require.Equal(t, 1, polls)
+	require.Equal(t, "ssh-ed25519 AAAA", res.Node.HostKey)
+	require.Equal(t, "192.0.2.1", res.Node.Addresses[provider.AddressAccess])
+	require.Equal(t, "booting", rec.calls[len(rec.calls)-1].Poll, "the provider's own state came back")
+
+	del, polls := w.untilDone(w.attempt(domain.ActionDelete, "c1-1000", "", 1), false)
+	require.NoError(t, del.Err)
+	require.Equal(t, 1, polls)
+	require.Contains(t, del.Stdout, "deleted node c1-1000")
+
+	// Create never parks, so a poll of one is refused.
+	create := w.attempt(domain.ActionCreate, "c1-1000", "", 1)
+	create.Poll = providerPoll + "booting"
+	require.ErrorContains(t, w.d.Execute(context.Background(), create).Err, "never runs detached")
 }
 
 // untilDone runs an attempt the way the engine does: Execute, then, while

@@ -30,8 +30,10 @@ type clusters struct {
 	mu    sync.Mutex
 	spec  ClusterSpec
 	calls int
-	// withNodes records, per Spec call, whether it asked for the node list.
-	withNodes []bool
+	// withNodes records, per Spec call, whether it asked for the node list;
+	// layoutReads counts LayoutNodes calls.
+	withNodes   []bool
+	layoutReads int
 }
 
 func (c *clusters) Spec(_ context.Context, tn, clusterID string, withNodes bool) (*ClusterSpec, error) {
@@ -51,6 +53,22 @@ func (c *clusters) Spec(_ context.Context, tn, clusterID string, withNodes bool)
 		}
 	}
 	return &out, nil
+}
+
+// LayoutNodes is the cluster service's NodeLister.
+func (c *clusters) LayoutNodes(ctx context.Context, tn, clusterID string) ([]domain.Node, error) {
+	c.mu.Lock()
+	c.layoutReads++
+	c.mu.Unlock()
+	spec, err := c.Spec(ctx, tn, clusterID, true)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.withNodes = c.withNodes[:len(c.withNodes)-1] // not a spec read
+	c.calls--
+	c.mu.Unlock()
+	return spec.Nodes, nil
 }
 
 func (c *clusters) node(id string) domain.Node {
@@ -176,7 +194,7 @@ func newWorld(t testing.TB, nodes int) *world {
 	t.Cleanup(func() {
 		for _, id := range w.nodeIDs() {
 			node := w.clusters.node(id)
-			if err := w.local.Delete(context.Background(), provider.Request{Tenant: tenant, ClusterID: node.ClusterID, Node: node}); err != nil {
+			if _, err := w.local.Delete(context.Background(), provider.Request{Tenant: tenant, ClusterID: node.ClusterID, Node: node}); err != nil {
 				t.Errorf("delete node %s: %v", id, err)
 			}
 		}

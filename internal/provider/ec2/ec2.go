@@ -12,9 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awsec2 "github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -136,9 +138,27 @@ type API interface {
 type Config struct {
 	// HTTPClient carries the EC2 calls; nil: the SDK's.
 	HTTPClient *http.Client
-	// PollInterval is how often Confirm describes a pending instance and
-	// retries SSH; zero means 5 s.
+	// PollInterval is how long after a check that found the instance
+	// pending, not answering SSH yet or still shutting down Confirm and
+	// Delete ask to be called again; zero means 5 s.
 	PollInterval time.Duration
+	// BootEstimate is how long after its launch an instance is first
+	// expected to run: a confirm that finds one pending and younger asks to
+	// be called again when it reaches that age rather than every
+	// PollInterval (EC2 instances take 60-90 s; a poll before then finds
+	// them pending and costs a delivery, writes and a Lambda invocation).
+	// Zero means 50 s, below the fastest boots; negative turns it off.
+	BootEstimate time.Duration
+	// ViewMaxAge is how old a cluster's instance listing may be for a poll
+	// to use it instead of describing again (see views.go); zero means
+	// half of PollInterval.
+	ViewMaxAge time.Duration
+	// DescribeRate and DescribeBurst pace the polls' describes per client
+	// (a token bucket); zero means 5 a second and a burst of 10, a share
+	// of the account's DescribeInstances rate that leaves room for other
+	// users of the account.
+	DescribeRate  float64
+	DescribeBurst int
 	// NewClient builds a client from a provider's fields; nil: New's own,
 	// from the fields' region, keys and endpoint (or the default
 	// credential chain).
@@ -149,6 +169,10 @@ type Config struct {
 type EC2 struct {
 	cfg     Config
 	clients sync.Map // hash of the client fields -> API
+	views   views
+	// describes counts the polls' DescribeInstances listings (for tests
+	// and benchmarks).
+	describes atomic.Int64
 }
 
 var _ provider.Provider = (*EC2)(nil)
@@ -157,6 +181,18 @@ var _ provider.Provider = (*EC2)(nil)
 func New(cfg Config) *EC2 {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 5 * time.Second
+	}
+	if cfg.BootEstimate == 0 {
+		cfg.BootEstimate = 50 * time.Second
+	}
+	if cfg.ViewMaxAge <= 0 {
+		cfg.ViewMaxAge = cfg.PollInterval / 2
+	}
+	if cfg.DescribeRate <= 0 {
+		cfg.DescribeRate = 5
+	}
+	if cfg.DescribeBurst <= 0 {
+		cfg.DescribeBurst = 10
 	}
 	p := &EC2{cfg: cfg}
 	if p.cfg.NewClient == nil {
@@ -168,20 +204,27 @@ func New(cfg Config) *EC2 {
 // client returns a client for the fields, made once per distinct region,
 // credentials and endpoint.
 func (p *EC2) client(ctx context.Context, fields map[string]string) (API, error) {
+	c, _, err := p.keyedClient(ctx, fields)
+	return c, err
+}
+
+// keyedClient also returns the client's key, which names its describe
+// budget and views.
+func (p *EC2) keyedClient(ctx context.Context, fields map[string]string) (API, string, error) {
 	h := sha256.New()
 	for _, k := range []string{FieldRegion, FieldAccessKeyID, FieldSecretAccessKey, FieldEndpoint} {
 		h.Write([]byte(fields[k] + "\x00"))
 	}
 	key := hex.EncodeToString(h.Sum(nil))
 	if c, ok := p.clients.Load(key); ok {
-		return c.(API), nil
+		return c.(API), key, nil
 	}
 	c, err := p.cfg.NewClient(ctx, fields)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	actual, _ := p.clients.LoadOrStore(key, c)
-	return actual.(API), nil
+	return actual.(API), key, nil
 }
 
 func (p *EC2) newClient(ctx context.Context, fields map[string]string) (API, error) {
@@ -189,7 +232,17 @@ func (p *EC2) newClient(ctx context.Context, fields map[string]string) (API, err
 	if region == "" {
 		return nil, errors.New("ec2: the provider has no region")
 	}
-	opts := awsec2.Options{Region: region}
+	// The SDK would retry a throttled call inside this one, waiting up to
+	// seconds; a poll answers "again after a backoff" instead (views.go),
+	// so that no worker waits. Other transient errors are retried as usual.
+	opts := awsec2.Options{Region: region, Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
+		o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+			if throttled(err) {
+				return aws.FalseTernary
+			}
+			return aws.UnknownTernary
+		})}, o.Retryables...)
+	})}
 	if p.cfg.HTTPClient != nil {
 		opts.HTTPClient = p.cfg.HTTPClient
 	}
@@ -368,30 +421,82 @@ func (p *EC2) facts(req provider.Request, inst types.Instance, hostKey string) p
 	return n
 }
 
-// Confirm waits until the instance runs and answers SSH with the cluster's
-// key, then reports its addresses and host key.
-func (p *EC2) Confirm(ctx context.Context, req provider.Request) (provider.Node, error) {
-	c, err := p.client(ctx, req.Fields)
+// Confirm checks once: it reads the node's instance in the cluster's view
+// (see views.go) and, once the instance runs, probes SSH once with the
+// cluster's key; ready, it reports the addresses and host key. Pending (or
+// not listed yet: EC2 is eventually consistent right after a launch), not
+// answering SSH yet, paced or throttled, it asks to be called again.
+func (p *EC2) Confirm(ctx context.Context, req provider.Request) (provider.Progress, error) {
+	c, clientKey, err := p.keyedClient(ctx, req.Fields)
 	if err != nil {
-		return provider.Node{}, err
+		return provider.Progress{}, err
 	}
-	inst, err := p.waitRunning(ctx, c, req)
+	all, err := p.clusterInstances(ctx, c, clientKey, req.Tenant, req.ClusterID)
+	if wait, ok := p.retryLater(err, req.Poll, ""); ok {
+		return wait, nil
+	}
 	if err != nil {
-		return provider.Node{}, err
+		return provider.Progress{}, fmt.Errorf("ec2: describe cluster %s's instances for node %s: %w", req.ClusterID, req.Node.ID, err)
 	}
-	n := p.facts(req, inst, "")
+	var inst *types.Instance
+	for _, i := range nodeInstances(all, req.Node.ID, req.Node.ProviderID) {
+		if req.Node.ProviderID != "" && aws.ToString(i.InstanceId) != req.Node.ProviderID {
+			continue // another launch for the node: the recorded one is confirmed
+		}
+		if inst == nil || gone(*inst) {
+			inst = &i
+		}
+	}
+	if inst == nil {
+		return provider.Later(p.cfg.PollInterval, "", fmt.Sprintf("node %s's instance %s is not listed yet", req.Node.ID, req.Node.ProviderID)), nil
+	}
+	id := aws.ToString(inst.InstanceId)
+	state := types.InstanceStateNamePending // a listing without a state: not running yet
+	if inst.State != nil {
+		state = inst.State.Name
+	}
+	switch state {
+	case types.InstanceStateNameRunning:
+	case types.InstanceStateNameTerminated, types.InstanceStateNameShuttingDown:
+		return provider.Progress{}, fmt.Errorf("ec2: node %s's instance %s is %s", req.Node.ID, id, state)
+	case types.InstanceStateNameStopped, types.InstanceStateNameStopping:
+		return provider.Progress{}, fmt.Errorf("ec2: node %s's instance %s is %s; start it or delete the node", req.Node.ID, id, state)
+	default:
+		again := p.cfg.PollInterval
+		if launched := aws.ToTime(inst.LaunchTime); !launched.IsZero() {
+			again = max(again, p.cfg.BootEstimate-time.Since(launched))
+		}
+		return provider.Later(again, "", fmt.Sprintf("node %s's instance %s is %s", req.Node.ID, id, state)), nil
+	}
+	n := p.facts(req, *inst, "")
 	access := n.Addresses[provider.AddressAccess]
 	if access == "" {
-		return provider.Node{}, fmt.Errorf("ec2: instance %s of node %s runs but has no address to reach it on (use_public_ip is %q)", n.ProviderID, req.Node.ID, req.Fields[FieldUsePublicIP])
+		return provider.Progress{}, fmt.Errorf("ec2: instance %s of node %s runs but has no address to reach it on (use_public_ip is %q)", n.ProviderID, req.Node.ID, req.Fields[FieldUsePublicIP])
 	}
-	hostKey, err := provider.WaitForSSH(ctx, sshexec.Target{
+	progress, err := provider.ConfirmSSH(ctx, req.SSH, sshexec.Target{
 		Node: req.Node.ID, Address: joinHostPort(access, n.SSHPort), User: req.SSHUser, Key: req.Key.Signer(), HostKey: req.Node.HostKey,
-	}, p.cfg.PollInterval)
+	}, n, p.cfg.PollInterval, "")
 	if err != nil {
-		return provider.Node{}, fmt.Errorf("ec2: confirm instance %s: %w", n.ProviderID, err)
+		return provider.Progress{}, fmt.Errorf("ec2: confirm instance %s: %w", n.ProviderID, err)
 	}
-	n.HostKey = hostKey
-	return n, nil
+	return progress, nil
+}
+
+// retryLater turns a describe or terminate that was paced or throttled
+// into a later poll: paced, after PollInterval; throttled, after a backoff
+// that doubles with each throttled answer in a row, counted in the poll
+// state after phase.
+func (p *EC2) retryLater(err error, poll, phase string) (provider.Progress, bool) {
+	switch {
+	case errors.Is(err, errPaced):
+		// Not EC2's answer: the throttling count stays as it was.
+		return provider.Later(p.cfg.PollInterval, poll, "waiting for this worker's EC2 describe budget"), true
+	case throttled(err):
+		_, count, _ := strings.Cut(poll, ":")
+		n := throttles(count) + 1
+		return provider.Later(p.backoff(n), phase+":"+strconv.Itoa(n), fmt.Sprintf("EC2 throttled the request (%d in a row): %v", n, err)), true
+	}
+	return provider.Progress{}, false
 }
 
 func joinHostPort(host string, port int) string {
@@ -399,72 +504,6 @@ func joinHostPort(host string, port int) string {
 		return "[" + host + "]:" + strconv.Itoa(port)
 	}
 	return host + ":" + strconv.Itoa(port)
-}
-
-// waitRunning describes the node's instance until it runs. Right after a
-// launch DescribeInstances may not know the id yet (EC2 is eventually
-// consistent): that is waited out too.
-func (p *EC2) waitRunning(ctx context.Context, c API, req provider.Request) (types.Instance, error) {
-	id := req.Node.ProviderID
-	for {
-		var inst *types.Instance
-		var err error
-		if id != "" {
-			inst, err = describeOne(ctx, c, id)
-		} else {
-			var found []types.Instance
-			found, err = p.findNode(ctx, c, req)
-			if len(found) > 0 {
-				inst = &found[0]
-			}
-		}
-		if err != nil && errorCode(err) != "InvalidInstanceID.NotFound" {
-			return types.Instance{}, fmt.Errorf("ec2: describe node %s's instance: %w", req.Node.ID, err)
-		}
-		if inst != nil && inst.State != nil {
-			switch inst.State.Name {
-			case types.InstanceStateNameRunning:
-				return *inst, nil
-			case types.InstanceStateNameTerminated, types.InstanceStateNameShuttingDown:
-				return types.Instance{}, fmt.Errorf("ec2: node %s's instance %s is %s", req.Node.ID, aws.ToString(inst.InstanceId), inst.State.Name)
-			case types.InstanceStateNameStopped, types.InstanceStateNameStopping:
-				return types.Instance{}, fmt.Errorf("ec2: node %s's instance %s is %s; start it or delete the node", req.Node.ID, aws.ToString(inst.InstanceId), inst.State.Name)
-			}
-		}
-		t := time.NewTimer(p.cfg.PollInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return types.Instance{}, fmt.Errorf("ec2: node %s's instance %s did not reach running in time: %w", req.Node.ID, id, ctx.Err())
-		case <-t.C:
-		}
-	}
-}
-
-func describeOne(ctx context.Context, c API, id string) (*types.Instance, error) {
-	out, err := c.DescribeInstances(ctx, &awsec2.DescribeInstancesInput{InstanceIds: []string{id}})
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range out.Reservations {
-		for i := range r.Instances {
-			if aws.ToString(r.Instances[i].InstanceId) == id {
-				return &r.Instances[i], nil
-			}
-		}
-	}
-	return nil, nil
-}
-
-// findNode lists the live instances tagged for the node: what a create
-// launched even if its result was never recorded.
-func (p *EC2) findNode(ctx context.Context, c API, req provider.Request) ([]types.Instance, error) {
-	return listInstances(ctx, c, []types.Filter{
-		{Name: aws.String("tag:" + TagTenant), Values: []string{req.Tenant}},
-		{Name: aws.String("tag:" + TagCluster), Values: []string{req.ClusterID}},
-		{Name: aws.String("tag:" + TagNode), Values: []string{req.Node.ID}},
-		{Name: aws.String("instance-state-name"), Values: liveStates},
-	})
 }
 
 var liveStates = []string{"pending", "running", "stopping", "stopped"}
@@ -487,28 +526,59 @@ func listInstances(ctx context.Context, c API, filters []types.Filter) ([]types.
 	}
 }
 
+// deletePhase is Delete's poll state once it has asked for termination.
+const deletePhase = "terminating"
+
 // Delete terminates the node's instance, and any other live instance
-// tagged for the node (one whose create result was lost). An instance
-// already gone is not an error.
-func (p *EC2) Delete(ctx context.Context, req provider.Request) error {
-	c, err := p.client(ctx, req.Fields)
+// tagged for the node (one whose create result was lost), then checks on
+// later polls, in the cluster's view, until none of them is left but
+// terminated. An instance already gone is not an error.
+func (p *EC2) Delete(ctx context.Context, req provider.Request) (provider.Progress, error) {
+	c, clientKey, err := p.keyedClient(ctx, req.Fields)
 	if err != nil {
-		return err
+		return provider.Progress{}, err
 	}
-	found, err := p.findNode(ctx, c, req)
+	phase, _, _ := strings.Cut(req.Poll, ":")
+	all, err := p.clusterInstances(ctx, c, clientKey, req.Tenant, req.ClusterID)
+	if wait, ok := p.retryLater(err, req.Poll, phase); ok {
+		return wait, nil
+	}
 	if err != nil {
-		return fmt.Errorf("ec2: find node %s's instances: %w", req.Node.ID, err)
+		return provider.Progress{}, fmt.Errorf("ec2: find node %s's instances: %w", req.Node.ID, err)
 	}
-	var ids []string
-	if req.Node.ProviderID != "" {
+	mine := nodeInstances(all, req.Node.ID, req.Node.ProviderID)
+	var ids, ending []string
+	if phase != deletePhase && req.Node.ProviderID != "" && !slices.ContainsFunc(mine, func(i types.Instance) bool { return aws.ToString(i.InstanceId) == req.Node.ProviderID }) {
+		// Not listed is no proof of absence right after a launch: the first
+		// call terminates the recorded instance whatever the view says.
 		ids = append(ids, req.Node.ProviderID)
 	}
-	for _, inst := range found {
-		if id := aws.ToString(inst.InstanceId); !slices.Contains(ids, id) {
+	for _, inst := range mine {
+		id := aws.ToString(inst.InstanceId)
+		switch {
+		case inst.State != nil && inst.State.Name == types.InstanceStateNameTerminated:
+		case inst.State != nil && inst.State.Name == types.InstanceStateNameShuttingDown:
+			ending = append(ending, id)
+		case !slices.Contains(ids, id):
 			ids = append(ids, id)
 		}
 	}
-	return terminate(ctx, c, ids)
+	if len(ids) > 0 {
+		err := terminate(ctx, c, ids)
+		if wait, ok := p.retryLater(err, req.Poll, phase); ok {
+			return wait, nil
+		}
+		if err != nil {
+			return provider.Progress{}, err
+		}
+		ending = append(ending, ids...)
+	}
+	if len(ending) == 0 {
+		return provider.Done(provider.Node{}), nil
+	}
+	// Nothing waits for a terminated node as it waits for a booting one
+	// (only the job's end): checked half as often.
+	return provider.Later(2*p.cfg.PollInterval, deletePhase, fmt.Sprintf("node %s's instances %s are shutting down", req.Node.ID, strings.Join(ending, ", "))), nil
 }
 
 func terminate(ctx context.Context, c API, ids []string) error {

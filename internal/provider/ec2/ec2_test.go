@@ -12,6 +12,7 @@ import (
 	awsec2 "github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/provider/providertest"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/heddle-io/heddle/internal/sshexec/sshtest"
@@ -54,6 +55,18 @@ func (f fixture) request(node string) provider.Request {
 		Token: "tok" + strings.Repeat("x", 37), Hostname: "zk-1000.example.test", Flavor: "t3.micro", Image: "ami-0abcdef1234567890",
 		SSHUser: "admin", Fields: f.fields(), Key: f.key,
 	}
+}
+
+// confirm drives Confirm through its polls.
+func (f fixture) confirm(ctx context.Context, req provider.Request) (provider.Node, error) {
+	p, _, err := providertest.Settle(ctx, req, f.ec2.Confirm)
+	return p.Node, err
+}
+
+// del drives Delete through its polls.
+func (f fixture) del(ctx context.Context, req provider.Request) error {
+	_, _, err := providertest.Settle(ctx, req, f.ec2.Delete)
+	return err
 }
 
 func testCtx(t testing.TB) context.Context {
@@ -103,7 +116,7 @@ func TestCreateConfirmDelete(t *testing.T) {
 	require.Contains(t, f.fake.auth[0], "/eu-west-1/ec2/aws4_request")
 
 	req.Node.ProviderID = created.ProviderID
-	confirmed, err := f.ec2.Confirm(ctx, req)
+	confirmed, err := f.confirm(ctx, req)
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1", confirmed.Addresses[provider.AddressAccess])
 	require.Equal(t, "127.0.0.1", confirmed.Addresses[provider.AddressBind])
@@ -112,12 +125,12 @@ func TestCreateConfirmDelete(t *testing.T) {
 	require.GreaterOrEqual(t, len(f.fake.calls("DescribeInstances")), 3, "pending, pending, running")
 
 	req.Node.HostKey = confirmed.HostKey
-	require.NoError(t, f.ec2.Delete(ctx, req))
+	require.NoError(t, f.del(ctx, req))
 	terms := f.fake.calls("TerminateInstances")
 	require.Len(t, terms, 1)
 	require.Equal(t, []string{created.ProviderID}, list(terms[0], "InstanceId"))
-	require.Equal(t, "shutting-down", f.fake.states()[created.ProviderID])
-	require.NoError(t, f.ec2.Delete(ctx, req), "deleting again succeeds")
+	require.Equal(t, "terminated", f.fake.states()[created.ProviderID], "polled until EC2 says it is gone")
+	require.NoError(t, f.del(ctx, req), "deleting again succeeds")
 }
 
 func TestRetriedCreateLaunchesOneInstance(t *testing.T) {
@@ -150,7 +163,7 @@ func TestCreateAfterTheFirstInstanceWasTerminated(t *testing.T) {
 	first, err := f.ec2.Create(ctx, req)
 	require.NoError(t, err)
 	req.Node.ProviderID = first.ProviderID
-	require.NoError(t, f.ec2.Delete(ctx, req)) // rolled back
+	require.NoError(t, f.del(ctx, req)) // rolled back
 	f.fake.states()
 
 	// The job is retried: same task, same token. EC2 returns the
@@ -177,7 +190,7 @@ func TestConfirmWaitsOutEventualConsistency(t *testing.T) {
 	created, err := f.ec2.Create(ctx, req)
 	require.NoError(t, err)
 	req.Node.ProviderID = created.ProviderID
-	_, err = f.ec2.Confirm(ctx, req)
+	_, err = f.confirm(ctx, req)
 	require.NoError(t, err)
 }
 
@@ -188,7 +201,7 @@ func TestConfirmWithoutARecordedInstanceFindsItByTags(t *testing.T) {
 	req := f.request("c1-1000")
 	created, err := f.ec2.Create(ctx, req)
 	require.NoError(t, err)
-	confirmed, err := f.ec2.Confirm(ctx, req) // Node.ProviderID empty
+	confirmed, err := f.confirm(ctx, req) // Node.ProviderID empty
 	require.NoError(t, err)
 	require.Equal(t, created.ProviderID, confirmed.ProviderID)
 }
@@ -204,15 +217,15 @@ func TestConfirmFailsClearly(t *testing.T) {
 
 	// A pinned host key the node does not present.
 	req.Node.HostKey = sshexec.FormatPublicKey(sshtest.NewHostKey(t).PublicKey())
-	_, err = f.ec2.Confirm(ctx, req)
+	_, err = f.confirm(ctx, req)
 	var hk *sshexec.HostKeyError
 	require.ErrorAs(t, err, &hk)
 	require.Contains(t, err.Error(), "c1-1000")
 
 	// Terminated under us.
 	req.Node.HostKey = ""
-	require.NoError(t, f.ec2.Delete(ctx, req))
-	_, err = f.ec2.Confirm(ctx, req)
+	require.NoError(t, f.del(ctx, req))
+	_, err = f.confirm(ctx, req)
 	require.Regexp(t, `instance i-\w+ is (shutting-down|terminated)`, err.Error())
 
 	// A public address asked for but the instance has none.
@@ -225,7 +238,7 @@ func TestConfirmFailsClearly(t *testing.T) {
 	c2, err := f.ec2.Create(ctx, noPub)
 	require.NoError(t, err)
 	noPub.Node.ProviderID = c2.ProviderID
-	_, err = f.ec2.Confirm(ctx, noPub)
+	_, err = f.confirm(ctx, noPub)
 	require.ErrorContains(t, err, "no address to reach it on")
 }
 
@@ -247,7 +260,7 @@ func TestPublicAddress(t *testing.T) {
 	require.Empty(t, run.Get("SubnetId"), "the subnet moves to the network interface")
 	require.Equal(t, "arn:aws:iam::111122223333:instance-profile/heddle-node", run.Get("IamInstanceProfile.Arn"))
 	req.Node.ProviderID = created.ProviderID
-	confirmed, err := f.ec2.Confirm(ctx, req)
+	confirmed, err := f.confirm(ctx, req)
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1", confirmed.Addresses[provider.AddressAccess], "reached on the public address")
 	require.Equal(t, "10.0.1.17", confirmed.Addresses[provider.AddressBind])
@@ -262,8 +275,8 @@ func TestDeleteFindsALaunchWhoseResultWasLost(t *testing.T) {
 	require.NoError(t, err)
 	// The worker died before the engine recorded ProviderID; the rollback
 	// deletes the node as recorded.
-	require.NoError(t, f.ec2.Delete(ctx, req))
-	require.Equal(t, "shutting-down", f.fake.states()[created.ProviderID])
+	require.NoError(t, f.del(ctx, req))
+	require.Equal(t, "terminated", f.fake.states()[created.ProviderID])
 }
 
 func TestEC2ErrorsSurface(t *testing.T) {
@@ -283,7 +296,7 @@ func TestEC2ErrorsSurface(t *testing.T) {
 	// one; alone it is already gone.
 	req := f.request("c1-1000")
 	req.Node.ProviderID = "i-0ffffffffffffffff"
-	require.NoError(t, f.ec2.Delete(ctx, req))
+	require.NoError(t, f.del(ctx, req))
 
 	noKey := f.request("c1-1000")
 	noKey.Key = nil

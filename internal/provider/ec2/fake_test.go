@@ -43,7 +43,13 @@ type fakeEC2 struct {
 	privateIP         string
 	publicIP          string
 	pageSize          int
-	failAction        map[string]fakeError
+	// launchedAgo is how long before the launch call a new instance's
+	// LaunchTime lies (an hour unless a test says otherwise).
+	launchedAgo time.Duration
+	failAction  map[string]fakeError
+	// throttleLeft is how many more calls of an action EC2 refuses with
+	// RequestLimitExceeded.
+	throttleLeft map[string]int
 }
 
 type fakeError struct{ code, message string }
@@ -91,7 +97,7 @@ func newFakeEC2(t testing.TB) *fakeEC2 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeEC2{t: t, tmpl: tmpl, privateIP: "10.0.1.17", pageSize: 1000, failAction: map[string]fakeError{}}
+	f := &fakeEC2{t: t, tmpl: tmpl, privateIP: "10.0.1.17", pageSize: 1000, launchedAgo: time.Hour, failAction: map[string]fakeError{}, throttleLeft: map[string]int{}}
 	f.srv = httptest.NewServer(f)
 	t.Cleanup(f.srv.Close)
 	return f
@@ -120,6 +126,11 @@ func (f *fakeEC2) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	action := form.Get("Action")
 	if e, ok := f.failAction[action]; ok {
 		f.fail(w, e.code, e.message)
+		return
+	}
+	if f.throttleLeft[action] > 0 {
+		f.throttleLeft[action]--
+		f.fail(w, "RequestLimitExceeded", "Request limit exceeded.")
 		return
 	}
 	switch action {
@@ -211,7 +222,7 @@ func (f *fakeEC2) runInstances(w http.ResponseWriter, form url.Values) {
 		Image: form.Get("ImageId"), Type: form.Get("InstanceType"), KeyName: form.Get("KeyName"),
 		Subnet: form.Get("SubnetId"), Groups: list(form, "SecurityGroupId"),
 		PrivateIP: f.privateIP, PrivateDNS: fmt.Sprintf("ip-10-0-1-%d.eu-west-1.compute.internal", n),
-		Tags: tagSpecs(form)["instance"], Launched: time.Now().Add(-time.Hour),
+		Tags: tagSpecs(form)["instance"], Launched: time.Now().Add(-f.launchedAgo),
 		Reservation: fmt.Sprintf("r-0%016x", 0xdef000+n), pendingLeft: f.pendingDescribes, notFoundLeft: f.notFoundDescribes,
 	}
 	if form.Get("NetworkInterface.1.AssociatePublicIpAddress") == "true" {
@@ -245,6 +256,11 @@ func (f *fakeEC2) describeInstances(w http.ResponseWriter, form url.Values) {
 			}
 		}
 		if !matches(inst, filters) {
+			continue
+		}
+		if len(ids) == 0 && inst.notFoundLeft > 0 {
+			// Listings lag behind a launch too.
+			inst.notFoundLeft--
 			continue
 		}
 		match = append(match, inst)

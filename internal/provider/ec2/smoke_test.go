@@ -12,6 +12,7 @@ import (
 	awsec2 "github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/provider/providertest"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/stretchr/testify/require"
@@ -50,7 +51,7 @@ func TestEC2Smoke(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if err := p.Delete(ctx, req); err != nil {
+		if _, _, err := providertest.Settle(ctx, req, p.Delete); err != nil {
 			t.Errorf("delete: %v (terminate the instances tagged %s=%s by hand)", err, TagCluster, cluster)
 		}
 		if c, err := p.client(ctx, fields); err == nil {
@@ -67,9 +68,10 @@ func TestEC2Smoke(t *testing.T) {
 	require.Equal(t, created.ProviderID, again.ProviderID, "the ClientToken made the repeat idempotent")
 
 	req.Node.ProviderID = created.ProviderID
-	confirmed, err := p.Confirm(ctx, req)
+	progress, polls, err := providertest.Settle(ctx, req, p.Confirm)
 	require.NoError(t, err)
-	t.Logf("confirmed %s at %s (%s) after %s, host key %s", created.ProviderID, confirmed.Addresses[provider.AddressAccess],
+	confirmed := progress.Node
+	t.Logf("confirmed %s in %d polls at %s (%s) after %s, host key %s", created.ProviderID, polls, confirmed.Addresses[provider.AddressAccess],
 		confirmed.Hostname, time.Since(start).Round(time.Second), confirmed.HostKey)
 	req.Node.HostKey = confirmed.HostKey
 

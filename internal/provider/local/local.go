@@ -46,8 +46,8 @@ type Config struct {
 	// Dir holds the nodes' state (created 0700 if missing).
 	Dir    string
 	Logger *slog.Logger
-	// ProbeInterval is how often Confirm retries a node that does not
-	// answer yet; zero means 100 ms.
+	// ProbeInterval is how long after a probe that found the node not
+	// answering yet Confirm asks to be called again; zero means 100 ms.
 	ProbeInterval time.Duration
 }
 
@@ -387,39 +387,40 @@ func (l *Local) facts(name string, st nodeState) provider.Node {
 	}
 }
 
-// Confirm checks that the node's server answers the cluster's key with the
-// host key it was made with.
-func (l *Local) Confirm(ctx context.Context, req provider.Request) (provider.Node, error) {
+// Confirm probes the node's server once: it answers the cluster's key with
+// the host key it was made with, or the dispatcher asks again after
+// ProbeInterval.
+func (l *Local) Confirm(ctx context.Context, req provider.Request) (provider.Progress, error) {
 	if req.Key == nil {
-		return provider.Node{}, errors.New("local: confirm needs the cluster's key")
+		return provider.Progress{}, errors.New("local: confirm needs the cluster's key")
 	}
 	name := dirName(req.Tenant, req.ClusterID, req.Node.ID)
 	n, err := l.running(name)
 	if err != nil {
-		return provider.Node{}, err
+		return provider.Progress{}, err
 	}
 	if n == nil {
-		return provider.Node{}, fmt.Errorf("local: node %s does not exist (was it created?)", req.Node.ID)
+		return provider.Progress{}, fmt.Errorf("local: node %s does not exist (was it created?)", req.Node.ID)
 	}
 	facts := l.facts(name, n.state)
 	pinned := req.Node.HostKey
 	if pinned == "" {
 		pinned = facts.HostKey
 	}
-	presented, err := provider.WaitForSSH(ctx, sshexec.Target{
+	p, err := provider.ConfirmSSH(ctx, req.SSH, sshexec.Target{
 		Node: req.Node.ID, Address: net.JoinHostPort(n.state.address(), strconv.Itoa(facts.SSHPort)),
 		User: facts.SSHUser, Key: req.Key.Signer(), HostKey: pinned,
-	}, l.probe)
+	}, facts, l.probe, "")
 	if err != nil {
-		return provider.Node{}, fmt.Errorf("local: confirm: %w", err)
+		return provider.Progress{}, fmt.Errorf("local: confirm: %w", err)
 	}
-	facts.HostKey = presented
-	return facts, nil
+	return p, nil
 }
 
 // Delete stops the node's server, killing its running commands, and
-// removes its directory. A node that does not exist is already deleted.
-func (l *Local) Delete(_ context.Context, req provider.Request) error {
+// removes its directory: done in one call. A node that does not exist is
+// already deleted.
+func (l *Local) Delete(_ context.Context, req provider.Request) (provider.Progress, error) {
 	name := dirName(req.Tenant, req.ClusterID, req.Node.ID)
 	defer l.lock(name)()
 	l.mu.Lock()
@@ -433,15 +434,15 @@ func (l *Local) Delete(_ context.Context, req provider.Request) error {
 	// machine deleting the node ends it, so it ends here too (even when
 	// the node's server does not run in this process).
 	if err := killNodeProcesses(l.nodeDir(name)); err != nil {
-		return fmt.Errorf("local: stop the processes of node %s: %w", req.Node.ID, err)
+		return provider.Progress{}, fmt.Errorf("local: stop the processes of node %s: %w", req.Node.ID, err)
 	}
 	if err := os.RemoveAll(l.nodeDir(name)); err != nil {
-		return fmt.Errorf("local: remove node %s: %w", req.Node.ID, err)
+		return provider.Progress{}, fmt.Errorf("local: remove node %s: %w", req.Node.ID, err)
 	}
 	if n != nil {
 		l.log.Info("local node deleted", "node", req.Node.ID, "cluster", req.ClusterID)
 	}
-	return nil
+	return provider.Done(provider.Node{}), nil
 }
 
 // Restore starts the server of every node on disk that does not run yet,

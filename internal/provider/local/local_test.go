@@ -13,6 +13,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/provider/providertest"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/stretchr/testify/require"
@@ -98,7 +99,7 @@ func TestCreateConfirmRunDelete(t *testing.T) {
 	require.True(t, strings.HasPrefix(created.ProviderID, "local:c1-1000~"))
 
 	req.Node.HostKey = created.HostKey
-	confirmed, err := l.Confirm(testCtx(t), req)
+	confirmed, err := confirm(t, l, req)
 	require.NoError(t, err)
 	require.Equal(t, created, confirmed)
 
@@ -114,13 +115,13 @@ func TestCreateConfirmRunDelete(t *testing.T) {
 	require.ErrorAs(t, err, &te)
 	require.Equal(t, "authenticate", te.Op)
 
-	require.NoError(t, l.Delete(testCtx(t), req))
+	require.NoError(t, del(t, l, req))
 	require.NoDirExists(t, home)
 	_, err = login(t, confirmed, key, "true")
 	var unreachable *sshexec.UnreachableError
 	require.ErrorAs(t, err, &unreachable)
-	require.NoError(t, l.Delete(testCtx(t), req), "deleting a deleted node succeeds")
-	_, err = l.Confirm(testCtx(t), req)
+	require.NoError(t, del(t, l, req), "deleting a deleted node succeeds")
+	_, err = confirm(t, l, req)
 	require.ErrorContains(t, err, "does not exist")
 }
 
@@ -178,7 +179,7 @@ func TestNodesComeBackAfterARestart(t *testing.T) {
 		require.Equal(t, "kept\n", res.Stdout.Text)
 		req := request(key, "c1-"+strconv.Itoa(1000+i))
 		req.Node.HostKey = n.HostKey
-		confirmed, err := restarted.Confirm(testCtx(t), req)
+		confirmed, err := confirm(t, restarted, req)
 		require.NoError(t, err)
 		require.Equal(t, n, confirmed)
 	}
@@ -201,7 +202,7 @@ func TestNodeOnDiskStartsWithoutRestore(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(fresh.Close)
 	req.Node.HostKey = n.HostKey
-	confirmed, err := fresh.Confirm(testCtx(t), req)
+	confirmed, err := confirm(t, fresh, req)
 	require.NoError(t, err)
 	require.Equal(t, n.SSHPort, confirmed.SSHPort)
 }
@@ -240,7 +241,7 @@ func TestHalfCreatedNodeIsStartedOver(t *testing.T) {
 	n, err := l.Create(testCtx(t), req)
 	require.NoError(t, err)
 	req.Node.HostKey = n.HostKey
-	_, err = l.Confirm(testCtx(t), req)
+	_, err = confirm(t, l, req)
 	require.NoError(t, err)
 }
 
@@ -258,7 +259,7 @@ func TestDeleteKillsRunningCommands(t *testing.T) {
 	}()
 	time.Sleep(300 * time.Millisecond)
 	start := time.Now()
-	require.NoError(t, l.Delete(testCtx(t), req))
+	require.NoError(t, del(t, l, req))
 	require.Less(t, time.Since(start), 10*time.Second)
 	require.Error(t, <-done)
 }
@@ -290,7 +291,8 @@ func TestDeleteKillsDetachedProcesses(t *testing.T) {
 	restarted, err := New(Config{Dir: dir})
 	require.NoError(t, err)
 	t.Cleanup(restarted.Close)
-	require.NoError(t, restarted.Delete(testCtx(t), req), "a node this process never ran is deleted too")
+	_, err = restarted.Delete(testCtx(t), req)
+	require.NoError(t, err, "a node this process never ran is deleted too")
 	running, err = restarted.Processes()
 	require.NoError(t, err)
 	require.Empty(t, running)
@@ -376,4 +378,17 @@ func TestTwoProvidersNeverShareAnAddress(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "up\n", res.Stdout.Text)
 	}
+}
+
+// confirm makes one Confirm call, the last for such a node.
+func confirm(t *testing.T, l *Local, req provider.Request) (provider.Node, error) {
+	t.Helper()
+	return providertest.Once(t, testCtx(t), req, l.Confirm)
+}
+
+// del makes one Delete call, the last for such a node.
+func del(t *testing.T, l *Local, req provider.Request) error {
+	t.Helper()
+	_, err := providertest.Once(t, testCtx(t), req, l.Delete)
+	return err
 }

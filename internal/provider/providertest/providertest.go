@@ -1,14 +1,19 @@
 // Package providertest gives tests of the provisioning plugins the real
-// OpenSSH servers that scripts/sshd-hosts.sh runs: their addresses, pinned
-// host keys, login user and client key.
+// OpenSSH servers that scripts/sshd-hosts.sh runs (their addresses, pinned
+// host keys, login user and client key) and Settle, which drives a
+// provider's Confirm or Delete through its polls as the dispatcher would.
 package providertest
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/sshexec"
 	"golang.org/x/crypto/ssh"
 )
@@ -85,4 +90,38 @@ func knownHosts(t testing.TB, path string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Settle calls check (a provider's Confirm or Delete) as the engine's polls
+// would: each call with the previous answer's Poll, after its Again, until
+// an answer is done or an error, or ctx ends. It returns the last answer
+// and how many calls were made.
+func Settle(ctx context.Context, req provider.Request, check func(context.Context, provider.Request) (provider.Progress, error)) (provider.Progress, int, error) {
+	req.Poll = ""
+	for calls := 1; ; calls++ {
+		p, err := check(ctx, req)
+		if err != nil || !p.Pending() {
+			return p, calls, err
+		}
+		t := time.NewTimer(p.Again)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return p, calls, fmt.Errorf("still pending after %d calls (%s): %w", calls, p.Waiting, ctx.Err())
+		case <-t.C:
+		}
+		req.Poll = p.Poll
+	}
+}
+
+// Once makes one check (a provider's Confirm or Delete) of a node that is
+// there at once (a local node, a registered host) and requires it to be
+// the last: such a node never asks to be polled.
+func Once(t testing.TB, ctx context.Context, req provider.Request, check func(context.Context, provider.Request) (provider.Progress, error)) (provider.Node, error) {
+	t.Helper()
+	p, err := check(ctx, req)
+	if err == nil && p.Pending() {
+		t.Fatalf("node %s asked to be checked again: %s", req.Node.ID, p.Waiting)
+	}
+	return p.Node, err
 }

@@ -40,8 +40,8 @@ func Type() provider.Type {
 
 // Config tunes the provider.
 type Config struct {
-	// ProbeInterval is how often Confirm retries a host that does not
-	// answer; zero means one second.
+	// ProbeInterval is how long after a probe that found the host not
+	// answering Confirm asks to be called again; zero means one second.
 	ProbeInterval time.Duration
 }
 
@@ -87,31 +87,40 @@ func (s *Static) Create(ctx context.Context, req provider.Request) (provider.Nod
 	return facts(req, t, t.HostKey), nil
 }
 
-// Confirm logs in to the node's host with the cluster's key.
-func (s *Static) Confirm(ctx context.Context, req provider.Request) (provider.Node, error) {
+// Confirm logs in to the node's host with the cluster's key, once: a host
+// that does not answer yet is asked again after ProbeInterval.
+func (s *Static) Confirm(ctx context.Context, req provider.Request) (provider.Progress, error) {
 	t, found, err := s.held(ctx, req)
 	if err != nil {
-		return provider.Node{}, err
+		return provider.Progress{}, err
 	}
 	if !found {
-		return provider.Node{}, fmt.Errorf("static: node %s holds no host (was it created?)", req.Node.ID)
+		return provider.Progress{}, fmt.Errorf("static: node %s holds no host (was it created?)", req.Node.ID)
 	}
 	pinned := req.Node.HostKey
 	if pinned == "" {
 		pinned = t.HostKey
 	}
-	hostKey, err := provider.WaitForSSH(ctx, sshexec.Target{
+	p, err := provider.ConfirmSSH(ctx, req.SSH, sshexec.Target{
 		Node: req.Node.ID, Address: t.address(), User: t.User, Key: req.Key.Signer(), HostKey: pinned,
-	}, s.probe)
+	}, facts(req, t, ""), s.probe, "")
 	if err != nil {
-		return provider.Node{}, fmt.Errorf("static: confirm: %w", err)
+		return provider.Progress{}, fmt.Errorf("static: confirm: %w", err)
 	}
-	return facts(req, t, hostKey), nil
+	return p, nil
 }
 
 // Delete runs the wipe script, removes the cluster's key and returns the
-// host to the pool. A node that holds no host is already deleted.
-func (s *Static) Delete(ctx context.Context, req provider.Request) error {
+// host to the pool, in one call (the wipe script is bounded by its own
+// timeout). A node that holds no host is already deleted.
+func (s *Static) Delete(ctx context.Context, req provider.Request) (provider.Progress, error) {
+	if err := s.release(ctx, req); err != nil {
+		return provider.Progress{}, err
+	}
+	return provider.Done(provider.Node{}), nil
+}
+
+func (s *Static) release(ctx context.Context, req provider.Request) error {
 	t, found, err := s.held(ctx, req)
 	if err != nil || !found {
 		return err

@@ -296,18 +296,18 @@ func TestCreateConfirmDeleteInProcess(t *testing.T) {
 	keys2 := readAuthorizedKeys(t)
 	require.Equal(t, strings.Count(keys, keyLine(req)), strings.Count(keys2, keyLine(req)), "the key line is added once")
 
-	confirmed, err := f.static.Confirm(ctx, req)
+	confirmed, err := confirm(t, f.static, req)
 	require.NoError(t, err)
 	require.Equal(t, sshexec.FormatPublicKey(servers[0].HostKey.PublicKey()), confirmed.HostKey)
 
-	require.NoError(t, f.static.Delete(ctx, req))
+	require.NoError(t, del(t, f.static, req))
 	wiped, err := os.ReadFile(marker)
 	require.NoError(t, err)
 	require.Equal(t, node+" on h0\n", string(wiped))
 	require.NotContains(t, readAuthorizedKeys(t), keyLine(req))
 	require.Equal(t, []string{"h0"}, hostsByStatus(t, f, StatusFree), "the host is back in the pool")
-	require.NoError(t, f.static.Delete(ctx, req), "deleting again succeeds")
-	_, err = f.static.Confirm(ctx, req)
+	require.NoError(t, del(t, f.static, req), "deleting again succeeds")
+	_, err = confirm(t, f.static, req)
 	require.ErrorContains(t, err, "holds no host")
 }
 
@@ -319,14 +319,14 @@ func TestFailedWipeKeepsTheHostOut(t *testing.T) {
 	ctx := testCtx(t)
 	_, err := f.static.Create(ctx, req)
 	require.NoError(t, err)
-	err = f.static.Delete(ctx, req)
+	err = del(t, f.static, req)
 	require.ErrorContains(t, err, "stays out of the pool")
 	require.ErrorContains(t, err, "disk busy")
 	require.Equal(t, []string{"h0"}, hostsByStatus(t, f, StatusTaken))
 
 	// The administrator fixes the script; the retried delete returns it.
 	req.Fields[FieldWipeScript] = "true"
-	require.NoError(t, f.static.Delete(ctx, req))
+	require.NoError(t, del(t, f.static, req))
 	require.Equal(t, []string{"h0"}, hostsByStatus(t, f, StatusFree))
 }
 
@@ -373,13 +373,13 @@ func TestAgainstOpenSSH(t *testing.T) {
 		created, err := f.static.Create(ctx, req)
 		require.NoError(t, err)
 		require.Equal(t, hosts.Hosts[i].HostKey, created.HostKey, "the registered host key is pinned from the start")
-		confirmed, err := f.static.Confirm(ctx, req)
+		confirmed, err := confirm(t, f.static, req)
 		require.NoError(t, err)
 		require.NoError(t, login(confirmed), "the cluster's key logs in")
 		nodes, reqs = append(nodes, confirmed), append(reqs, req)
 	}
 	for _, req := range reqs {
-		require.NoError(t, f.static.Delete(ctx, req))
+		require.NoError(t, del(t, f.static, req))
 	}
 	// (Every test host shares one home, so the key is gone only once every
 	// node of the cluster is deleted.)
@@ -395,8 +395,21 @@ func TestAgainstOpenSSH(t *testing.T) {
 	_, err = f.static.Create(ctx, req)
 	require.NoError(t, err)
 	req.Node.HostKey = sshexec.FormatPublicKey(sshtest.NewHostKey(t).PublicKey())
-	_, err = f.static.Confirm(ctx, req)
+	_, err = confirm(t, f.static, req)
 	var hk *sshexec.HostKeyError
 	require.ErrorAs(t, err, &hk)
-	require.NoError(t, f.static.Delete(ctx, req))
+	require.NoError(t, del(t, f.static, req))
+}
+
+// confirm makes one Confirm call, the last for such a node.
+func confirm(t *testing.T, s *Static, req provider.Request) (provider.Node, error) {
+	t.Helper()
+	return providertest.Once(t, testCtx(t), req, s.Confirm)
+}
+
+// del makes one Delete call, the last for such a node.
+func del(t *testing.T, s *Static, req provider.Request) error {
+	t.Helper()
+	_, err := providertest.Once(t, testCtx(t), req, s.Delete)
+	return err
 }
