@@ -13,6 +13,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/usage"
 )
 
 // fakeAPI is an httptest server answering the few endpoints a test sets up,
@@ -518,4 +522,19 @@ func TestBuiltinCommands(t *testing.T) {
 	if r := runCLI(t, "", "keygen"); !strings.HasPrefix(r.stdout, "hdl_") {
 		t.Errorf("keygen printed %q", r.stdout)
 	}
+}
+
+func TestUsageBarsScaleToTheLargest(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	printUsage(&out, &usage.Report{GroupBy: usage.ByCluster, Step: usage.Day,
+		Rows: []usage.Row{{Group: "big", Total: 10}, {Group: "small", Total: 2.5}, {Group: "tiny", Total: 0.01}}}, true)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 5)
+	require.Equal(t, 30, strings.Count(lines[2], "█"))
+	require.Equal(t, 8, strings.Count(lines[3], "█"))
+	require.Equal(t, 1, strings.Count(lines[4], "█"), "a group that used anything shows")
+	out.Reset()
+	printUsage(&out, &usage.Report{Rows: []usage.Row{{Group: "big", Total: 10}}}, false)
+	require.NotContains(t, out.String(), "█", "no bars off a terminal")
 }

@@ -334,4 +334,9 @@ func TestScriptResourcesThroughTheCLI(t *testing.T) {
 	require.Contains(t, trail, "refused 409")
 	require.Contains(t, trail, "DELETE /v1/clusters/"+id)
 	require.NotContains(t, trail, "GET /v1/", "reads are not audited")
+
+	// What the cluster used, from create to delete.
+	used := s.must(admin, "usage", "--group-by", "template", "--step", "hour", "--from", time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
+	require.Contains(t, used, "by template, per hour")
+	require.Regexp(t, `(?m)^hello\s+0\.\d\d`, used)
 }

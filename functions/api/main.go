@@ -46,6 +46,7 @@ import (
 	"github.com/heddle-io/heddle/internal/onboard/awsonboard"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/store"
+	"github.com/heddle-io/heddle/internal/usage"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -87,7 +88,7 @@ func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (lambd
 		if err != nil {
 			return nil, err
 		}
-		svc = services{catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder, audit: built.Audit, observer: obs}
+		svc = services{catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder, audit: built.Audit, usage: built.Usage, observer: obs}
 	}
 	return newServicesHandler(ctx, svc, "dynamodb", os.Getenv("HEDDLE_BOOTSTRAP_KEY"), log)
 }
@@ -112,6 +113,7 @@ type services struct {
 	providers *provider.Registry // nil: the catalog only
 	onboarder onboard.Onboarder  // nil: onboard.Nop
 	audit     *audit.Log
+	usage     *usage.Reader
 	observer  metrics.Observer // nil: nothing measured
 }
 
@@ -138,6 +140,7 @@ func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey
 		Providers: svc.providers,
 		Onboarder: svc.onboarder,
 		Audit:     svc.audit,
+		Usage:     svc.usage,
 		Observer:  svc.observer,
 		Backend:   backend,
 		Version:   version,

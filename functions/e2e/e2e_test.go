@@ -182,7 +182,7 @@ func setup(t *testing.T) *lambdas {
 	require.NoError(t, err)
 	l.api = httpadapter.NewV2(api.New(api.Config{
 		Catalog: apiSvc.Catalog, Access: apiSvc.Access, Clusters: apiSvc.Clusters, Providers: apiProviders,
-		Audit: apiSvc.Audit, Backend: "dynamodb", Version: "e2e", Logger: log,
+		Audit: apiSvc.Audit, Usage: apiSvc.Usage, Backend: "dynamodb", Version: "e2e", Logger: log,
 	})).ProxyWithContext
 
 	// The worker function (functions/worker): the engine runs tasks with

@@ -21,6 +21,7 @@ import (
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
+	"github.com/heddle-io/heddle/internal/usage"
 )
 
 type testBundle struct {
@@ -59,7 +60,7 @@ func newBundle(t testing.TB, opts boltstore.Options, o onboard.Onboarder) *testB
 	var clusters *cluster.Service
 	cat := catalog.New(db, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) })
 	clusters = newClusterService(t, db, acc, cat)
-	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Onboarder: o, Backend: "bolt", Version: "test", Audit: audit.New(db)})
+	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Onboarder: o, Backend: "bolt", Version: "test", Audit: audit.New(db), Usage: usage.NewReader(db)})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return &testBundle{srv: srv, api: s, rootKey: root}

@@ -108,3 +108,26 @@ func TestAuditRecordsWhoAndWhatButNoSecret(t *testing.T) {
 	code, _ := errorOf(t, body)
 	require.Equal(t, "invalid_parameter", code)
 }
+
+func TestUsageRangesAreChecked(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, tc := range []struct{ query, field string }{
+		{"from=yesterday", "from"},
+		{"from=2026-11-24T00:00:00Z&to=2026-11-23T00:00:00Z", "to"},
+		{"from=2026-01-01T00:00:00Z&to=2026-11-23T00:00:00Z&step=hour", "from"},
+		{"groupBy=colour", "groupBy"},
+		{"step=week", "step"},
+	} {
+		status, body := b.do(t, b.acmeKey, http.MethodGet, "/v1/usage?"+tc.query, nil)
+		require.Equal(t, http.StatusBadRequest, status, tc.query)
+		_, e := errorOf(t, body)
+		require.Equal(t, tc.field, e["details"].([]any)[0].(map[string]any)["field"], tc.query)
+	}
+	status, body := b.do(t, b.acmeKey, http.MethodGet, "/v1/usage", nil)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.Len(t, body["buckets"], 7, "seven days by day by default")
+	require.Empty(t, body["rows"])
+	status, _ = b.do(t, b.otherKey, http.MethodGet, "/v1/usage?tenant=acme", nil)
+	require.Equal(t, http.StatusNotFound, status, "another tenant's usage does not exist")
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/store"
+	"github.com/heddle-io/heddle/internal/usage"
 )
 
 // MaxBodyBytes is the largest request body accepted.
@@ -56,6 +57,8 @@ type Config struct {
 	Audit *audit.Log
 	// Observer receives a measurement per request; nil measures nothing.
 	Observer metrics.Observer
+	// Usage reads node lifetimes for GET /v1/usage; nil answers 503.
+	Usage *usage.Reader
 	// Metrics serves GET /v1/metrics (the Prometheus text format); nil
 	// answers 503 there (the Lambdas publish theirs to CloudWatch).
 	Metrics http.Handler
@@ -77,6 +80,7 @@ type Server struct {
 	audit     *audit.Log         // see Config.Audit
 	observer  metrics.Observer   // see Config.Observer; never nil
 	metrics   http.Handler       // see Config.Metrics
+	usage     *usage.Reader      // see Config.Usage
 }
 
 // New builds the API handler.
@@ -88,6 +92,7 @@ func New(cfg Config) *Server {
 	s.audit = cfg.Audit
 	s.observer = metrics.OrNop(cfg.Observer)
 	s.metrics = cfg.Metrics
+	s.usage = cfg.Usage
 	if s.onboarder == nil {
 		s.onboarder = onboard.Nop{}
 	}

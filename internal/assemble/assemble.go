@@ -30,6 +30,7 @@ import (
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/heddle-io/heddle/internal/store"
+	"github.com/heddle-io/heddle/internal/usage"
 )
 
 // Parts are what a process brings.
@@ -58,6 +59,7 @@ type Services struct {
 	Clusters  *cluster.Service
 	Providers *provider.Registry // Parts.Providers, for the API and the EC2 sweep
 	Audit     *audit.Log         // who changed what, for the API
+	Usage     *usage.Reader      // node lifetimes, for the API
 }
 
 // Build assembles the services over p.
@@ -97,7 +99,7 @@ func Build(p Parts) (*Services, error) {
 			return nil, err
 		}
 	}
-	return &Services{Access: acc, Catalog: cat, Engine: eng, Clusters: clusters, Providers: p.Providers, Audit: audit.New(p.Store)}, nil
+	return &Services{Access: acc, Catalog: cat, Engine: eng, Clusters: clusters, Providers: p.Providers, Audit: audit.New(p.Store), Usage: usage.NewReader(p.Store)}, nil
 }
 
 // lateExecutor lets the engine be built before the dispatcher, which needs

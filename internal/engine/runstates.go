@@ -10,6 +10,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/store"
+	"github.com/heddle-io/heddle/internal/usage"
 )
 
 // A node's service run states (domain.Node.ServiceStates) are recorded when
@@ -194,6 +195,13 @@ func (e *Engine) recordNodes(ctx context.Context, tenant, cluster, jobID string,
 		return nil
 	}
 	check := store.Check(jobKey(tenant, cluster, jobID), store.Condition{StatusIn: []string{string(from)}})
+	var c domain.Cluster
+	if len(marked) > 0 {
+		// Whose nodes they are, for the usage records.
+		if _, c, err = e.loadCluster(ctx, tenant, cluster); err != nil {
+			return err
+		}
+	}
 	for range maxSettleAttempts {
 		items, err := e.nodesByID(ctx, tenant, cluster, touched)
 		if err != nil {
@@ -208,6 +216,9 @@ func (e *Engine) recordNodes(ctx context.Context, tenant, cluster, jobID string,
 			changed := false
 			if marked[n.ID] && n.Status != effect.NodeStatus {
 				n.Status, changed = effect.NodeStatus, true
+				if lt, ok := lifetimeAt(tenant, c, n, e.now()); ok {
+					ops = append(ops, store.Put(usage.Item(lt), store.Condition{}))
+				}
 			}
 			if n.Status != domain.NodeDeleted && applyOutcomes(&n, jobID, outcomes[n.ID]) {
 				changed = true
@@ -237,6 +248,22 @@ func (e *Engine) recordNodes(ctx context.Context, tenant, cluster, jobID string,
 		}
 	}
 	return fmt.Errorf("recording the nodes of job %s: they kept changing; the janitor will finish it", jobID)
+}
+
+// lifetimeAt is the usage record of node n of cluster c as its new status
+// makes it: opened when it becomes ACTIVE, closed when it is DELETED (from
+// when it was planned: a booting machine costs too).
+func lifetimeAt(tenant string, c domain.Cluster, n domain.Node, now time.Time) (usage.Lifetime, bool) {
+	l := usage.Lifetime{Tenant: tenant, Cluster: c.ID, Node: n.ID, Owner: c.Owner, Template: c.Template.Name,
+		HardwareType: n.HardwareType, Start: n.CreatedAt}
+	switch n.Status {
+	case domain.NodeActive:
+		return l, true
+	case domain.NodeDeleted:
+		l.End = now
+		return l, true
+	}
+	return usage.Lifetime{}, false
 }
 
 // checkedBatches cuts ops into transactions within DynamoDB's limits on

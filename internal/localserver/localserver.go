@@ -162,6 +162,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Clusters:  svc.Clusters,
 		Providers: registry,
 		Audit:     svc.Audit,
+		Usage:     svc.Usage,
 		Observer:  s.metrics,
 		Metrics:   s.metrics.Handler(),
 		Backend:   "bolt",

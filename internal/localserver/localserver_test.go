@@ -584,6 +584,26 @@ func TestAnExpiredLeaseDeletesTheCluster(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	require.Zero(t, b.srv.local.Nodes())
+
+	// The janitor's delete closed the nodes' lifetimes: their node-hours
+	// stop growing.
+	report := func() (total float64) {
+		var r struct {
+			Rows []struct {
+				Group string  `json:"group"`
+				Total float64 `json:"total"`
+			} `json:"rows"`
+		}
+		require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/usage?groupBy=cluster&step=hour&from="+
+			time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), nil, &r))
+		require.Len(t, r.Rows, 1)
+		require.Equal(t, id, r.Rows[0].Group)
+		return r.Rows[0].Total
+	}
+	first := report()
+	require.Positive(t, first)
+	time.Sleep(50 * time.Millisecond)
+	require.Equal(t, first, report(), "a deleted node uses nothing more")
 }
 
 // TestLatencyProviderFromTheCatalog: the example catalog of the latency
