@@ -212,4 +212,3 @@ func waitAnswers(t *testing.T, url string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-
