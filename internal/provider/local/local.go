@@ -115,9 +115,9 @@ const claimAttempts = 64
 // every node can have an address of its own: services on different nodes
 // bind the same port, as they would on separate machines, and macros such
 // as %ip.service.web% name distinct hosts. The address starts from a hash
-// of the node's name (stable, and distinct across providers sharing the
-// machine), skips those of this process's nodes, and moves on past any
-// whose SSH port another process holds: the bind, not a lookup, decides.
+// of the node's name and the provider's directory (firstCandidate), skips
+// those of this process's nodes, and moves on past any whose SSH port
+// another process holds: the bind, not a lookup, decides.
 func (l *Local) claimAddress(name string) (string, net.Listener, error) {
 	l.mu.Lock()
 	used := map[string]bool{}
@@ -125,7 +125,7 @@ func (l *Local) claimAddress(name string) (string, net.Listener, error) {
 		used[n.state.address()] = true
 	}
 	l.mu.Unlock()
-	start := hashedHost(name)
+	start := l.firstCandidate(name)
 	tried := 0
 	for i := 0; i < loopbackHosts && tried < claimAttempts; i++ {
 		addr := hostAddress(start + i)
@@ -149,7 +149,14 @@ func (l *Local) claimAddress(name string) (string, net.Listener, error) {
 // loopbackHosts are the node addresses 127.42.0.1 .. 127.42.255.254.
 const loopbackHosts = 254 * 256
 
-// hashedHost is where the search for name's address starts.
+// firstCandidate is where a node's address search starts. The directory is
+// part of it: two heddles (or two tests) whose clusters name their nodes
+// alike must not start from, and so race for, the same addresses, since a
+// node's address is its identity and a restarted heddle takes its nodes'
+// addresses back.
+func (l *Local) firstCandidate(name string) int { return hashedHost(l.dir + "\x00" + name) }
+
+// hashedHost spreads a string over the node addresses.
 func hashedHost(name string) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(name))

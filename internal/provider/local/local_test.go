@@ -344,7 +344,7 @@ func TestAddressHeldElsewhereIsSkipped(t *testing.T) {
 	l, _ := setup(t)
 	key := clusterKey(t)
 	req := request(key, "held-1000")
-	hashed := hostAddress(hashedHost(dirName(req.Tenant, req.ClusterID, req.Node.ID)))
+	hashed := hostAddress(l.firstCandidate(dirName(req.Tenant, req.ClusterID, req.Node.ID)))
 	// Some other test may hold it already; either way it is not ours.
 	if squatter, err := net.Listen("tcp", net.JoinHostPort(hashed, strconv.Itoa(SSHPort))); err == nil {
 		t.Cleanup(func() { _ = squatter.Close() })
