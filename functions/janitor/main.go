@@ -46,12 +46,15 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/assemble"
+	"github.com/heddle-io/heddle/internal/audit"
 	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/provider/ec2"
@@ -83,12 +86,40 @@ type janitor struct {
 	engine Janitor
 	sweep  *ec2Sweep // nil: no sweep
 	log    *slog.Logger
+	// audit and tenants prune the audit past its retention once an hour;
+	// nil: no pruning.
+	audit   *audit.Log
+	tenants func(context.Context) ([]access.TenantView, error)
 }
 
 // Report is an invocation's answer: the pass's report and the EC2 sweep's.
 type Report struct {
 	engine.JanitorReport
 	EC2Sweep SweepReport `json:"ec2Sweep"`
+	// AuditPruned counts the audit records past their retention deleted
+	// by the hourly pass.
+	AuditPruned int `json:"auditPruned,omitempty"`
+}
+
+// pruneAudit deletes every tenant's audit records past their retention.
+func (j *janitor) pruneAudit(ctx context.Context, now time.Time) int {
+	if j.audit == nil || j.tenants == nil {
+		return 0
+	}
+	tenants, err := j.tenants(ctx)
+	if err != nil {
+		j.log.ErrorContext(ctx, "janitor: listing tenants to prune the audit", "error", err)
+		return 0
+	}
+	ids := make([]string, len(tenants))
+	for i, t := range tenants {
+		ids[i] = t.ID
+	}
+	n, err := j.audit.PruneAll(ctx, ids, now)
+	if err != nil {
+		j.log.ErrorContext(ctx, "janitor: pruning the audit", "error", err)
+	}
+	return n
 }
 
 func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (*janitor, error) {
@@ -107,7 +138,7 @@ func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (*jani
 	if err != nil {
 		return nil, err
 	}
-	j := &janitor{engine: svc.Engine, log: log}
+	j := &janitor{engine: svc.Engine, log: log, audit: svc.Audit, tenants: svc.Access.AllTenants}
 	if mode == SweepOff {
 		return j, nil
 	}
@@ -128,6 +159,10 @@ func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (*jani
 func (j *janitor) handle(ctx context.Context, ev events.EventBridgeEvent) (Report, error) {
 	jr, err := j.engine.RunJanitor(ctx)
 	r := Report{JanitorReport: jr, EC2Sweep: j.sweep.run(ctx)}
+	if ev.Time.Minute() == 0 {
+		// The schedule fires every minute; the audit is pruned on the hour.
+		r.AuditPruned = j.pruneAudit(ctx, ev.Time)
+	}
 	sw := r.EC2Sweep
 	attrs := []any{"scheduledAt", ev.Time, "schedule", ev.Resources,
 		"timedOut", r.TimedOut, "resent", r.Resent, "jobsMovedOn", r.JobsMovedOn, "undone", r.Undone,

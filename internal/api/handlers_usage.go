@@ -8,7 +8,6 @@ import (
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/domain"
-	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/usage"
 )
 
@@ -31,8 +30,15 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request, p access.Princ
 	case p.Role == domain.RoleSuperadmin:
 		if t := r.URL.Query().Get("tenant"); t != "" {
 			tenants = []string{t}
-		} else if tenants, err = s.allTenants(r); err != nil {
-			return err
+		} else {
+			all, err := s.access.AllTenants(r.Context())
+			if err != nil {
+				return err
+			}
+			tenants = tenants[:0]
+			for _, t := range all {
+				tenants = append(tenants, t.ID)
+			}
 		}
 	}
 	if t := r.URL.Query().Get("tenant"); t != "" && p.Role != domain.RoleSuperadmin && t != p.Tenant {
@@ -52,24 +58,6 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request, p access.Princ
 	}
 	writeJSON(w, http.StatusOK, report)
 	return nil
-}
-
-func (s *Server) allTenants(r *http.Request) ([]string, error) {
-	var out []string
-	cursor := ""
-	for {
-		page, next, err := s.access.ListTenants(r.Context(), store.MaxPageSize, cursor)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range page {
-			out = append(out, t.ID)
-		}
-		if next == "" {
-			return out, nil
-		}
-		cursor = next
-	}
 }
 
 // usageQuery reads from, to, groupBy and step; by default the last seven

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -88,4 +89,49 @@ func (l *Log) List(ctx context.Context, tenant string, limit int, cursor string)
 		out = append(out, r)
 	}
 	return out, page.Next, nil
+}
+
+// Retention is how long records are kept: thirteen months, so a year's
+// review can always compare with the same month a year before.
+const Retention = 396 * 24 * time.Hour
+
+// Prune deletes a tenant's records from before cutoff, oldest first, and
+// says how many went. The janitor calls it once an hour for every tenant.
+func (l *Log) Prune(ctx context.Context, tenant string, cutoff time.Time) (int, error) {
+	limit := store.SortableTime(cutoff)
+	deleted := 0
+	for {
+		page, err := l.s.Query(ctx, partition(tenant), store.Query{Limit: store.MaxPageSize})
+		if err != nil {
+			return deleted, err
+		}
+		done := page.Next == ""
+		for _, it := range page.Items {
+			if it.SK >= limit {
+				return deleted, nil
+			}
+			if _, err := l.s.Write(ctx, store.Delete(it.Key, store.Condition{})); err != nil {
+				return deleted, fmt.Errorf("pruning audit record %s of %s: %w", it.SK, tenant, err)
+			}
+			deleted++
+		}
+		if done {
+			return deleted, nil
+		}
+	}
+}
+
+// PruneAll prunes the records of every tenant named that are older than
+// Retention at now; it goes on past a tenant that fails and reports all.
+func (l *Log) PruneAll(ctx context.Context, tenants []string, now time.Time) (int, error) {
+	total := 0
+	var errs []error
+	for _, t := range tenants {
+		n, err := l.Prune(ctx, t, now.Add(-Retention))
+		total += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return total, errors.Join(errs...)
 }

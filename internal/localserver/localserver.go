@@ -16,6 +16,7 @@ import (
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/api"
 	"github.com/heddle-io/heddle/internal/assemble"
+	"github.com/heddle-io/heddle/internal/audit"
 	"github.com/heddle-io/heddle/internal/automator"
 	"github.com/heddle-io/heddle/internal/automator/shell"
 	"github.com/heddle-io/heddle/internal/catalog"
@@ -75,6 +76,7 @@ type Server struct {
 	queue    *tenantQueues
 	engine   *engine.Engine
 	metrics  *metrics.Prometheus
+	audit    *audit.Log
 
 	stop    context.CancelFunc // ends the workers and the janitor
 	running sync.WaitGroup
@@ -150,7 +152,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s.engine, s.access = svc.Engine, svc.Access
+	s.engine, s.access, s.audit = svc.Engine, svc.Access, svc.Audit
 	secret, err := s.access.Bootstrap(ctx, cfg.BootstrapKey)
 	if err != nil {
 		return fail(fmt.Errorf("bootstrapping the superadmin: %w", err))
@@ -324,11 +326,16 @@ func (s *Server) superviseWorkers(ctx context.Context) {
 func (s *Server) runJanitor(ctx context.Context, period time.Duration) {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
+	var pruned time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if time.Since(pruned) >= time.Hour {
+			pruned = time.Now()
+			s.pruneAudit(ctx)
 		}
 		r, err := s.engine.RunJanitor(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -338,6 +345,21 @@ func (s *Server) runJanitor(ctx context.Context, period time.Duration) {
 			s.log.InfoContext(ctx, "janitor", "timedOut", r.TimedOut, "resent", r.Resent, "jobsMovedOn", r.JobsMovedOn,
 				"undone", r.Undone, "leasesExpired", r.LeasesExpired)
 		}
+	}
+}
+
+// pruneAudit deletes audit records past their retention, every tenant's.
+func (s *Server) pruneAudit(ctx context.Context) {
+	tenants, err := s.access.AllTenants(ctx)
+	if err == nil {
+		ids := make([]string, len(tenants))
+		for i, t := range tenants {
+			ids[i] = t.ID
+		}
+		_, err = s.audit.PruneAll(ctx, ids, time.Now())
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.WarnContext(ctx, "pruning the audit failed; the next hour tries again", "error", err)
 	}
 }
 
