@@ -21,14 +21,19 @@ func withStates(n domain.Node, states map[string]domain.RunState) domain.Node {
 	return n
 }
 
-func TestRunStatesMakeActionsNeedless(t *testing.T) {
-	t.Parallel()
-	// The demo catalog's shape: lb uses web, web requires kv at runtime.
-	services := catalog(
+// demoShape is the demo catalog's shape: lb uses web, web requires kv at
+// runtime.
+func demoShape() map[string]*domain.Service {
+	return catalog(
 		svc("kv", "icxt", nil, nil),
 		svc("web", "icxt", nil, []string{"kv"}),
 		usesAtRuntime(svc("lb", "icxt", nil, nil), "web"),
 	)
+}
+
+func TestRunStatesMakeActionsNeedless(t *testing.T) {
+	t.Parallel()
+	services := demoShape()
 	running := domain.RunRunning
 	nodes := []domain.Node{
 		withStates(mkNode("n1", 1, "kv", "web"), map[string]domain.RunState{"kv": running, "web": running}),
@@ -163,11 +168,7 @@ func TestServiceStateAfterAnAction(t *testing.T) {
 // someone stopped: the services it reconfigures were not named.
 func TestARestartingExpandLeavesStoppedServicesStopped(t *testing.T) {
 	t.Parallel()
-	services := catalog(
-		svc("kv", "icxt", nil, nil),
-		svc("web", "icxt", nil, []string{"kv"}),
-		usesAtRuntime(svc("lb", "icxt", nil, nil), "web"),
-	)
+	services := demoShape()
 	old := []domain.Node{
 		withStates(mkNode("n1", 1, "kv"), map[string]domain.RunState{"kv": domain.RunRunning}),
 		withStates(mkNode("n2", 2, "lb"), map[string]domain.RunState{"lb": domain.RunStopped}),
