@@ -77,7 +77,7 @@ func fromEnv(ctx context.Context, log *slog.Logger) (lambdaHandler, error) {
 		if err != nil {
 			return nil, err
 		}
-		svc = services{catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder}
+		svc = services{store: a.Store, catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder}
 	}
 	return newServicesHandler(ctx, svc, "dynamodb", os.Getenv("HEDDLE_BOOTSTRAP_KEY"), log)
 }
@@ -96,6 +96,7 @@ func newOnboarder(a *assemble.AWS, workerFunction string, log *slog.Logger) (*aw
 
 // services are what the API serves over one store.
 type services struct {
+	store     store.Store // where the cursor key is kept (api.LoadCursorKey)
 	catalog   *catalog.Catalog
 	access    *access.Access
 	clusters  *cluster.Service   // nil: the catalog only
@@ -105,7 +106,7 @@ type services struct {
 
 // catalogOnly serves the catalog, tenants, users and keys.
 func catalogOnly(s store.Store) services {
-	return services{catalog: catalog.New(s, nil), access: access.New(s)}
+	return services{store: s, catalog: catalog.New(s, nil), access: access.New(s)}
 }
 
 // lambdaHandler is what lambda.Start runs for each API Gateway event.
@@ -119,7 +120,14 @@ func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey
 			return nil, err
 		}
 	}
+	// Every instance signs page cursors with the same key, so a cursor one
+	// instance answered opens on any other.
+	cursorKey, err := api.LoadCursorKey(ctx, svc.store)
+	if err != nil {
+		return nil, err
+	}
 	var h http.Handler = api.New(api.Config{
+		CursorKey: cursorKey,
 		Catalog:   svc.catalog,
 		Access:    svc.access,
 		Clusters:  svc.clusters,

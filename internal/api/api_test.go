@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -58,7 +59,7 @@ func newBundle(t testing.TB, opts boltstore.Options, o onboard.Onboarder) *testB
 	var clusters *cluster.Service
 	cat := catalog.New(db, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) })
 	clusters = newClusterService(t, db, acc, cat)
-	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Onboarder: o, Backend: "bolt", Version: "test"})
+	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Onboarder: o, Backend: "bolt", Version: "test", Logger: testLogger(t)})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return &testBundle{srv: srv, api: s, rootKey: root}
@@ -122,6 +123,18 @@ func (b *testBundle) importExample(t testing.TB, key string) {
 	require.NoError(t, err)
 	status, body := b.do(t, key, http.MethodPost, "/v1/catalog", doc, "Content-Type", "application/yaml")
 	require.Equal(t, http.StatusOK, status, "%v", body)
+}
+
+// testLogger logs through t, so a 500's cause shows when its test fails.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // errorOf checks the envelope and returns its code.

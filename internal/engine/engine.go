@@ -210,12 +210,15 @@ type Engine struct {
 	log   *slog.Logger
 
 	deferred deferredCache
+	// inlineLists is the most list data a job record keeps itself
+	// (maxInlineListBytes; tests lower it).
+	inlineLists int
 }
 
 // New returns an engine over the unscoped store s.
 func New(s store.Store, q queue.Queue, exec Executor, cfg Config) *Engine {
 	cfg = cfg.withDefaults()
-	return &Engine{store: s, queue: q, exec: exec, cfg: cfg, log: cfg.Logger}
+	return &Engine{store: s, queue: q, exec: exec, cfg: cfg, log: cfg.Logger, inlineLists: maxInlineListBytes}
 }
 
 func (e *Engine) now() time.Time { return e.cfg.Clock().UTC() }

@@ -74,7 +74,18 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 		// every attempt (a retry comes from a progress count or the cluster
 		// changing under the transaction below).
 		if !nodesWritten {
-			for _, id := range effect.Nodes {
+			lists, err := e.jobListsOf(ctx, tenant, job)
+			if err != nil {
+				return err
+			}
+			nodes := lists.OnSuccess
+			switch how {
+			case endFailed, endRollbackFailed:
+				nodes = lists.OnFailure
+			case endRolledBack:
+				nodes = lists.OnRollback
+			}
+			for _, id := range nodes {
 				status := string(effect.NodeStatus)
 				_, err := e.store.Write(ctx, store.Update(nodeKey(tenant, cluster, id), store.Condition{MustExist: true}, store.Changes{Status: &status}))
 				if err != nil && !errors.Is(err, store.ErrConditionFailed) {

@@ -263,7 +263,11 @@ func (e *Engine) moveJobOn(ctx context.Context, indexed store.Item, r *JanitorRe
 		return nil
 	case domain.JobRollingBack:
 		r.JobsMovedOn++
-		if err := e.releaseRollback(ctx, tenant, cluster, lj.job.ID, lj.job.RollbackRoots); err != nil {
+		lists, err := e.jobListsOf(ctx, tenant, lj.job)
+		if err != nil {
+			return err
+		}
+		if err := e.releaseRollback(ctx, tenant, cluster, lj.job.ID, lists.RollbackRoots); err != nil {
 			return err
 		}
 	case domain.JobRunning, domain.JobFailing:

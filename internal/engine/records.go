@@ -46,6 +46,11 @@ type jobRecord struct {
 	RunningStatus domain.ClusterStatus `json:"runningStatus,omitempty"`
 	// Aborted marks a job a user aborted: it ends ABORTED, not FAILED.
 	Aborted bool `json:"aborted,omitempty"`
+	// ListsApart: the effects' node lists and the rollback roots are in
+	// list items, not here (joblists.go); RollbackApart: the roots there
+	// are not empty.
+	ListsApart    bool `json:"listsApart,omitempty"`
+	RollbackApart bool `json:"rollbackApart,omitempty"`
 }
 
 const (

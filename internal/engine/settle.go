@@ -311,7 +311,7 @@ func (e *Engine) settleFailing(ctx context.Context, tenant, cluster, jobID strin
 		if err != nil || running {
 			return err
 		}
-		if len(lj.job.RollbackRoots) == 0 {
+		if !lj.job.hasRollback() {
 			return e.finish(ctx, tenant, cluster, jobID, domain.JobFailing, endFailed, "")
 		}
 		if err := e.materializeRollback(ctx, tenant, jobID); err != nil {
@@ -326,7 +326,11 @@ func (e *Engine) settleFailing(ctx context.Context, tenant, cluster, jobID strin
 		if err != nil {
 			return err
 		}
-		return e.releaseRollback(ctx, tenant, cluster, jobID, lj.job.RollbackRoots)
+		lists, err := e.jobListsOf(ctx, tenant, lj.job)
+		if err != nil {
+			return err
+		}
+		return e.releaseRollback(ctx, tenant, cluster, jobID, lists.RollbackRoots)
 	}
 	return fmt.Errorf("settling failing job %s: it kept changing; the janitor will settle it", jobID)
 }

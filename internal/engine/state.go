@@ -174,3 +174,21 @@ func (e *Engine) TaskStatuses(ctx context.Context, tenant, jobID string) (map[st
 		cursor = page.Next
 	}
 }
+
+// NodesPage returns one page of a cluster's node records, deleted ones
+// included, by id.
+func (e *Engine) NodesPage(ctx context.Context, tenant, cluster string, limit int, cursor string) ([]domain.Node, string, error) {
+	page, err := e.store.Query(ctx, nodeKey(tenant, cluster, "").PK, store.Query{Limit: limit, Cursor: cursor})
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]domain.Node, 0, len(page.Items))
+	for _, it := range page.Items {
+		n, err := decodeNode(it)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, n)
+	}
+	return out, page.Next, nil
+}

@@ -105,6 +105,7 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 	}
 	chunks := append(taskChunks(sub.Tenant, deferredChunks, job.ID, deferred), taskChunks(sub.Tenant, rollbackChunks, job.ID, rollback)...)
 	job.RollbackRoots = roots
+	lists := listItems(sub.Tenant, &job, e.inlineLists)
 
 	// Step 1: lock, quota, checks, job.
 	cluster := sub.Cluster
@@ -166,7 +167,7 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 	for _, id := range sub.RetiringNodes {
 		ops2 = append(ops2, store.Update(nodeKey(sub.Tenant, cluster.ID, id), store.Condition{MustExist: true}, store.Changes{Status: &deleting}))
 	}
-	for _, it := range chunks {
+	for _, it := range append(chunks, lists...) {
 		ops2 = append(ops2, store.Put(it, store.Condition{}))
 	}
 	for _, t := range tasks {
