@@ -138,6 +138,10 @@ func printPreview(w io.Writer, res *cluster.Result) {
 		fmt.Fprintf(tw, "  ~ service\t%s\t%d -> %d nodes\t\n", s.Service, s.Before, s.After)
 	}
 	_ = tw.Flush()
+	if o := pv.Omitted; o != nil && o.AddedNodes+o.RemovedNodes+o.ChangedNodes > 0 {
+		fmt.Fprintf(w, "  and %d more added, %d more removed, %d more changed nodes (the preview lists the first %d of each)\n",
+			o.AddedNodes, o.RemovedNodes, o.ChangedNodes, cluster.PreviewItems)
+	}
 	fmt.Fprintf(w, "%d work tasks, %d joins, %d edges, %d stages\n",
 		pv.Summary.WorkTasks, pv.Summary.Joins, pv.Summary.Edges, pv.Summary.Stages)
 	if cp := pv.CriticalPath; cp != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -15,39 +16,6 @@ import (
 
 	"github.com/heddle-io/heddle/internal/store/boltstore"
 )
-
-// bigCatalog is a three-service catalog whose template allows 10,000 nodes.
-const bigCatalog = `apiVersion: heddle/v1
-providers:
-  - {name: local, providerType: local}
-hardwareTypes:
-  - {name: small, providerMap: {local: {flavor: small}}}
-imageTypes:
-  - {name: debian, providerMap: {local: {image: host}}}
-services:
-  - {name: kv, actions: {install: {type: shell, fields: {script: "true"}}, start: {type: shell, fields: {script: "true"}}}}
-  - name: web
-    dependencies: {runtime: {requires: [kv]}}
-    actions:
-      install: {type: shell, fields: {script: "true"}}
-      configure: {type: shell, fields: {script: "echo %ip.service.kv%"}}
-      start: {type: shell, fields: {script: "true"}}
-  - name: lb
-    dependencies: {runtime: {uses: [web]}}
-    actions:
-      configure: {type: shell, fields: {script: "echo %join(map(ip.service.web,'$:8080'),',')%"}}
-      start: {type: shell, fields: {script: "true"}}
-clusterTemplates:
-  - name: big
-    compatibility: {services: [lb, web, kv]}
-    defaults: {services: [lb, web, kv], provider: local, hardwareType: small, imageType: debian}
-    constraints:
-      size: {min: 3, max: 10000}
-      layout: {cantCoexist: [[lb, web]]}
-      services:
-        lb: {quantities: {min: 1, max: 1}}
-        kv: {quantities: {min: 1, max: 1}}
-`
 
 // getRaw GETs path and returns the status, the body's size and the body.
 func (b *testBundle) getRaw(t testing.TB, key, path string) (int, int, map[string]any) {
@@ -147,7 +115,9 @@ func TestTenThousandNodeClusterAnswersAreBounded(t *testing.T) {
 	key := b.createTenant(t, "acme")
 	status, body := b.do(t, b.rootKey, http.MethodPut, "/v1/tenants/acme", map[string]any{"workers": 4, "maxClusters": 5, "maxNodes": 20000})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	status, body = b.do(t, key, http.MethodPost, "/v1/catalog", bigCatalog, "Content-Type", "application/yaml")
+	doc, err := os.ReadFile("../../docs/examples/big-catalog.yaml")
+	require.NoError(t, err)
+	status, body = b.do(t, key, http.MethodPost, "/v1/catalog", doc, "Content-Type", "application/yaml")
 	require.Equal(t, http.StatusOK, status, "%v", body)
 
 	const oneMB = 1 << 20
