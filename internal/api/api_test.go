@@ -20,6 +20,7 @@ import (
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/onboard"
+	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
 )
 
@@ -53,6 +54,12 @@ func newBundle(t testing.TB, opts boltstore.Options, o onboard.Onboarder) *testB
 	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
+	return serveBundle(t, db, o)
+}
+
+// serveBundle serves the API, with its cluster service, over db.
+func serveBundle(t testing.TB, db store.Store, o onboard.Onboarder) *testBundle {
+	t.Helper()
 	acc := access.New(db)
 	root, err := acc.Bootstrap(context.Background(), "")
 	require.NoError(t, err)

@@ -309,7 +309,7 @@ func (s *Service) Job(ctx context.Context, p access.Principal, cluster, jobID st
 	if err != nil {
 		return nil, err
 	}
-	v := &JobView{Job: job, TaskStatus: map[domain.TaskStatus]int{}, Stages: stageProgress(tasks)}
+	v := &JobView{Job: job, TaskStatus: map[domain.TaskStatus]int{}, Stages: countStages(s.stagesFor(p.Tenant, jobID, tasks), statusesOf(tasks))}
 	for _, t := range tasks {
 		if t.Rollback {
 			if v.RollbackStatus == nil {

@@ -365,3 +365,19 @@ func TestAJobWhoseRollbackTasksHaveItemsAlreadyRollsBack(t *testing.T) {
 	require.Contains(t, final.StatusMessage, "rolled back")
 	checkInvariants(t, b)
 }
+
+func TestSubmissionWritesItsBatchesInParallelAndReportsAFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	var batches [][]store.Op
+	for i := range 3 * submitWriters {
+		batches = append(batches, []store.Op{store.Put(store.Item{Key: store.Key{PK: "T#x#P", SK: fmt.Sprint(i)}}, store.Condition{})})
+	}
+	require.NoError(t, b.eng.transactAll(b.ctx, batches))
+	page, err := b.db.Query(b.ctx, "T#x#P", store.Query{Limit: 1000})
+	require.NoError(t, err)
+	require.Len(t, page.Items, len(batches), "every batch is written")
+
+	bad := append(batches[:1:1], []store.Op{store.Put(store.Item{Key: store.Key{PK: "T#x#P", SK: "0"}}, store.Condition{MustNotExist: true})})
+	require.ErrorIs(t, b.eng.transactAll(b.ctx, bad), store.ErrConditionFailed)
+}

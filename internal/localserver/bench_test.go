@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -16,41 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/demotest"
 )
-
-// benchCatalog is the demo's three services with a template that allows
-// large clusters.
-const benchCatalog = `apiVersion: heddle/v1
-providers:
-  - {name: local, providerType: local}
-hardwareTypes:
-  - {name: small, providerMap: {local: {flavor: small}}}
-imageTypes:
-  - {name: debian, providerMap: {local: {image: host}}}
-services:
-  - {name: kv, actions: {install: {type: shell, fields: {script: "true"}}, start: {type: shell, fields: {script: "true"}}}}
-  - name: web
-    dependencies: {runtime: {requires: [kv]}}
-    actions:
-      install: {type: shell, fields: {script: "true"}}
-      configure: {type: shell, fields: {script: "echo %ip.service.kv%"}}
-      start: {type: shell, fields: {script: "true"}}
-  - name: lb
-    dependencies: {runtime: {uses: [web]}}
-    actions:
-      configure: {type: shell, fields: {script: "echo %join(map(ip.service.web,'$:8080'),',')%"}}
-      start: {type: shell, fields: {script: "true"}}
-clusterTemplates:
-  - name: big
-    compatibility: {services: [lb, web, kv]}
-    defaults: {services: [lb, web, kv], provider: local, hardwareType: small, imageType: debian}
-    constraints:
-      size: {min: 3, max: 1000}
-      layout: {cantCoexist: [[lb, web]]}
-      services:
-        lb: {quantities: {min: 1, max: 1}}
-        kv: {quantities: {min: 1, max: 1}}
-`
 
 // benchServer is a local server whose jobs wait: it measures the API's own
 // path, not the nodes being built.
@@ -68,7 +36,9 @@ func benchServer(b *testing.B) (url, admin string) {
 	}
 	require.Equal(b, http.StatusCreated, post(b, srv.URL()+"/v1/tenants", super, "application/json",
 		`{"id":"bench","maxClusters":100000,"maxNodes":100000000,"workers":4,"admin":"ann"}`, &created))
-	require.Equal(b, http.StatusOK, post(b, srv.URL()+"/v1/catalog", created.AdminKey.Secret, "application/yaml", benchCatalog, nil))
+	doc, err := os.ReadFile(demotest.BigCatalog)
+	require.NoError(b, err)
+	require.Equal(b, http.StatusOK, post(b, srv.URL()+"/v1/catalog", created.AdminKey.Secret, "application/yaml", string(doc), nil))
 	return srv.URL(), created.AdminKey.Secret
 }
 
@@ -149,4 +119,100 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	}
 	b.ReportMetric(at(0.50), "p50-ms")
 	b.ReportMetric(at(0.99), "p99-ms")
+}
+
+// get GETs url and returns the status and the answer's size.
+func get(b *testing.B, url, key string) (int, int) {
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(b, err)
+	defer resp.Body.Close()
+	n, _ := io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, int(n)
+}
+
+// postSized is post that also returns the answer's size.
+func postSized(b *testing.B, url, key, body string) (int, int) {
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewBufferString(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(b, err)
+	defer resp.Body.Close()
+	n, _ := io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, int(n)
+}
+
+// BenchmarkDryRun10000Nodes asks for the plan of a 10,000-node create
+// (solve, plan with rollback, bounded preview) and reports its latency
+// percentiles and the answer's size.
+func BenchmarkDryRun10000Nodes(b *testing.B) {
+	url, admin := benchServer(b)
+	lat := make([]time.Duration, 0, b.N)
+	size := 0
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		code, n := postSized(b, url+"/v1/clusters?dryRun=true", admin, `{"name":"huge","template":"big","size":10000}`)
+		lat = append(lat, time.Since(start))
+		if code != http.StatusOK {
+			b.Fatalf("dry run answered %d", code)
+		}
+		size = n
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+	b.ReportMetric(float64(size)/1024, "answer-KiB")
+}
+
+// BenchmarkCreate10000Nodes POSTs 10,000-node creates one after another
+// and reports the latency to the 202.
+func BenchmarkCreate10000Nodes(b *testing.B) {
+	url, admin := benchServer(b)
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		code, _ := postSized(b, url+"/v1/clusters", admin, fmt.Sprintf(`{"name":"c%d","template":"big","size":10000}`, i))
+		lat = append(lat, time.Since(start))
+		if code != http.StatusAccepted {
+			b.Fatalf("create answered %d", code)
+		}
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+}
+
+// BenchmarkGet10000NodeViews GETs, one after another, a 10,000-node
+// cluster's view and a default page of its create job's tasks, and reports
+// each one's latency percentiles and answer size.
+func BenchmarkGet10000NodeViews(b *testing.B) {
+	url, admin := benchServer(b)
+	var created struct {
+		Cluster struct{ ID string } `json:"cluster"`
+		Job     struct{ ID string } `json:"job"`
+	}
+	require.Equal(b, http.StatusAccepted, post(b, url+"/v1/clusters", admin, "application/json", `{"name":"huge","template":"big","size":10000}`, &created))
+	for _, target := range []struct{ name, path string }{
+		{"cluster", "/v1/clusters/" + created.Cluster.ID},
+		{"tasks-page", "/v1/clusters/" + created.Cluster.ID + "/jobs/" + created.Job.ID + "/tasks"},
+		{"job", "/v1/clusters/" + created.Cluster.ID + "/jobs/" + created.Job.ID},
+	} {
+		b.Run(target.name, func(b *testing.B) {
+			lat := make([]time.Duration, 0, b.N)
+			size := 0
+			for range b.N {
+				start := time.Now()
+				code, n := get(b, url+target.path, admin)
+				lat = append(lat, time.Since(start))
+				if code != http.StatusOK {
+					b.Fatalf("GET %s answered %d", target.path, code)
+				}
+				size = n
+			}
+			reportPercentiles(b, lat)
+			b.ReportMetric(float64(size)/1024, "answer-KiB")
+		})
+	}
 }
