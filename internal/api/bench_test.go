@@ -73,7 +73,9 @@ func timed(b *testing.B, want int, send func(i int) *http.Response) {
 	}
 	b.StopTimer()
 	slices.Sort(lat)
-	at := func(q float64) float64 { return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000 }
+	at := func(q float64) float64 {
+		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
+	}
 	b.ReportMetric(at(0.5), "p50-ms")
 	b.ReportMetric(at(0.99), "p99-ms")
 	b.ReportMetric(float64(size)/1024, "answer-KiB")
