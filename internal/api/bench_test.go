@@ -45,7 +45,8 @@ func benchStores(b *testing.B, fn func(b *testing.B, db store.Store)) {
 
 // bigTenant serves the API over db with tenant acme allowed 100,000 nodes
 // and the big catalog, and returns acme's admin key.
-func bigTenant(b *testing.B, db store.Store) (*testBundle, string) {
+func bigTenant(b testing.TB, db store.Store) (*testBundle, string) {
+	b.Helper()
 	bundle := serveBundle(b, db, nil)
 	key := bundle.createTenant(b, "acme")
 	status, body := bundle.do(b, bundle.rootKey, http.MethodPut, "/v1/tenants/acme", map[string]any{"workers": 4, "maxClusters": 100, "maxNodes": 100000})

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -111,14 +111,10 @@ func TestTenThousandNodeClusterAnswersAreBounded(t *testing.T) {
 		t.Skip("creates a 10,000-node cluster")
 	}
 	t.Parallel()
-	b := newBundle(t, boltstore.Options{NoSync: true}, nil)
-	key := b.createTenant(t, "acme")
-	status, body := b.do(t, b.rootKey, http.MethodPut, "/v1/tenants/acme", map[string]any{"workers": 4, "maxClusters": 5, "maxNodes": 20000})
-	require.Equal(t, http.StatusOK, status, "%v", body)
-	doc, err := os.ReadFile("../../docs/examples/big-catalog.yaml")
+	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{NoSync: true})
 	require.NoError(t, err)
-	status, body = b.do(t, key, http.MethodPost, "/v1/catalog", doc, "Content-Type", "application/yaml")
-	require.Equal(t, http.StatusOK, status, "%v", body)
+	t.Cleanup(func() { _ = db.Close() })
+	b, key := bigTenant(t, db)
 
 	const oneMB = 1 << 20
 	req := map[string]any{"name": "huge", "template": "big", "size": 10000}
@@ -130,7 +126,7 @@ func TestTenThousandNodeClusterAnswersAreBounded(t *testing.T) {
 	require.Less(t, len(dry), oneMB, "the dry run answers a bounded preview")
 	require.Contains(t, string(dry), `"omitted"`)
 
-	status, body = b.do(t, key, http.MethodPost, "/v1/clusters", req)
+	status, body := b.do(t, key, http.MethodPost, "/v1/clusters", req)
 	require.Equal(t, http.StatusAccepted, status, "%v", body)
 	id := body["cluster"].(map[string]any)["id"].(string)
 	job := body["job"].(map[string]any)["id"].(string)

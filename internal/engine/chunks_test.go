@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -380,4 +381,49 @@ func TestSubmissionWritesItsBatchesInParallelAndReportsAFailure(t *testing.T) {
 
 	bad := append(batches[:1:1], []store.Op{store.Put(store.Item{Key: store.Key{PK: "T#x#P", SK: "0"}}, store.Condition{MustNotExist: true})})
 	require.ErrorIs(t, b.eng.transactAll(b.ctx, bad), store.ErrConditionFailed)
+}
+
+// slowChunkReads makes every read of deferred chunks slow and counts them.
+type slowChunkReads struct {
+	store.Store
+	reads atomic.Int64
+}
+
+func (s *slowChunkReads) Query(ctx context.Context, pk string, q store.Query) (store.Page, error) {
+	if strings.Contains(pk, deferredChunks) {
+		s.reads.Add(1)
+		time.Sleep(20 * time.Millisecond)
+	}
+	return s.Store.Query(ctx, pk, q)
+}
+
+func TestWorkersStartingOnAJobReadItsChunksOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 20, nil))
+	require.NoError(t, err)
+	slow := &slowChunkReads{Store: b.db}
+	fresh := New(slow, b.q, b.rec, b.eng.cfg)
+	var (
+		wg   sync.WaitGroup
+		got  = make(chan int, 16)
+		errs = make(chan error, 16)
+	)
+	for range 16 {
+		wg.Go(func() {
+			defs, err := fresh.deferredTasks(b.ctx, tenant, job.ID)
+			errs <- err
+			got <- len(defs)
+		})
+	}
+	wg.Wait()
+	close(got)
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	for n := range got {
+		require.Positive(t, n)
+	}
+	require.EqualValues(t, 1, slow.reads.Load(), "one read of the chunks, however many workers asked at once")
 }
