@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -130,6 +131,11 @@ func TestTenThousandNodeClusterAnswersAreBounded(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, status, "%v", body)
 	id := body["cluster"].(map[string]any)["id"].(string)
 	job := body["job"].(map[string]any)["id"].(string)
+	require.Equal(t, "PENDING", body["job"].(map[string]any)["status"], "a submission this large is accepted, then written in the background")
+	require.Eventually(t, func() bool {
+		_, jv := b.do(t, key, http.MethodGet, "/v1/clusters/"+id+"/jobs/"+job, nil)
+		return jv["status"] == "RUNNING"
+	}, 2*time.Minute, 50*time.Millisecond, "the background writer starts the job")
 
 	status, size, view := b.getRaw(t, key, "/v1/clusters/"+id)
 	require.Equal(t, http.StatusOK, status)

@@ -509,6 +509,11 @@ func TestDashboardLargeJobInBrowser(t *testing.T) {
 	}
 	require.Equal(t, http.StatusAccepted, s.call(s.admin, "POST", "/v1/clusters", map[string]any{"name": "huge", "template": "big", "size": 10000}, &created))
 	require.GreaterOrEqual(t, created.Job.TaskTotal, 40000)
+	require.Eventually(t, func() bool {
+		var job struct{ Status string }
+		s.call(s.admin, "GET", fmt.Sprintf("/v1/clusters/%s/jobs/%s", created.Cluster.ID, created.Job.ID), nil, &job)
+		return job.Status == "RUNNING"
+	}, 2*time.Minute, 100*time.Millisecond, "the job, written in the background, starts")
 	shot := newShots(t)
 	step, value := steps(t, ctx, time.Now())
 

@@ -427,3 +427,52 @@ func TestWorkersStartingOnAJobReadItsChunksOnce(t *testing.T) {
 	}
 	require.EqualValues(t, 1, slow.reads.Load(), "one read of the chunks, however many workers asked at once")
 }
+
+// TestStagedSubmissionAnswersPendingAndStartsInTheBackground submits a job
+// whose step 2 is staged: Submit answers with the job PENDING, and the
+// background writer (or, when it died, the janitor) writes it and starts
+// it; it then runs to the end like any job.
+func TestStagedSubmissionAnswersPendingAndStartsInTheBackground(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T) {
+		b := setup(t, nil, Config{})
+		b.eng.inlineBatches = 0
+		// 150 nodes: step 2 takes several transactions.
+		job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 150, nil))
+		require.NoError(t, err)
+		require.Equal(t, domain.JobPending, job.Status, "answered before step 2 is written")
+		stop := b.run(t, 4, 50*time.Millisecond)
+		final := b.waitJob(t, "c1", job.ID, 60*time.Second)
+		stop()
+		require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+		checkInvariants(t, b)
+	})
+}
+
+// TestJanitorContinuesAStagedSubmissionWhoseWriterDied stages a job with a
+// store that refuses step 2's batches, as if the writer died after the
+// answer: the janitor writes it and starts it.
+func TestJanitorContinuesAStagedSubmissionWhoseWriterDied(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	dying := &failingBatches{Store: b.db}
+	dying.left.Store(1 + 1) // step 1 and the staged items pass; the background writer fails
+	submitter := New(dying, b.q, b.rec, b.eng.cfg)
+	submitter.inlineBatches = 0
+	job, err := submitter.Submit(b.ctx, createSubmission(t, "c1", 30, nil))
+	require.NoError(t, err)
+	require.Equal(t, domain.JobPending, job.Status)
+	require.Eventually(t, func() bool { return dying.left.Load() < 0 }, 10*time.Second, 5*time.Millisecond, "the background writer tried and failed")
+	lj, err := b.eng.loadJob(b.ctx, tenant, "c1", job.ID)
+	require.NoError(t, err)
+	require.Equal(t, domain.JobPending, lj.job.Status)
+
+	r, err := b.eng.RunJanitor(b.ctx)
+	require.NoError(t, err)
+	require.Zero(t, r.Undone)
+	stop := b.run(t, 4, 50*time.Millisecond)
+	final := b.waitJob(t, "c1", job.ID, 60*time.Second)
+	stop()
+	require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+	checkInvariants(t, b)
+}

@@ -51,6 +51,9 @@ type jobRecord struct {
 	// are not empty.
 	ListsApart    bool `json:"listsApart,omitempty"`
 	RollbackApart bool `json:"rollbackApart,omitempty"`
+	// StagedChunks, on a PENDING job, counts the items that hold its
+	// staged step 2 (stage.go).
+	StagedChunks int `json:"stagedChunks,omitempty"`
 }
 
 const (
