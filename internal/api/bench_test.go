@@ -109,6 +109,10 @@ func BenchmarkGet10000NodeCluster(b *testing.B) {
 		require.Equal(b, http.StatusAccepted, status, "%v", body)
 		id := body["cluster"].(map[string]any)["id"].(string)
 		job := body["job"].(map[string]any)["id"].(string)
+		require.Eventually(b, func() bool {
+			_, jv := bundle.do(b, key, http.MethodGet, "/v1/clusters/"+id+"/jobs/"+job, nil)
+			return jv["status"] == "RUNNING"
+		}, 10*time.Minute, 100*time.Millisecond, "the job, written in the background, starts")
 		for _, target := range []struct{ name, path string }{
 			{"cluster", "/v1/clusters/" + id},
 			{"tasks-page", "/v1/clusters/" + id + "/jobs/" + job + "/tasks"},

@@ -50,6 +50,12 @@ func chunkPK(tenant, kind, job string) string { return store.TenantPK(tenant, ki
 // taskChunks packs tasks into items of at most maxChunkBytes of JSON each (a
 // task alone is always small enough).
 func taskChunks(tenant, kind, job string, tasks []domain.Task) []store.Item {
+	return packChunks(tenant, kind, job, tasks)
+}
+
+// packChunks packs values into items of at most maxChunkBytes of JSON
+// each, a JSON array per item, each counting the items of its set.
+func packChunks[T any](tenant, kind, job string, values []T) []store.Item {
 	var items []store.Item
 	var chunk []json.RawMessage
 	size := 0
@@ -60,8 +66,8 @@ func taskChunks(tenant, kind, job string, tasks []domain.Task) []store.Item {
 			chunk, size = nil, 0
 		}
 	}
-	for _, t := range tasks {
-		b := mustJSON(t)
+	for _, v := range values {
+		b := mustJSON(v)
 		if size+len(b)+1 > maxChunkBytes {
 			flush()
 		}

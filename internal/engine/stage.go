@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -46,26 +45,7 @@ const stageKind = "SUBMIT#"
 
 // stageItems packs ops into items of at most maxChunkBytes of JSON each.
 func stageItems(tenant, job string, ops []store.Op) []store.Item {
-	var items []store.Item
-	var chunk []json.RawMessage
-	size := 0
-	flush := func() {
-		if len(chunk) > 0 {
-			key := store.Key{PK: chunkPK(tenant, stageKind, job), SK: fmt.Sprintf("%06d", len(items))}
-			items = append(items, store.Item{Key: key, Data: mustJSON(chunk)})
-			chunk, size = nil, 0
-		}
-	}
-	for _, op := range ops {
-		b := mustJSON(op)
-		if size+len(b)+1 > maxChunkBytes {
-			flush()
-		}
-		chunk = append(chunk, b)
-		size += len(b) + 1
-	}
-	flush()
-	return items
+	return packChunks(tenant, stageKind, job, ops)
 }
 
 func putAll(items []store.Item) []store.Op {
