@@ -266,10 +266,6 @@ func newClustersListCommand(a *app) *cobra.Command {
 		Short:   "List clusters (TERMINATED ones only with --all or --status)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client(cmd)
-			if err != nil {
-				return err
-			}
 			q := url.Values{}
 			if status != "" {
 				q.Set("status", strings.ToUpper(status))
@@ -283,26 +279,9 @@ func newClustersListCommand(a *app) *cobra.Command {
 			if all {
 				q.Set("all", "true")
 			}
-			var items []json.RawMessage
-			for {
-				raw, err := c.Do(cmd.Context(), http.MethodGet, "/v1/clusters", q, nil, "")
-				if err != nil {
-					return err
-				}
-				page, err := decodeBody[api.Page[json.RawMessage]](raw)
-				if err != nil {
-					return err
-				}
-				items = append(items, page.Items...)
-				if page.NextCursor == "" {
-					break
-				}
-				q.Set("cursor", page.NextCursor)
-			}
-			if items == nil {
-				items = []json.RawMessage{}
-			}
-			raw, err := json.Marshal(api.Page[json.RawMessage]{Items: items})
+			// Every page (a filter may leave a page short of its limit).
+			every := pageFlags{all: true}
+			raw, err := every.list(a, cmd, "/v1/clusters", q)
 			if err != nil {
 				return err
 			}

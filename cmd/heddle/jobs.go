@@ -47,17 +47,25 @@ func jobPath(clusterID, jobID string) string {
 }
 
 func newJobsListCommand(a *app) *cobra.Command {
-	return &cobra.Command{
+	var pf pageFlags
+	cmd := &cobra.Command{
 		Use:     "list CLUSTER",
 		Aliases: []string{"ls"},
-		Short:   "List a cluster's jobs, newest first",
+		Short:   "List a cluster's jobs, newest first, a page at a time (--all for every page)",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(a, cmd, http.MethodGet, clusterPath(args[0], "jobs"), nil, func(w io.Writer, jobs *api.Page[domain.Job]) {
+			raw, err := pf.list(a, cmd, clusterPath(args[0], "jobs"), url.Values{})
+			if err != nil {
+				return err
+			}
+			return printAnswer(a, cmd.OutOrStdout(), raw, func(w io.Writer, jobs *api.Page[domain.Job]) {
 				printJobs(w, jobs.Items, time.Now())
+				printMore(w, jobs.NextCursor)
 			})
 		},
 	}
+	pf.register(cmd, "jobs")
+	return cmd
 }
 
 func printJobs(w io.Writer, jobs []domain.Job, now time.Time) {
