@@ -17,7 +17,7 @@ export function renderCluster(view, { id }) {
       const [c, jobs] = await Promise.all([get(base), get(`${base}/jobs`)]);
       if (view.stopped) return;
       replace(top, clusterInfo(c));
-      replace(live, progressCard(c), nodeGroups(c.nodes || []), jobList(id, jobs.items || []));
+      replace(live, progressCard(c), nodeGroups(c), jobList(id, jobs.items || []));
     } catch (err) {
       if (!view.stopped) replace(top, errorBox(err));
     }
@@ -89,7 +89,20 @@ function serviceStates(n) {
   });
 }
 
-function nodeGroups(nodes) {
+// nodeGroups shows the cluster's layout (every live node, counted by layout
+// and by status) and its first nodes, grouped; a large cluster's view
+// carries only the first nodes.
+function nodeGroups(c) {
+  const nodes = c.nodes || [];
+  const layout = c.layout || [];
+  const total = layout.reduce((sum, g) => sum + g.count, 0);
+  const summary = h('div', { id: 'layout' },
+    h('table', {},
+      h('thead', {}, h('tr', {}, ['Nodes', 'Services', 'Hardware', 'Image'].map((t) => h('th', {}, t)))),
+      h('tbody', {}, layout.map((g) => h('tr', { dataset: { layout: (g.services || []).join(',') } },
+        h('td', {}, String(g.count)), h('td', {}, (g.services || []).join(', ') || '—'), h('td', {}, g.hardwareType), h('td', {}, g.imageType))))),
+    h('p', { id: 'node-status' }, Object.entries(c.nodeStatus || {}).map(([st, n]) => [badge(st), ` ${n} `])),
+    c.nodesOmitted ? h('p', { class: 'muted', id: 'nodes-omitted' }, `Below: the first ${nodes.length} nodes; ${c.nodesOmitted} more (heddle clusters nodes ${c.id} --all).`) : null);
   const groups = new Map();
   for (const n of nodes) {
     const k = layoutKey(n);
@@ -97,8 +110,8 @@ function nodeGroups(nodes) {
     groups.get(k).push(n);
   }
   return h('section', { class: 'card', id: 'nodes' },
-    h('h2', {}, `Nodes (${nodes.length})`),
-    nodes.length === 0 ? h('p', { class: 'muted' }, 'No nodes.') : null,
+    h('h2', {}, `Nodes (${total})`),
+    nodes.length === 0 ? h('p', { class: 'muted' }, 'No nodes.') : summary,
     [...groups.values()].map((group) => {
       const first = group[0];
       return h('div', { class: 'node-group' },

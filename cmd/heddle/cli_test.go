@@ -538,3 +538,42 @@ func TestUsageBarsScaleToTheLargest(t *testing.T) {
 	printUsage(&out, &usage.Report{Rows: []usage.Row{{Group: "big", Total: 10}}}, false)
 	require.NotContains(t, out.String(), "█", "no bars off a terminal")
 }
+
+func TestJobsTasksAllFollowsCursors(t *testing.T) {
+	api := fakeEnv(t, "hdl_user")
+	api.mux.HandleFunc("GET /v1/clusters/c1/jobs/j1/tasks", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("status") != "FAILED" {
+			t.Errorf("the filter was not sent: %s", r.URL.RawQuery)
+		}
+		switch r.URL.Query().Get("cursor") {
+		case "":
+			_, _ = io.WriteString(w, `{"items":[{"id":"n1/install","status":"FAILED","action":"install"}],"nextCursor":"p2"}`)
+		case "p2":
+			_, _ = io.WriteString(w, `{"items":[{"id":"n2/install","status":"FAILED","action":"install"}]}`)
+		default:
+			t.Errorf("unexpected cursor %q", r.URL.Query().Get("cursor"))
+		}
+	})
+	r := runCLI(t, "", "jobs", "tasks", "c1", "j1", "--status", "failed")
+	if r.code != 0 || !strings.Contains(r.stdout, "n1/install") || strings.Contains(r.stdout, "n2/install") || !strings.Contains(r.stdout, "--cursor p2") {
+		t.Fatalf("one page with how to get the next: %+v", r)
+	}
+	r = runCLI(t, "", "jobs", "tasks", "c1", "j1", "--status", "failed", "--all")
+	if r.code != 0 || !strings.Contains(r.stdout, "n1/install") || !strings.Contains(r.stdout, "n2/install") || strings.Contains(r.stdout, "more:") {
+		t.Fatalf("--all follows the cursors to the end: %+v", r)
+	}
+}
+
+func TestClustersShowSummarizes(t *testing.T) {
+	api := fakeEnv(t, "hdl_user")
+	api.reply("GET /v1/clusters/c1", http.StatusOK, `{"id":"c1","name":"big","status":"ACTIVE","nodeCount":250,
+		"layout":[{"hardwareType":"small","imageType":"debian","services":["web"],"count":249},{"hardwareType":"small","imageType":"debian","services":["lb"],"count":1}],
+		"nodeStatus":{"ACTIVE":250},"nodes":[{"id":"c1-1000","status":"ACTIVE","services":["lb"]}],"nodesOmitted":249}`)
+	r := runCLI(t, "", "clusters", "show", "c1")
+	for _, want := range []string{"250 ACTIVE", "249", "and 249 more nodes: heddle clusters nodes c1 --all"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ func newClustersCommand(a *app) *cobra.Command {
 		newClustersCreateCommand(a),
 		newClustersListCommand(a),
 		newClustersShowCommand(a),
+		newClustersNodesCommand(a),
 		newClustersDeleteCommand(a),
 		newClustersExpandCommand(a),
 		newClustersShrinkCommand(a),
@@ -136,6 +138,10 @@ func printPreview(w io.Writer, res *cluster.Result) {
 		fmt.Fprintf(tw, "  ~ service\t%s\t%d -> %d nodes\t\n", s.Service, s.Before, s.After)
 	}
 	_ = tw.Flush()
+	if o := pv.Omitted; o != nil && o.AddedNodes+o.RemovedNodes+o.ChangedNodes > 0 {
+		fmt.Fprintf(w, "  and %d more added, %d more removed, %d more changed nodes (the preview lists the first %d of each)\n",
+			o.AddedNodes, o.RemovedNodes, o.ChangedNodes, cluster.PreviewItems)
+	}
 	fmt.Fprintf(w, "%d work tasks, %d joins, %d edges, %d stages\n",
 		pv.Summary.WorkTasks, pv.Summary.Joins, pv.Summary.Edges, pv.Summary.Stages)
 	for _, sk := range pv.Skipped {
@@ -263,10 +269,6 @@ func newClustersListCommand(a *app) *cobra.Command {
 		Short:   "List clusters (TERMINATED ones only with --all or --status)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client(cmd)
-			if err != nil {
-				return err
-			}
 			q := url.Values{}
 			if status != "" {
 				q.Set("status", strings.ToUpper(status))
@@ -280,7 +282,9 @@ func newClustersListCommand(a *app) *cobra.Command {
 			if all {
 				q.Set("all", "true")
 			}
-			raw, err := allPages(cmd, c, "/v1/clusters", q)
+			// Every page (a filter may leave a page short of its limit).
+			every := pageFlags{all: true}
+			raw, err := every.list(a, cmd, "/v1/clusters", q)
 			if err != nil {
 				return err
 			}
@@ -361,6 +365,9 @@ func printCluster(w io.Writer, v *cluster.View, now time.Time) {
 	if p := v.Progress; p != nil {
 		fmt.Fprintf(tw, "progress\t%s\n", progressLine(p))
 	}
+	if len(v.NodeStatus) > 0 {
+		fmt.Fprintf(tw, "nodes\t%s\n", statusCounts(v.NodeStatus))
+	}
 	_ = tw.Flush()
 	fmt.Fprintln(w)
 	if len(v.Nodes) == 0 {
@@ -368,12 +375,26 @@ func printCluster(w io.Writer, v *cluster.View, now time.Time) {
 		return
 	}
 	tw = newTable(w)
+	fmt.Fprintf(tw, "LAYOUT\tNODES\tHARDWARE\tIMAGE\tSERVICES\n")
+	for i, g := range v.Layout {
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\n", i+1, g.Count, g.HardwareType, g.ImageType, dash(strings.Join(g.Services, ",")))
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	printNodes(w, v.Nodes)
+	if v.NodesOmitted > 0 {
+		fmt.Fprintf(w, "and %d more nodes: heddle clusters nodes %s --all\n", v.NodesOmitted, v.ID)
+	}
+}
+
+func printNodes(w io.Writer, nodes []domain.Node) {
+	tw := newTable(w)
 	fmt.Fprintf(tw, "NODE\tHOSTNAME\tADDRESS\tSERVICES\tSTATUS\n")
-	for _, n := range v.Nodes {
+	for _, n := range nodes {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.ID, dash(n.Hostname), dash(n.Addresses["access_v4"]), dash(serviceStates(n)), n.Status)
 	}
 	_ = tw.Flush()
-	for _, n := range v.Nodes {
+	for _, n := range nodes {
 		for _, s := range n.Services {
 			if st := n.ServiceStates[s]; st.State == domain.RunFailed {
 				fmt.Fprintf(w, "%s: %s %s failed in job %s: %s\n", n.ID, s, st.Action, st.JobID, dash(st.Message))
@@ -393,6 +414,49 @@ func serviceStates(n domain.Node) string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, ",")
+}
+
+// statusCounts renders counts by status, in status order: "3 ACTIVE, 1 FAILED".
+func statusCounts[S ~string](counts map[S]int) string {
+	keys := make([]S, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", counts[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func newClustersNodesCommand(a *app) *cobra.Command {
+	var (
+		pf     pageFlags
+		status string
+	)
+	cmd := &cobra.Command{
+		Use:   "nodes ID",
+		Short: "List a cluster's nodes by id, a page at a time (--all for every page)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := url.Values{}
+			if status != "" {
+				q.Set("status", strings.ToUpper(status))
+			}
+			raw, err := pf.list(a, cmd, clusterPath(args[0], "nodes"), q)
+			if err != nil {
+				return err
+			}
+			return printAnswer(a, cmd.OutOrStdout(), raw, func(w io.Writer, p *api.Page[domain.Node]) {
+				printNodes(w, p.Items)
+				printMore(w, p.NextCursor)
+			})
+		},
+	}
+	pf.register(cmd, "nodes")
+	cmd.Flags().StringVar(&status, "status", "", "only nodes in this status (PLANNED, CREATING, ACTIVE, DELETING, DELETED, FAILED)")
+	return cmd
 }
 
 func progressLine(p *cluster.Progress) string {

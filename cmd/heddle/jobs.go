@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -28,7 +30,7 @@ func newJobsCommand(a *app) *cobra.Command {
 		Aliases: []string{"job"},
 		Short:   "Follow and control a cluster's jobs",
 	}
-	cmd.AddCommand(newJobsListCommand(a), newJobsShowCommand(a), newJobsWatchCommand(a))
+	cmd.AddCommand(newJobsListCommand(a), newJobsShowCommand(a), newJobsTasksCommand(a), newJobsTaskCommand(a), newJobsWatchCommand(a))
 	for _, what := range []struct{ name, short string }{
 		{"abort", "Abort a running job (its rollback, if any, runs)"},
 		{"pause", "Pause a job: running tasks finish, no new ones start"},
@@ -45,17 +47,25 @@ func jobPath(clusterID, jobID string) string {
 }
 
 func newJobsListCommand(a *app) *cobra.Command {
-	return &cobra.Command{
+	var pf pageFlags
+	cmd := &cobra.Command{
 		Use:     "list CLUSTER",
 		Aliases: []string{"ls"},
-		Short:   "List a cluster's jobs, newest first",
+		Short:   "List a cluster's jobs, newest first, a page at a time (--all for every page)",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(a, cmd, http.MethodGet, clusterPath(args[0], "jobs"), nil, func(w io.Writer, jobs *api.Page[domain.Job]) {
+			raw, err := pf.list(a, cmd, clusterPath(args[0], "jobs"), url.Values{})
+			if err != nil {
+				return err
+			}
+			return printAnswer(a, cmd.OutOrStdout(), raw, func(w io.Writer, jobs *api.Page[domain.Job]) {
 				printJobs(w, jobs.Items, time.Now())
+				printMore(w, jobs.NextCursor)
 			})
 		},
 	}
+	pf.register(cmd, "jobs")
+	return cmd
 }
 
 func printJobs(w io.Writer, jobs []domain.Job, now time.Time) {
@@ -129,6 +139,15 @@ func printJob(w io.Writer, v *cluster.JobView, now time.Time) {
 	}
 	fmt.Fprintf(tw, "status\t%s\n", status)
 	fmt.Fprintf(tw, "tasks\t%d/%d done\n", v.TaskDone, v.TaskTotal)
+	if len(v.TaskStatus) > 0 {
+		fmt.Fprintf(tw, "by status\t%s\n", statusCounts(v.TaskStatus))
+	}
+	if len(v.RollbackStatus) > 0 {
+		fmt.Fprintf(tw, "rollback plan\t%s\n", statusCounts(v.RollbackStatus))
+	}
+	for _, st := range v.Stages {
+		fmt.Fprintf(tw, "stage %d\t%d/%d done, %d running, %d failed\n", st.Stage, st.Done, st.Total, st.Running, st.Failed)
+	}
 	fmt.Fprintf(tw, "requested by\t%s\n", dash(v.RequestedBy))
 	fmt.Fprintf(tw, "created\t%s\n", humanTime(v.CreatedAt))
 	fmt.Fprintf(tw, "started\t%s\n", humanTime(v.StartedAt))
@@ -141,10 +160,18 @@ func printJob(w io.Writer, v *cluster.JobView, now time.Time) {
 		return
 	}
 	fmt.Fprintln(w)
-	tw = newTable(w)
+	printTasks(w, v.Tasks, now)
+	if v.TasksOmitted > 0 {
+		fmt.Fprintf(w, "and %d more tasks: heddle jobs tasks %s %s --all (or --status, --node, --service, --action, --stage)\n", v.TasksOmitted, v.ClusterID, v.ID)
+	}
+}
+
+// printTasks is a table of tasks, in the order given.
+func printTasks(w io.Writer, tasks []domain.Task, now time.Time) {
+	tw := newTable(w)
 	fmt.Fprintf(tw, "TASK\tSTATUS\tATTEMPT\tDURATION\tLAST ERROR\n")
-	for i := range v.Tasks {
-		t := &v.Tasks[i]
+	for i := range tasks {
+		t := &tasks[i]
 		id := t.ID
 		if t.Rollback {
 			id += " (rollback)"
@@ -164,6 +191,84 @@ func printJob(w io.Writer, v *cluster.JobView, now time.Time) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, t.Status, attempt, dur, lastErr)
 	}
 	_ = tw.Flush()
+}
+
+func newJobsTasksCommand(a *app) *cobra.Command {
+	var (
+		pf                                   pageFlags
+		status, node, service, action, stage string
+	)
+	cmd := &cobra.Command{
+		Use:   "tasks CLUSTER JOB",
+		Short: "List a job's tasks, failed and running first, a page at a time (--all for every page)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q := url.Values{}
+			for name, v := range map[string]string{"status": strings.ToUpper(status), "node": node, "service": service, "action": action, "stage": stage} {
+				if v != "" {
+					q.Set(name, v)
+				}
+			}
+			raw, err := pf.list(a, cmd, jobPath(args[0], args[1])+"/tasks", q)
+			if err != nil {
+				return err
+			}
+			return printAnswer(a, cmd.OutOrStdout(), raw, func(w io.Writer, p *api.Page[domain.Task]) {
+				printTasks(w, p.Items, time.Now())
+				printMore(w, p.NextCursor)
+			})
+		},
+	}
+	pf.register(cmd, "tasks")
+	f := cmd.Flags()
+	f.StringVar(&status, "status", "", "only tasks in this status (BLOCKED, READY, RUNNING, SUCCEEDED, FAILED, CANCELED)")
+	f.StringVar(&node, "node", "", "only tasks of this node")
+	f.StringVar(&service, "service", "", "only tasks of this service")
+	f.StringVar(&action, "action", "", "only tasks of this action (install, configure, start, ...)")
+	f.StringVar(&stage, "stage", "", "only tasks of this stage of the stage view (from 1)")
+	return cmd
+}
+
+func newJobsTaskCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "task CLUSTER JOB TASK",
+		Short: "Show one task with its attempts and their output tails",
+		Args:  cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(a, cmd, http.MethodGet, jobPath(args[0], args[1])+"/tasks/"+pathEscape(args[2]), nil, func(w io.Writer, t *domain.Task) {
+				printTaskDetail(w, t)
+			})
+		},
+	}
+}
+
+// printTaskDetail prints a task and every attempt it keeps, with output.
+func printTaskDetail(w io.Writer, t *domain.Task) {
+	tw := newTable(w)
+	fmt.Fprintf(tw, "task\t%s\n", t.ID)
+	fmt.Fprintf(tw, "status\t%s\n", t.Status)
+	fmt.Fprintf(tw, "node\t%s\n", dash(t.NodeID))
+	fmt.Fprintf(tw, "service\t%s\n", dash(t.Service))
+	fmt.Fprintf(tw, "action\t%s\n", t.Action)
+	fmt.Fprintf(tw, "attempt\t%d/%d\n", t.Attempt, t.MaxAttempts)
+	if len(t.DependsOn) > 0 {
+		fmt.Fprintf(tw, "depends on\t%d tasks\n", len(t.DependsOn))
+	}
+	_ = tw.Flush()
+	for _, at := range t.Attempts {
+		fmt.Fprintf(w, "\nattempt %d: %s, exit %d, started %s\n", at.Attempt, at.Status, at.ExitCode, humanTime(at.StartedAt))
+		if at.Error != "" {
+			fmt.Fprintf(w, "error: %s\n", at.Error)
+		}
+		for _, out := range []struct{ name, text string }{{"stdout", at.Stdout}, {"stderr", at.Stderr}} {
+			if out.text != "" {
+				fmt.Fprintf(w, "%s:\n", out.name)
+				for _, l := range tail(out.text, 50) {
+					fmt.Fprintf(w, "  %s\n", l)
+				}
+			}
+		}
+	}
 }
 
 func newJobsWatchCommand(a *app) *cobra.Command {
@@ -311,24 +416,43 @@ func (a *app) watch(cmd *cobra.Command, c *Client, clusterID, jobID string) erro
 	if v.Status == domain.JobSucceeded {
 		return nil
 	}
-	reportFailure(stderr, &v)
+	reportFailure(stderr, &v, func(id string) (*domain.Task, error) {
+		raw, err := c.Do(ctx, http.MethodGet, jobPath(clusterID, jobID)+"/tasks/"+pathEscape(id), nil, nil, "")
+		if err != nil {
+			return nil, err
+		}
+		t, err := decodeBody[domain.Task](raw)
+		return &t, err
+	})
 	return &exitError{code: 1}
 }
 
+// reportedFailures bounds the failed tasks whose output reportFailure reads.
+const reportedFailures = 10
+
 // reportFailure prints why a job failed: its status message and each failed
-// task's last error and stderr tail.
-func reportFailure(w io.Writer, v *cluster.JobView) {
+// task's last error and stderr tail (the job view lists failed tasks first,
+// without output; whole reads the task with it).
+func reportFailure(w io.Writer, v *cluster.JobView, whole func(id string) (*domain.Task, error)) {
 	fmt.Fprintf(w, "heddle: job %s %s", v.ID, v.Status)
 	if v.StatusMessage != "" {
 		fmt.Fprintf(w, ": %s", v.StatusMessage)
 	}
 	fmt.Fprintln(w)
+	reported := 0
 	for i := range v.Tasks {
 		t := &v.Tasks[i]
 		if t.Status != domain.TaskFailed {
 			continue
 		}
+		if reported++; reported > reportedFailures {
+			fmt.Fprintf(w, "  and more: heddle jobs tasks %s %s --status FAILED\n", v.ClusterID, v.ID)
+			break
+		}
 		fmt.Fprintf(w, "  task %s failed (attempt %d/%d)\n", t.ID, t.Attempt, t.MaxAttempts)
+		if full, err := whole(t.ID); err == nil {
+			t = full
+		}
 		at := lastAttempt(t)
 		if at == nil {
 			continue

@@ -88,7 +88,7 @@ func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (lambd
 		if err != nil {
 			return nil, err
 		}
-		svc = services{catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder, audit: built.Audit, usage: built.Usage, observer: obs}
+		svc = services{store: a.Store, catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder, audit: built.Audit, usage: built.Usage, observer: obs}
 	}
 	return newServicesHandler(ctx, svc, "dynamodb", os.Getenv("HEDDLE_BOOTSTRAP_KEY"), log)
 }
@@ -107,6 +107,7 @@ func newOnboarder(a *assemble.AWS, workerFunction string, log *slog.Logger) (*aw
 
 // services are what the API serves over one store.
 type services struct {
+	store     store.Store // where the cursor key is kept (api.LoadCursorKey)
 	catalog   *catalog.Catalog
 	access    *access.Access
 	clusters  *cluster.Service   // nil: the catalog only
@@ -119,7 +120,7 @@ type services struct {
 
 // catalogOnly serves the catalog, tenants, users and keys.
 func catalogOnly(s store.Store) services {
-	return services{catalog: catalog.New(s, nil), access: access.New(s), audit: audit.New(s)}
+	return services{store: s, catalog: catalog.New(s, nil), access: access.New(s), audit: audit.New(s)}
 }
 
 // lambdaHandler is what lambda.Start runs for each API Gateway event.
@@ -133,7 +134,14 @@ func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey
 			return nil, err
 		}
 	}
+	// Every instance signs page cursors with the same key, so a cursor one
+	// instance answered opens on any other.
+	cursorKey, err := api.LoadCursorKey(ctx, svc.store)
+	if err != nil {
+		return nil, err
+	}
 	var h http.Handler = api.New(api.Config{
+		CursorKey: cursorKey,
 		Catalog:   svc.catalog,
 		Access:    svc.access,
 		Clusters:  svc.clusters,

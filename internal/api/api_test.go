@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/onboard"
+	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
 	"github.com/heddle-io/heddle/internal/usage"
 )
@@ -54,13 +56,19 @@ func newBundle(t testing.TB, opts boltstore.Options, o onboard.Onboarder) *testB
 	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
+	return serveBundle(t, db, o)
+}
+
+// serveBundle serves the API, with its cluster service, over db.
+func serveBundle(t testing.TB, db store.Store, o onboard.Onboarder) *testBundle {
+	t.Helper()
 	acc := access.New(db)
 	root, err := acc.Bootstrap(context.Background(), "")
 	require.NoError(t, err)
 	var clusters *cluster.Service
 	cat := catalog.New(db, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) })
 	clusters = newClusterService(t, db, acc, cat)
-	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Onboarder: o, Backend: "bolt", Version: "test", Audit: audit.New(db), Usage: usage.NewReader(db)})
+	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Onboarder: o, Backend: "bolt", Version: "test", Logger: testLogger(t), Audit: audit.New(db), Usage: usage.NewReader(db)})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return &testBundle{srv: srv, api: s, rootKey: root}
@@ -124,6 +132,18 @@ func (b *testBundle) importExample(t testing.TB, key string) {
 	require.NoError(t, err)
 	status, body := b.do(t, key, http.MethodPost, "/v1/catalog", doc, "Content-Type", "application/yaml")
 	require.Equal(t, http.StatusOK, status, "%v", body)
+}
+
+// testLogger logs through t, so a 500's cause shows when its test fails.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // errorOf checks the envelope and returns its code.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -91,15 +92,39 @@ func TestClusterRoutesAnswerWithTheEnvelope(t *testing.T) {
 		{"no layout", http.MethodPost, "/v1/clusters", map[string]any{"name": "x", "template": "web", "size": 1}, 422, ""},
 		{"unknown job", http.MethodGet, "/v1/clusters/" + clusterID + "/jobs/j000", nil, 404, CodeNotFound},
 		{"bad page size", http.MethodGet, "/v1/clusters?limit=0", nil, 400, CodeInvalidParameter},
+		{"bad task status", http.MethodGet, location + "/tasks?status=DONE", nil, 400, CodeInvalidParameter},
+		{"bad stage", http.MethodGet, location + "/tasks?stage=0", nil, 400, CodeInvalidParameter},
+		{"bad rollback filter", http.MethodGet, location + "/tasks?rollback=perhaps", nil, 400, CodeInvalidParameter},
+		{"task page too large", http.MethodGet, location + "/tasks?limit=501", nil, 400, CodeInvalidParameter},
+		{"unknown task", http.MethodGet, location + "/tasks/nope%2Finstall", nil, 404, CodeNotFound},
+		{"bad node status", http.MethodGet, "/v1/clusters/" + clusterID + "/nodes?status=GONE", nil, 400, CodeInvalidParameter},
+		{"another tenant's nodes", http.MethodGet, "/v1/clusters/" + clusterID + "/nodes?status=GONE", nil, 404, CodeNotFound},
 	}
 	for _, c := range cases {
-		status, body := b.do(t, b.acmeKey, c.method, c.path, c.body)
+		key := b.acmeKey
+		if strings.HasPrefix(c.name, "another tenant") {
+			key = b.otherKey
+		}
+		status, body := b.do(t, key, c.method, c.path, c.body)
 		require.Equal(t, c.status, status, "%s: %v", c.name, body)
 		code, _ := errorOf(t, body)
 		if c.code != "" {
 			require.Equal(t, c.code, code, c.name)
 		}
 	}
+	// The job view counts; its task listing filters and pages.
+	status, body = b.do(t, b.acmeKey, http.MethodGet, location, nil)
+	require.Equal(t, http.StatusOK, status)
+	counts := body["taskStatus"].(map[string]any)
+	status, page := b.do(t, b.acmeKey, http.MethodGet, location+"/tasks?status=READY&limit=1", nil)
+	require.Equal(t, http.StatusOK, status, "%v", page)
+	require.Len(t, page["items"], 1)
+	if counts["READY"].(float64) > 1 {
+		require.NotEmpty(t, page["nextCursor"])
+	}
+	status, page = b.do(t, b.acmeKey, http.MethodGet, location+"/tasks?stage=1&rollback=false", nil)
+	require.Equal(t, http.StatusOK, status, "%v", page)
+	require.EqualValues(t, body["stages"].([]any)[0].(map[string]any)["total"], len(page["items"].([]any)))
 	status, body = b.do(t, b.acmeKey, http.MethodGet, "/v1/clusters?all=true", nil)
 	require.Equal(t, http.StatusOK, status)
 	require.Len(t, body["items"], 1, "refused requests created nothing")

@@ -122,9 +122,7 @@ func describe(err error) ErrorDetail {
 	case errors.Is(err, catalog.ErrBusy), errors.Is(err, access.ErrConflict):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeConflict, Message: err.Error()}
 	case errors.Is(err, store.ErrBadCursor):
-		return ErrorDetail{Status: http.StatusBadRequest, Code: CodeInvalidParameter,
-			Message: "cursor: is not a cursor this listing returned; start again without it",
-			Details: []domain.Problem{{Field: "cursor", Code: domain.CodeInvalid, Message: "is not a cursor this listing returned"}}}
+		return describe(errBadCursor)
 	}
 	return ErrorDetail{Status: http.StatusInternalServerError, Code: CodeInternal,
 		Message: "heddle failed to handle this request; it has been logged with the request id"}

@@ -51,16 +51,16 @@ func pathTenant(r *http.Request, p access.Principal) (string, error) {
 	return id, nil
 }
 
-func (s *Server) listTenants(w http.ResponseWriter, r *http.Request, _ access.Principal) error {
-	limit, cursor, err := pageParams(r)
+func (s *Server) listTenants(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	pr, err := s.pageOf(r, p, listPaging)
 	if err != nil {
 		return err
 	}
-	items, next, err := s.access.ListTenants(r.Context(), limit, cursor)
+	items, next, err := s.access.ListTenants(r.Context(), pr.Limit, pr.After)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Page[access.TenantView]{Items: items, NextCursor: next})
+	writePage(s, w, pr, items, next)
 	return nil
 }
 
@@ -207,15 +207,15 @@ func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request, p access.P
 }
 
 func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, p access.Principal) error {
-	limit, cursor, err := pageParams(r)
+	pr, err := s.pageOf(r, p, listPaging)
 	if err != nil {
 		return err
 	}
-	items, next, err := s.access.ListUsers(r.Context(), p.Tenant, limit, cursor)
+	items, next, err := s.access.ListUsers(r.Context(), p.Tenant, pr.Limit, pr.After)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Page[domain.User]{Items: items, NextCursor: next})
+	writePage(s, w, pr, items, next)
 	return nil
 }
 
@@ -286,15 +286,15 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, p access.Princ
 	if _, err := s.access.GetUser(r.Context(), p.Tenant, name); err != nil {
 		return err
 	}
-	limit, cursor, err := pageParams(r)
+	pr, err := s.pageOf(r, p, listPaging)
 	if err != nil {
 		return err
 	}
-	items, next, err := s.access.ListKeys(r.Context(), p.Tenant, name, limit, cursor)
+	items, next, err := s.access.ListKeys(r.Context(), p.Tenant, name, pr.Limit, pr.After)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Page[domain.APIKey]{Items: items, NextCursor: next})
+	writePage(s, w, pr, items, next)
 	return nil
 }
 

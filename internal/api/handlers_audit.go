@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/heddle-io/heddle/internal/access"
-	"github.com/heddle-io/heddle/internal/audit"
 	"github.com/heddle-io/heddle/internal/domain"
 )
 
@@ -27,15 +26,15 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, p access.Prin
 		}
 		tenant = t
 	}
-	limit, cursor, err := pageParams(r)
+	pr, err := s.pageOf(r, p, listPaging)
 	if err != nil {
 		return err
 	}
-	items, next, err := s.audit.List(r.Context(), tenant, limit, cursor)
+	items, next, err := s.audit.List(r.Context(), tenant, pr.Limit, pr.After)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Page[audit.Record]{Items: items, NextCursor: next})
+	writePage(s, w, pr, items, next)
 	return nil
 }
 

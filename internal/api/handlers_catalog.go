@@ -40,15 +40,15 @@ func (s *Server) listEntities(w http.ResponseWriter, r *http.Request, p access.P
 	if err != nil {
 		return err
 	}
-	limit, cursor, err := pageParams(r)
+	pr, err := s.pageOf(r, p, entityPaging)
 	if err != nil {
 		return err
 	}
-	items, next, err := s.catalog.List(r.Context(), p.Tenant, k, limit, cursor)
+	items, next, err := s.catalog.List(r.Context(), p.Tenant, k, pr.Limit, pr.After)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Page[domain.Entity]{Items: s.listed(items), NextCursor: next})
+	writePage(s, w, pr, s.listed(items), next)
 	return nil
 }
 
@@ -89,15 +89,15 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p access.P
 	if err != nil {
 		return err
 	}
-	limit, cursor, err := pageParams(r)
+	pr, err := s.pageOf(r, p, entityPaging)
 	if err != nil {
 		return err
 	}
-	items, next, err := s.catalog.Versions(r.Context(), p.Tenant, k, name, limit, cursor)
+	items, next, err := s.catalog.Versions(r.Context(), p.Tenant, k, name, pr.Limit, pr.After)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Page[domain.Entity]{Items: s.listed(items), NextCursor: next})
+	writePage(s, w, pr, s.listed(items), next)
 	return nil
 }
 

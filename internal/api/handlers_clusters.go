@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/heddle-io/heddle/internal/access"
@@ -174,7 +175,7 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request, p access.P
 	if err != nil {
 		return err
 	}
-	limit, cursor, err := pageParams(r)
+	pr, err := s.pageOf(r, p, listPaging)
 	if err != nil {
 		return err
 	}
@@ -184,11 +185,11 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request, p access.P
 	}
 	q := r.URL.Query()
 	f := cluster.ListFilter{Status: domain.ClusterStatus(q.Get("status")), Template: q.Get("template"), Owner: q.Get("owner"), All: all}
-	items, next, err := svc.List(r.Context(), p, f, limit, cursor)
+	items, next, err := svc.List(r.Context(), p, f, pr.Limit, pr.After)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Page[domain.Cluster]{Items: items, NextCursor: next})
+	writePage(s, w, pr, items, next)
 	return nil
 }
 
@@ -289,15 +290,15 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p access.Princ
 	if err != nil {
 		return err
 	}
-	limit, cursor, err := pageParams(r)
+	pr, err := s.pageOf(r, p, listPaging)
 	if err != nil {
 		return err
 	}
-	jobs, next, err := svc.Jobs(r.Context(), p, id, limit, cursor)
+	jobs, next, err := svc.Jobs(r.Context(), p, id, pr.Limit, pr.After)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, Page[domain.Job]{Items: jobs, NextCursor: next})
+	writePage(s, w, pr, jobs, next)
 	return nil
 }
 
@@ -328,4 +329,105 @@ func (s *Server) controlJob(what cluster.JobControl) handlerFunc {
 		writeJSON(w, http.StatusAccepted, job)
 		return nil
 	}
+}
+
+func (s *Server) listNodes(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	svc, id, err := s.clusterOf(r)
+	if err != nil {
+		return err
+	}
+	pr, err := s.pageOf(r, p, nodePaging)
+	if err != nil {
+		return notFoundFirst(r, svc, p, id, err)
+	}
+	deleted, err := boolParam(r, "deleted")
+	if err != nil {
+		return notFoundFirst(r, svc, p, id, err)
+	}
+	f := cluster.NodeFilter{Status: domain.NodeStatus(r.URL.Query().Get("status")), Deleted: deleted}
+	if f.Status != "" && !slices.Contains(nodeStatuses, f.Status) {
+		return notFoundFirst(r, svc, p, id, badParam("status", fmt.Sprintf("%q is not a node status; use one of %v", f.Status, nodeStatuses)))
+	}
+	nodes, next, err := svc.Nodes(r.Context(), p, id, f, pr.Limit, pr.After)
+	if err != nil {
+		return err
+	}
+	writePage(s, w, pr, nodes, next)
+	return nil
+}
+
+var (
+	nodeStatuses = []domain.NodeStatus{domain.NodePlanned, domain.NodeCreating, domain.NodeActive, domain.NodeDeleting, domain.NodeDeleted, domain.NodeFailed}
+	taskStatuses = []domain.TaskStatus{domain.TaskBlocked, domain.TaskReady, domain.TaskRunning, domain.TaskSucceeded, domain.TaskFailed, domain.TaskCanceled}
+)
+
+// taskFilter reads a task listing's filters.
+func taskFilter(r *http.Request) (cluster.TaskFilter, error) {
+	q := r.URL.Query()
+	f := cluster.TaskFilter{Status: domain.TaskStatus(q.Get("status")), Node: q.Get("node"), Service: q.Get("service"), Action: domain.Action(q.Get("action"))}
+	if f.Status != "" && !slices.Contains(taskStatuses, f.Status) {
+		return f, badParam("status", fmt.Sprintf("%q is not a task status; use one of %v", f.Status, taskStatuses))
+	}
+	for name, v := range map[string]string{"node": f.Node, "service": f.Service, "action": string(f.Action)} {
+		if len(v) > maxTaskIDChars {
+			return f, badParam(name, fmt.Sprintf("is longer than %d characters", maxTaskIDChars))
+		}
+	}
+	if v := q.Get("stage"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return f, badParam("stage", fmt.Sprintf("%q is not a stage; stages are numbered from 1", v))
+		}
+		f.Stage = n
+	}
+	if v := q.Get("rollback"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return f, badParam("rollback", fmt.Sprintf("%q is not true or false", v))
+		}
+		f.Rollback = &b
+	}
+	return f, nil
+}
+
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	svc, id, jobID, err := s.jobOf(r)
+	if err != nil {
+		return err
+	}
+	pr, err := s.pageOf(r, p, taskPaging)
+	if err != nil {
+		return notFoundFirst(r, svc, p, id, err)
+	}
+	f, err := taskFilter(r)
+	if err != nil {
+		return notFoundFirst(r, svc, p, id, err)
+	}
+	tasks, next, err := svc.Tasks(r.Context(), p, id, jobID, f, pr.Limit, pr.After)
+	if err != nil {
+		return err
+	}
+	writePage(s, w, pr, tasks, next)
+	return nil
+}
+
+// maxTaskIDChars bounds a task id in a path or filter; planned ids are a
+// node id, a service and an action joined by slashes.
+const maxTaskIDChars = 512
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	svc, id, jobID, err := s.jobOf(r)
+	if err != nil {
+		return err
+	}
+	taskID := r.PathValue("task")
+	if taskID == "" || len(taskID) > maxTaskIDChars {
+		return errNotFound(fmt.Sprintf("task %q does not exist", taskID))
+	}
+	t, err := svc.Task(r.Context(), p, id, jobID, taskID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, t)
+	return nil
 }

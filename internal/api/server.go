@@ -4,13 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +22,6 @@ import (
 	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/provider"
-	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/usage"
 )
 
@@ -51,7 +48,11 @@ type Config struct {
 	Backend string
 	// Version is heddle's build version, reported by /v1/status.
 	Version string
-	Logger  *slog.Logger
+	// CursorKey signs page cursors (see paging.go). Every instance serving
+	// one deployment needs the same key: LoadCursorKey keeps it in the
+	// store. Empty: a random key, for one process only.
+	CursorKey []byte
+	Logger    *slog.Logger
 	// Audit records every change asked of the API (GET /v1/audit reads
 	// them); nil keeps none, which only tests of other parts choose.
 	Audit *audit.Log
@@ -81,6 +82,7 @@ type Server struct {
 	observer  metrics.Observer   // see Config.Observer; never nil
 	metrics   http.Handler       // see Config.Metrics
 	usage     *usage.Reader      // see Config.Usage
+	cursors   cursorSigner
 }
 
 // New builds the API handler.
@@ -95,6 +97,11 @@ func New(cfg Config) *Server {
 	s.usage = cfg.Usage
 	if s.onboarder == nil {
 		s.onboarder = onboard.Nop{}
+	}
+	s.cursors = cursorSigner{key: cfg.CursorKey}
+	if len(s.cursors.key) == 0 {
+		s.cursors.key = make([]byte, 32)
+		_, _ = rand.Read(s.cursors.key)
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -273,15 +280,6 @@ func (s *Server) authenticate(r *http.Request) (access.Principal, error) {
 	return s.access.Authenticate(r.Context(), strings.TrimSpace(secret))
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
 // readBody reads the body and converts YAML to JSON when the content type
 // says YAML, so both go through the same strict decoder.
 func readBody(r *http.Request) ([]byte, error) {
@@ -323,25 +321,6 @@ func decode(r *http.Request, v any) error {
 		return err
 	}
 	return nil
-}
-
-// pageParams reads ?limit= and ?cursor=.
-func pageParams(r *http.Request) (int, string, error) {
-	limit := store.DefaultPageSize
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > store.MaxPageSize {
-			return 0, "", badParam("limit", fmt.Sprintf("%q is not a page size; use 1 to %d", v, store.MaxPageSize))
-		}
-		limit = n
-	}
-	return limit, r.URL.Query().Get("cursor"), nil
-}
-
-// Page is a listing response.
-type Page[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"nextCursor,omitempty"`
 }
 
 // pathName reads a path parameter that must be a valid name.

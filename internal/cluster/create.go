@@ -164,7 +164,7 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 		if err != nil {
 			return nil, err
 		}
-		return &Result{Cluster: c, Preview: pv, Layout: layout.Groups, DryRun: true}, nil
+		return &Result{Cluster: c, Preview: pv.Bounded(PreviewItems), Layout: layout.Groups, DryRun: true}, nil
 	}
 	if err := s.checkQuota(ctx, tenant, 1, len(layout.Nodes)); err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/heddle-io/heddle/internal/access"
@@ -16,8 +15,15 @@ import (
 // progress of its latest job.
 type View struct {
 	domain.Cluster
-	Nodes    []domain.Node `json:"nodes"`
-	Progress *Progress     `json:"progress,omitempty"`
+	// Layout groups the live nodes by what they run, with counts, and
+	// NodeStatus counts them by status: the whole cluster at any size.
+	Layout     []LayoutGroup             `json:"layout"`
+	NodeStatus map[domain.NodeStatus]int `json:"nodeStatus"`
+	// Nodes are the first FirstNodes live nodes by Num; NodesOmitted says
+	// how many more there are (GET .../nodes pages through all of them).
+	Nodes        []domain.Node `json:"nodes"`
+	NodesOmitted int           `json:"nodesOmitted,omitempty"`
+	Progress     *Progress     `json:"progress,omitempty"`
 }
 
 // Progress is a job's done/total and its stage view (Sahara's "provision
@@ -70,10 +76,8 @@ func (s *Service) Get(ctx context.Context, p access.Principal, id string) (*View
 	if err != nil {
 		return nil, err
 	}
-	v := &View{Cluster: c, Nodes: liveNodes(nodes)}
-	if v.Nodes == nil {
-		v.Nodes = []domain.Node{}
-	}
+	v := &View{Cluster: c}
+	v.summarize(liveNodes(nodes))
 	if job != nil {
 		stages, err := s.progress(ctx, p.Tenant, job.ID)
 		if err != nil {
@@ -285,39 +289,45 @@ func (s *Service) Live(ctx context.Context, tenant string) ([]domain.Cluster, er
 	}
 }
 
-// JobView is a job with its tasks, their attempts, timings and output tails.
+// JobView is a job summarized at any size: its tasks counted by status
+// (forward and rollback plans apart) and by stage, and the first page of
+// its tasks in view order (failed, then running, then the rest; see
+// TaskOrder), as listed by Tasks. GET .../tasks pages through the rest.
 type JobView struct {
 	domain.Job
-	Tasks  []domain.Task   `json:"tasks"`
-	Stages []StageProgress `json:"stages,omitempty"`
+	TaskStatus     map[domain.TaskStatus]int `json:"taskStatus"`
+	RollbackStatus map[domain.TaskStatus]int `json:"rollbackStatus,omitempty"`
+	Stages         []StageProgress           `json:"stages,omitempty"`
+	Tasks          []domain.Task             `json:"tasks"`
+	TasksOmitted   int                       `json:"tasksOmitted,omitempty"`
 }
 
-// Job returns one job of a cluster the caller may see.
+// Job returns one job of a cluster the caller may see, with its first
+// FirstTasks tasks.
 func (s *Service) Job(ctx context.Context, p access.Principal, cluster, jobID string) (*JobView, error) {
-	if _, err := s.visible(ctx, p, cluster); err != nil {
-		return nil, err
-	}
-	job, err := s.cfg.Engine.Job(ctx, p.Tenant, cluster, jobID)
+	job, tasks, err := s.jobTasks(ctx, p, cluster, jobID)
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := s.cfg.Engine.Tasks(ctx, p.Tenant, jobID)
-	if err != nil {
-		return nil, err
-	}
-	if tasks == nil {
-		tasks = []domain.Task{}
-	}
-	slices.SortStableFunc(tasks, func(a, b domain.Task) int {
-		if a.Rollback != b.Rollback {
-			if a.Rollback {
-				return 1
+	v := &JobView{Job: job, TaskStatus: map[domain.TaskStatus]int{}, Stages: countStages(s.stagesFor(p.Tenant, jobID, tasks), statusesOf(tasks))}
+	for _, t := range tasks {
+		if t.Rollback {
+			if v.RollbackStatus == nil {
+				v.RollbackStatus = map[domain.TaskStatus]int{}
 			}
-			return -1
+			v.RollbackStatus[t.Status]++
+		} else {
+			v.TaskStatus[t.Status]++
 		}
-		return 0
-	})
-	return &JobView{Job: job, Tasks: tasks, Stages: stageProgress(tasks)}, nil
+	}
+	sortForView(tasks)
+	first := tasks[:min(len(tasks), FirstTasks)]
+	v.Tasks = make([]domain.Task, len(first))
+	for i, t := range first {
+		v.Tasks[i] = listed(t)
+	}
+	v.TasksOmitted = len(tasks) - len(first)
+	return v, nil
 }
 
 // Jobs lists a cluster's jobs, newest first.

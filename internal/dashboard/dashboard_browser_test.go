@@ -314,10 +314,14 @@ func TestDashboardClusterLifecycleInBrowser(t *testing.T) {
 			return s.length >= 4 && s.every((d) => d.dataset.state === 'running'); })()`),
 		shot.take("expanded"))
 
-	step("the job view lists the expand's tasks",
+	step("the job view lists the expand's tasks and reads a task's output when opened",
 		chromedp.Click(css("#progress a")),
 		chromedp.WaitVisible(css(`#job-info[data-status="SUCCEEDED"]`)),
 		until(`document.querySelectorAll('#tasks tr[data-task][data-status="SUCCEEDED"]').length > 0`),
+		until(`!!document.querySelector('#tasks tr[data-task] details')`),
+		chromedp.Click(css(`#tasks tr[data-task] details summary`)),
+		until(`(() => { const d = document.querySelector('#tasks tr[data-task] details');
+			return d.open && !d.textContent.includes('Loading'); })()`),
 		shot.take("job"),
 		chromedp.Click(css(`main a[href^="#/clusters/"]`)),
 		until(clusterIs("ACTIVE", 4, "expand")))
@@ -548,4 +552,66 @@ func TestDashboardScriptsInBrowser(t *testing.T) {
 
 	require.Empty(t, problems(), "the page logged errors")
 	t.Logf("scripts flow took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestDashboardLargeJobInBrowser opens a job of over 40,000 tasks (a
+// 10,000-node create on a server without workers, so it stays as
+// submitted): the page shows the counts, one page of tasks in view order,
+// filters by status and pages on, never reading the job whole.
+func TestDashboardLargeJobInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("submits a 10,000-node create")
+	}
+	ctx, problems := browser(t)
+	s := &server{t: t, super: access.NewKeySecret()}
+	srv, err := localserver.Start(context.Background(), localserver.Config{
+		DataDir: t.TempDir(), Listen: "127.0.0.1:0", BootstrapKey: s.super, Version: "test", NoWorkers: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), JanitorPeriod: time.Hour,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	s.srv = srv
+	s.admin = demotest.TenantWithCatalog(t, srv.URL(), s.super, "acme", 10000, demotest.BigCatalog)
+	var created struct {
+		Cluster struct{ ID string } `json:"cluster"`
+		Job     struct {
+			ID        string `json:"id"`
+			TaskTotal int    `json:"taskTotal"`
+		} `json:"job"`
+	}
+	require.Equal(t, http.StatusAccepted, s.call(s.admin, "POST", "/v1/clusters", map[string]any{"name": "huge", "template": "big", "size": 10000}, &created))
+	require.GreaterOrEqual(t, created.Job.TaskTotal, 40000)
+	require.Eventually(t, func() bool {
+		var job struct{ Status string }
+		s.call(s.admin, "GET", fmt.Sprintf("/v1/clusters/%s/jobs/%s", created.Cluster.ID, created.Job.ID), nil, &job)
+		return job.Status == "RUNNING"
+	}, 2*time.Minute, 100*time.Millisecond, "the job, written in the background, starts")
+	shot := newShots(t)
+	step, value := steps(t, ctx, time.Now())
+
+	step("open the job",
+		chromedp.Navigate(srv.URL()+"/"),
+		login(s.admin, "ann"),
+		chromedp.Navigate(fmt.Sprintf("%s/#/clusters/%s/jobs/%s", srv.URL(), created.Cluster.ID, created.Job.ID)),
+		chromedp.WaitVisible(css("#task-counts")),
+		until(`document.querySelectorAll('#tasks tr[data-task]').length === 50`),
+		shot.take("large-job"))
+	// Ready tasks come before blocked ones: the view order, not the ids'.
+	require.Equal(t, "READY", value("first row", chromedp.Evaluate[string](`document.querySelector('#tasks tr[data-task]').dataset.status`)))
+	require.Contains(t, value("counts", chromedp.Text(css("#task-counts"))), "BLOCKED")
+
+	step("filter by status and page on",
+		chromedp.SetValue(css("#task-status"), "BLOCKED"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('#task-status').dispatchEvent(new Event('change'))`),
+		until(`(() => { const rows = [...document.querySelectorAll('#tasks tr[data-task]')];
+			return rows.length === 50 && rows.every((r) => r.dataset.status === 'BLOCKED'); })()`),
+		chromedp.Evaluate[chromedp.Void](`window.firstBlocked = document.querySelector('#tasks tr[data-task]').dataset.task`),
+		chromedp.Click(css("#tasks-next")),
+		until(`document.querySelector('#tasks-page').textContent.startsWith('Page 2') &&
+			document.querySelector('#tasks tr[data-task]').dataset.task !== window.firstBlocked`),
+		chromedp.Click(css("#tasks-prev")),
+		until(`document.querySelector('#tasks-page').textContent.startsWith('Page 1') &&
+			document.querySelector('#tasks tr[data-task]').dataset.task === window.firstBlocked`),
+		shot.take("large-job-blocked"))
+	require.Empty(t, problems())
 }

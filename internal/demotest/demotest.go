@@ -96,6 +96,16 @@ func Call(t testing.TB, baseURL, key, method, path string, body, out any) int {
 // returns ann's key.
 func Tenant(t testing.TB, baseURL, superKey, id string, maxNodes int) string {
 	t.Helper()
+	return TenantWithCatalog(t, baseURL, superKey, id, maxNodes, Catalog)
+}
+
+// BigCatalog is the path of the catalog whose template "big" allows 10,000
+// nodes, like Catalog.
+const BigCatalog = "../../docs/examples/big-catalog.yaml"
+
+// TenantWithCatalog is Tenant with the catalog at path.
+func TenantWithCatalog(t testing.TB, baseURL, superKey, id string, maxNodes int, path string) string {
+	t.Helper()
 	var created struct {
 		AdminKey struct {
 			Secret string `json:"secret"`
@@ -103,7 +113,7 @@ func Tenant(t testing.TB, baseURL, superKey, id string, maxNodes int) string {
 	}
 	require.Equal(t, http.StatusCreated, Call(t, baseURL, superKey, "POST", "/v1/tenants",
 		map[string]any{"id": id, "maxClusters": 5, "maxNodes": maxNodes, "workers": 4, "admin": "ann"}, &created))
-	doc, err := os.ReadFile(Catalog)
+	doc, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, Call(t, baseURL, created.AdminKey.Secret, "POST", "/v1/catalog", doc, nil))
 	return created.AdminKey.Secret

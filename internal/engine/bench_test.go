@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,4 +145,58 @@ func BenchmarkMakespan200Nodes(b *testing.B) {
 			critical.Round(time.Millisecond), heddle.Round(time.Millisecond), heddle.Seconds()/critical.Seconds(),
 			strict.Round(time.Millisecond), strict.Seconds()/critical.Seconds(), stageBound.Round(time.Millisecond))
 	}
+}
+
+// BenchmarkCreate10000NodesToActive drives a 10,000-node create (the
+// three-tier plan with the references the cluster service declares, about
+// 55,000 tasks) to ACTIVE through the simulation executor with 64 workers,
+// and reports the wall time from submission to the job's end and the
+// process's peak resident set (VmHWM, which includes the benchmark's own
+// setup).
+//
+//	go test -run '^$' -bench Create10000NodesToActive -benchtime 1x ./internal/engine
+func BenchmarkCreate10000NodesToActive(b *testing.B) {
+	const nodes, workers = 10000, 64
+	var elapsed float64
+	for b.Loop() {
+		b.StopTimer()
+		tb := setup(b, nil, Config{})
+		t, err := tb.acc.GetTenant(tb.ctx, tenant)
+		require.NoError(b, err)
+		t.Tenant.MaxNodes = nodes
+		_, err = tb.acc.UpdateTenant(tb.ctx, t.Tenant, 0)
+		require.NoError(b, err)
+		sub := createSubmissionWithReferences(b, "c1", nodes, nil, declaredReferences())
+		b.StartTimer()
+
+		start := time.Now()
+		job, err := tb.eng.Submit(tb.ctx, sub)
+		require.NoError(b, err)
+		stop := tb.run(b, workers, time.Second)
+		final := tb.waitJobQuietly(b, "c1", job.ID, 30*time.Minute)
+		elapsed += time.Since(start).Seconds()
+		stop()
+		require.Equal(b, domain.JobSucceeded, final.Status)
+	}
+	b.ReportMetric(elapsed/float64(b.N), "wall-s")
+	b.ReportMetric(float64(procStatus(b, "VmHWM"))/(1<<20), "peak-RSS-MiB")
+	// What is resident at the end, anonymous (the heap) and file-backed
+	// (the embedded store's memory map).
+	b.ReportMetric(float64(procStatus(b, "RssAnon"))/(1<<20), "end-anon-MiB")
+	b.ReportMetric(float64(procStatus(b, "RssFile"))/(1<<20), "end-file-MiB")
+}
+
+// procStatus is one of Linux's memory figures for this process, in bytes.
+func procStatus(b *testing.B, field string) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	require.NoError(b, err)
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			require.NoError(b, err)
+			return kb << 10
+		}
+	}
+	b.Fatalf("no %s in /proc/self/status", field)
+	return 0
 }

@@ -2,9 +2,9 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -169,7 +169,7 @@ func TestRollbackTasksAreWrittenOnceAndNeverReset(t *testing.T) {
 			break
 		}
 	}
-	require.NoError(t, b.eng.releaseRollback(b.ctx, tenant, "c1", job.ID, idsOf([]string{root})))
+	require.NoError(t, b.eng.releaseRollback(b.ctx, tenant, "c1", job.ID, []string{root}))
 	require.NoError(t, b.eng.materializeRollback(b.ctx, tenant, job.ID))
 	require.Equal(t, domain.TaskReady, taskItems(t, b, job.ID)[root].Status)
 }
@@ -372,60 +372,112 @@ func TestAJobWhoseRollbackTasksHaveItemsAlreadyRollsBack(t *testing.T) {
 	checkInvariants(t, b)
 }
 
-// TestRollbackRootsSurviveAsTheyWereWritten: the job's rollback roots stay
-// in their JSON form through a read and a write of the job, and decode to
-// what was submitted; an empty list is absent.
-func TestRollbackRootsSurviveAsTheyWereWritten(t *testing.T) {
+func TestSubmissionWritesItsBatchesInParallelAndReportsAFailure(t *testing.T) {
 	t.Parallel()
-	roots := []string{"delete:c1-1000", "delete:c1-1001"}
-	in := jobRecord{Job: domain.Job{ID: "j1"}, RollbackRoots: idsOf(roots)}
-	var out jobRecord
-	require.NoError(t, json.Unmarshal(mustJSON(in), &out))
-	again := mustJSON(out)
-	require.Contains(t, string(again), `"rollbackRoots":["delete:c1-1000","delete:c1-1001"]`)
-	got, err := out.RollbackRoots.IDs()
+	b := setup(t, nil, Config{})
+	var batches [][]store.Op
+	for i := range 3 * submitWriters {
+		batches = append(batches, []store.Op{store.Put(store.Item{Key: store.Key{PK: "T#x#P", SK: fmt.Sprint(i)}}, store.Condition{})})
+	}
+	require.NoError(t, b.eng.transactAll(b.ctx, batches))
+	page, err := b.db.Query(b.ctx, "T#x#P", store.Query{Limit: 1000})
 	require.NoError(t, err)
-	require.Equal(t, roots, got)
-	require.NotContains(t, string(mustJSON(jobRecord{Job: domain.Job{ID: "j2"}})), "rollbackRoots")
+	require.Len(t, page.Items, len(batches), "every batch is written")
 
-	// Effects keep their node lists the same way.
-	nodes := []string{"c1-1000", "c1-1001"}
-	eff := jobRecord{OnSuccess: Effect{ClusterStatus: domain.ClusterActive, NodeStatus: domain.NodeActive, Nodes: nodes}}
-	var read jobRecord
-	require.NoError(t, json.Unmarshal(mustJSON(eff), &read))
-	require.Nil(t, read.OnSuccess.Nodes, "not decoded on read")
-	ids, err := read.OnSuccess.NodeIDs()
-	require.NoError(t, err)
-	require.Equal(t, nodes, ids)
-	require.Equal(t, domain.NodeActive, read.OnSuccess.NodeStatus)
-	require.JSONEq(t, string(mustJSON(eff)), string(mustJSON(read)), "written back unchanged")
-	require.NotContains(t, string(mustJSON(read.OnFailure)), "nodes")
-	var none jobRecord
-	require.NoError(t, json.Unmarshal([]byte(`{"id":"j3","rollbackRoots":null}`), &none))
-	require.True(t, none.RollbackRoots.IsZero())
+	bad := append(batches[:1:1], []store.Op{store.Put(store.Item{Key: store.Key{PK: "T#x#P", SK: "0"}}, store.Condition{MustNotExist: true})})
+	require.ErrorIs(t, b.eng.transactAll(b.ctx, bad), store.ErrConditionFailed)
 }
 
-// TestJobCacheFollowsTheDocument: a cached job is reused only while the
-// item's document is the same; the version, status and progress always
-// come from the item read.
-func TestJobCacheFollowsTheDocument(t *testing.T) {
+// slowChunkReads makes every read of deferred chunks slow and counts them.
+type slowChunkReads struct {
+	store.Store
+	reads atomic.Int64
+}
+
+func (s *slowChunkReads) Query(ctx context.Context, pk string, q store.Query) (store.Page, error) {
+	if strings.Contains(pk, deferredChunks) {
+		s.reads.Add(1)
+		time.Sleep(20 * time.Millisecond)
+	}
+	return s.Store.Query(ctx, pk, q)
+}
+
+func TestWorkersStartingOnAJobReadItsChunksOnce(t *testing.T) {
 	t.Parallel()
-	var c jobCache
-	key := store.Key{PK: "acme#JOBS#c1", SK: "j1"}
-	doc := mustJSON(jobRecord{Job: domain.Job{ID: "j1", TaskTotal: 3}, OnSuccess: Effect{Nodes: []string{"c1-1000"}}})
-	first, err := c.decode(store.Item{Key: key, Version: 1, Status: string(domain.JobRunning), Data: doc})
+	b := setup(t, nil, Config{})
+	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 20, nil))
 	require.NoError(t, err)
-	require.Equal(t, int64(1), first.Version)
-	again, err := c.decode(store.Item{Key: key, Version: 2, Status: string(domain.JobSucceeded), Data: doc})
+	slow := &slowChunkReads{Store: b.db}
+	fresh := New(slow, b.q, b.rec, b.eng.cfg)
+	var (
+		wg   sync.WaitGroup
+		got  = make(chan int, 16)
+		errs = make(chan error, 16)
+	)
+	for range 16 {
+		wg.Go(func() {
+			defs, err := fresh.deferredTasks(b.ctx, tenant, job.ID)
+			errs <- err
+			got <- len(defs)
+		})
+	}
+	wg.Wait()
+	close(got)
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	for n := range got {
+		require.Positive(t, n)
+	}
+	require.EqualValues(t, 1, slow.reads.Load(), "one read of the chunks, however many workers asked at once")
+}
+
+// TestStagedSubmissionAnswersPendingAndStartsInTheBackground submits a job
+// whose step 2 is staged: Submit answers with the job PENDING, and the
+// background writer (or, when it died, the janitor) writes it and starts
+// it; it then runs to the end like any job.
+func TestStagedSubmissionAnswersPendingAndStartsInTheBackground(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T) {
+		b := setup(t, nil, Config{})
+		b.eng.inlineBatches = 0
+		// 150 nodes: step 2 takes several transactions.
+		job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 150, nil))
+		require.NoError(t, err)
+		require.Equal(t, domain.JobPending, job.Status, "answered before step 2 is written")
+		stop := b.run(t, 4, 50*time.Millisecond)
+		final := b.waitJob(t, "c1", job.ID, 60*time.Second)
+		stop()
+		require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+		checkInvariants(t, b)
+	})
+}
+
+// TestJanitorContinuesAStagedSubmissionWhoseWriterDied stages a job with a
+// store that refuses step 2's batches, as if the writer died after the
+// answer: the janitor writes it and starts it.
+func TestJanitorContinuesAStagedSubmissionWhoseWriterDied(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	dying := &failingBatches{Store: b.db}
+	dying.left.Store(1 + 1) // step 1 and the staged items pass; the background writer fails
+	submitter := New(dying, b.q, b.rec, b.eng.cfg)
+	submitter.inlineBatches = 0
+	job, err := submitter.Submit(b.ctx, createSubmission(t, "c1", 30, nil))
 	require.NoError(t, err)
-	require.Equal(t, int64(2), again.Version)
-	require.Equal(t, domain.JobSucceeded, again.Status)
-	require.Equal(t, 3, again.TaskDone, "a succeeded job has done every task")
-	changed := mustJSON(jobRecord{Job: domain.Job{ID: "j1", TaskTotal: 3}, Aborted: true})
-	third, err := c.decode(store.Item{Key: key, Version: 3, Status: string(domain.JobFailing), Data: changed})
+	require.Equal(t, domain.JobPending, job.Status)
+	require.Eventually(t, func() bool { return dying.left.Load() < 0 }, 10*time.Second, 5*time.Millisecond, "the background writer tried and failed")
+	lj, err := b.eng.loadJob(b.ctx, tenant, "c1", job.ID)
 	require.NoError(t, err)
-	require.True(t, third.Aborted, "a changed document is decoded anew")
-	ids, err := third.OnSuccess.NodeIDs()
+	require.Equal(t, domain.JobPending, lj.job.Status)
+
+	r, err := b.eng.RunJanitor(b.ctx)
 	require.NoError(t, err)
-	require.Empty(t, ids)
+	require.Zero(t, r.Undone)
+	stop := b.run(t, 4, 50*time.Millisecond)
+	final := b.waitJob(t, "c1", job.ID, 60*time.Second)
+	stop()
+	require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+	checkInvariants(t, b)
 }

@@ -37,6 +37,11 @@
 //  3. One conditional write moves the job PENDING -> RUNNING; then the tasks
 //     with no dependencies are sent.
 //
+// A step 2 longer than a request should take is staged instead: the
+// request writes its ops as a few items and answers with the job PENDING,
+// and ContinueSubmission, in the background and in every janitor pass,
+// writes them and takes step 3 (stage.go).
+//
 // A crash before 3 leaves a PENDING job that the janitor undoes after
 // SubmitTimeout (job FAILED, lock and quota released, nothing ran); the
 // janitor's first write is conditional on PENDING, so a slow submitter's

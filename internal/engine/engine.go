@@ -215,13 +215,19 @@ type Engine struct {
 
 	deferred deferredCache
 	jobs     jobCache
+	// inlineLists is the most list data a job record keeps itself
+	// (maxInlineListBytes; tests lower it).
+	inlineLists int
+	// inlineBatches is the most step-2 transactions Submit writes itself
+	// before it stages the rest (defaultInlineBatches; tests lower it).
+	inlineBatches int
 }
 
 // New returns an engine over the unscoped store s.
 func New(s store.Store, q queue.Queue, exec Executor, cfg Config) *Engine {
 	cfg = cfg.withDefaults()
 	cfg.Observer = metrics.OrNop(cfg.Observer)
-	return &Engine{store: s, queue: q, exec: exec, cfg: cfg, log: cfg.Logger}
+	return &Engine{store: s, queue: q, exec: exec, cfg: cfg, log: cfg.Logger, inlineLists: maxInlineListBytes, inlineBatches: defaultInlineBatches}
 }
 
 func (e *Engine) now() time.Time { return e.cfg.Clock().UTC() }

@@ -74,7 +74,18 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 		// every attempt (a retry comes from a progress count or the cluster
 		// changing under the transaction below).
 		if !nodesWritten {
-			err := e.recordNodes(ctx, tenant, cluster, jobID, from, effect)
+			lists, err := e.jobListsOf(ctx, tenant, job)
+			if err != nil {
+				return err
+			}
+			nodes := lists.OnSuccess
+			switch how {
+			case endFailed, endRollbackFailed:
+				nodes = lists.OnFailure
+			case endRolledBack:
+				nodes = lists.OnRollback
+			}
+			err = e.recordNodes(ctx, tenant, cluster, jobID, from, effect.NodeStatus, nodes)
 			if errors.Is(err, errJobMoved) {
 				return nil
 			}

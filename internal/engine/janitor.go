@@ -265,6 +265,13 @@ func (e *Engine) moveJobOn(ctx context.Context, indexed store.Item, r *JanitorRe
 	}
 	switch lj.job.Status {
 	case domain.JobPending:
+		if lj.job.StagedChunks > 0 && lj.job.CreatedAt.Add(stagedSubmitTimeout).After(e.now()) {
+			err := e.ContinueSubmission(ctx, tenant, cluster, lj.job.ID)
+			if !errors.Is(err, errStagingIncomplete) {
+				r.JobsMovedOn++
+				return err
+			}
+		}
 		if lj.job.CreatedAt.Add(e.cfg.SubmitTimeout).Before(e.now()) {
 			r.Undone++
 			return e.undoSubmission(ctx, tenant, cluster, lj)
@@ -272,7 +279,11 @@ func (e *Engine) moveJobOn(ctx context.Context, indexed store.Item, r *JanitorRe
 		return nil
 	case domain.JobRollingBack:
 		r.JobsMovedOn++
-		if err := e.releaseRollback(ctx, tenant, cluster, lj.job.ID, lj.job.RollbackRoots); err != nil {
+		lists, err := e.jobListsOf(ctx, tenant, lj.job)
+		if err != nil {
+			return err
+		}
+		if err := e.releaseRollback(ctx, tenant, cluster, lj.job.ID, lists.RollbackRoots); err != nil {
 			return err
 		}
 	case domain.JobRunning, domain.JobFailing:

@@ -25,46 +25,6 @@ type Effect struct {
 	// victims of a shrink, ACTIVE on the nodes of a create).
 	NodeStatus domain.NodeStatus `json:"nodeStatus,omitempty"`
 	Nodes      []string          `json:"nodes,omitempty"`
-	// nodes holds Nodes as read from the store, decoded only when the job
-	// ends (NodeIDs): a create's effects name every node, and every task's
-	// completion reads the job.
-	nodes lazyIDs
-}
-
-// NodeIDs returns Nodes, decoding them if the effect was read from the
-// store.
-func (f Effect) NodeIDs() ([]string, error) {
-	if f.Nodes != nil {
-		return f.Nodes, nil
-	}
-	return f.nodes.IDs()
-}
-
-// MarshalJSON writes Nodes, or the list as it was read.
-func (f Effect) MarshalJSON() ([]byte, error) {
-	type plain Effect
-	out := struct {
-		plain
-		Nodes lazyIDs `json:"nodes,omitzero"`
-	}{plain: plain(f), Nodes: f.nodes}
-	if f.Nodes != nil {
-		out.Nodes = idsOf(f.Nodes)
-	}
-	return json.Marshal(out)
-}
-
-// UnmarshalJSON keeps the node list in its JSON form.
-func (f *Effect) UnmarshalJSON(b []byte) error {
-	type plain Effect
-	in := struct {
-		*plain
-		Nodes lazyIDs `json:"nodes,omitzero"`
-	}{plain: (*plain)(f)}
-	if err := json.Unmarshal(b, &in); err != nil {
-		return err
-	}
-	f.Nodes, f.nodes = nil, in.Nodes
-	return nil
 }
 
 // jobRecord is the stored job: the API's view plus what the engine needs to
@@ -76,7 +36,7 @@ type jobRecord struct {
 	OnRollback Effect `json:"onRollback"`
 	// RollbackRoots are the rollback tasks with no dependencies: failing the
 	// job releases them.
-	RollbackRoots lazyIDs `json:"rollbackRoots,omitzero"`
+	RollbackRoots []string `json:"rollbackRoots,omitempty"`
 	// What undoing the submission must give back (see Janitor).
 	Created        bool                 `json:"created,omitempty"`
 	PrevStatus     domain.ClusterStatus `json:"prevStatus,omitempty"`
@@ -88,6 +48,14 @@ type jobRecord struct {
 	RunningStatus domain.ClusterStatus `json:"runningStatus,omitempty"`
 	// Aborted marks a job a user aborted: it ends ABORTED, not FAILED.
 	Aborted bool `json:"aborted,omitempty"`
+	// ListsApart: the effects' node lists and the rollback roots are in
+	// list items, not here (joblists.go); RollbackApart: the roots there
+	// are not empty.
+	ListsApart    bool `json:"listsApart,omitempty"`
+	RollbackApart bool `json:"rollbackApart,omitempty"`
+	// StagedChunks, on a PENDING job, counts the items that hold its
+	// staged step 2 (stage.go).
+	StagedChunks int `json:"stagedChunks,omitempty"`
 }
 
 const (
@@ -96,47 +64,6 @@ const (
 	counterDone          = "done"
 	counterRemaining     = "remaining" // on tasks: dependencies not yet succeeded
 )
-
-// lazyIDs is a list of task ids kept in its JSON form until it is needed.
-// A create's rollback roots name every node's delete (30 KB at 1,000
-// nodes), and every task's completion reads the job: decoding them each
-// time made a large create quadratic. Only a failing job reads them.
-type lazyIDs struct{ raw json.RawMessage }
-
-func idsOf(ids []string) lazyIDs {
-	if len(ids) == 0 {
-		return lazyIDs{}
-	}
-	return lazyIDs{raw: mustJSON(ids)}
-}
-
-func (l lazyIDs) IsZero() bool {
-	return len(l.raw) == 0 || string(l.raw) == "null" || string(l.raw) == "[]"
-}
-
-func (l lazyIDs) MarshalJSON() ([]byte, error) {
-	if len(l.raw) == 0 {
-		return []byte("null"), nil
-	}
-	return l.raw, nil
-}
-
-func (l *lazyIDs) UnmarshalJSON(b []byte) error {
-	l.raw = append(json.RawMessage(nil), b...)
-	return nil
-}
-
-// IDs decodes the list.
-func (l lazyIDs) IDs() ([]string, error) {
-	if l.IsZero() {
-		return nil, nil
-	}
-	var out []string
-	if err := json.Unmarshal(l.raw, &out); err != nil {
-		return nil, fmt.Errorf("engine: unreadable task id list: %w", err)
-	}
-	return out, nil
-}
 
 func decodeInto[T any](it store.Item, v *T) error {
 	if err := json.Unmarshal(it.Data, v); err != nil {

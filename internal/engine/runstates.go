@@ -166,13 +166,13 @@ func (e *Engine) nodesByID(ctx context.Context, tenant, cluster string, ids map[
 	return out, err
 }
 
-// recordNodes writes, on each node the job touched, the status effect gives
-// it and the run states the job's service tasks left its services in; only
+// recordNodes writes, on each node the job touched, the status its end
+// gives the nodes it names and the run states the job's service tasks left its services in; only
 // nodes where something changed are written. The writes go in transactions
 // that also check the job is still in status from, so a finisher that lost
 // the race to another never writes over what a later job recorded.
 // errJobMoved says the job is no longer from.
-func (e *Engine) recordNodes(ctx context.Context, tenant, cluster, jobID string, from domain.JobStatus, effect Effect) error {
+func (e *Engine) recordNodes(ctx context.Context, tenant, cluster, jobID string, from domain.JobStatus, status domain.NodeStatus, nodes []string) error {
 	outcomes, err := e.serviceOutcomes(ctx, tenant, jobID)
 	if err != nil {
 		return fmt.Errorf("reading the tasks of job %s: %w", jobID, err)
@@ -182,12 +182,8 @@ func (e *Engine) recordNodes(ctx context.Context, tenant, cluster, jobID string,
 		touched[id] = true
 	}
 	marked := map[string]bool{}
-	if effect.NodeStatus != "" {
-		ids, err := effect.NodeIDs()
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
+	if status != "" {
+		for _, id := range nodes {
 			marked[id], touched[id] = true, true
 		}
 	}
@@ -214,8 +210,8 @@ func (e *Engine) recordNodes(ctx context.Context, tenant, cluster, jobID string,
 				return err
 			}
 			changed := false
-			if marked[n.ID] && n.Status != effect.NodeStatus {
-				n.Status, changed = effect.NodeStatus, true
+			if marked[n.ID] && n.Status != status {
+				n.Status, changed = status, true
 				if lt, ok := lifetimeAt(tenant, c, n, e.now()); ok {
 					ops = append(ops, store.Put(usage.Item(lt), store.Condition{}))
 				}

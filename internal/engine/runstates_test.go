@@ -115,8 +115,7 @@ func TestALateFinisherDoesNotOverwriteTheNodes(t *testing.T) {
 	require.NoError(t, err)
 	// A second finisher that read the job while it was RUNNING arrives
 	// after the first ended it: it must write nothing.
-	err = b.eng.recordNodes(b.ctx, tenant, "c1", job.ID, domain.JobRunning,
-		Effect{NodeStatus: domain.NodeDeleted, Nodes: []string{"c1-1000"}})
+	err = b.eng.recordNodes(b.ctx, tenant, "c1", job.ID, domain.JobRunning, domain.NodeDeleted, []string{"c1-1000"})
 	require.ErrorIs(t, err, errJobMoved)
 	after, err := b.eng.Nodes(b.ctx, tenant, "c1")
 	require.NoError(t, err)

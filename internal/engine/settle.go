@@ -311,7 +311,7 @@ func (e *Engine) settleFailing(ctx context.Context, tenant, cluster, jobID strin
 		if err != nil || running {
 			return err
 		}
-		if lj.job.RollbackRoots.IsZero() {
+		if !lj.job.hasRollback() {
 			return e.finish(ctx, tenant, cluster, jobID, domain.JobFailing, endFailed, "")
 		}
 		if err := e.materializeRollback(ctx, tenant, jobID); err != nil {
@@ -326,18 +326,18 @@ func (e *Engine) settleFailing(ctx context.Context, tenant, cluster, jobID strin
 		if err != nil {
 			return err
 		}
-		return e.releaseRollback(ctx, tenant, cluster, jobID, lj.job.RollbackRoots)
+		lists, err := e.jobListsOf(ctx, tenant, lj.job)
+		if err != nil {
+			return err
+		}
+		return e.releaseRollback(ctx, tenant, cluster, jobID, lists.RollbackRoots)
 	}
 	return fmt.Errorf("settling failing job %s: it kept changing; the janitor will settle it", jobID)
 }
 
 // releaseRollback opens the gate on each rollback root still closed, and
 // sends what it opened. It is idempotent, so the janitor may repeat it.
-func (e *Engine) releaseRollback(ctx context.Context, tenant, cluster, jobID string, lazyRoots lazyIDs) error {
-	roots, err := lazyRoots.IDs()
-	if err != nil {
-		return err
-	}
+func (e *Engine) releaseRollback(ctx context.Context, tenant, cluster, jobID string, roots []string) error {
 	var ready []domain.Task
 	for _, id := range roots {
 		lt, err := e.loadTask(ctx, TaskRef{Tenant: tenant, Cluster: cluster, Job: jobID, Task: id})

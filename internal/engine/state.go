@@ -34,17 +34,22 @@ func (e *Engine) Cluster(ctx context.Context, tenant, cluster string) (domain.Cl
 // Clusters returns one page of the tenant's clusters, by id (ids sort by
 // creation time).
 func (e *Engine) Clusters(ctx context.Context, tenant string, limit int, cursor string, newestFirst bool) ([]domain.Cluster, string, error) {
-	page, err := e.store.Query(ctx, clusterKey(tenant, "").PK, store.Query{Limit: limit, Cursor: cursor, Descending: newestFirst})
+	return queryPage(ctx, e.store, clusterKey(tenant, "").PK, store.Query{Limit: limit, Cursor: cursor, Descending: newestFirst}, decodeCluster)
+}
+
+// queryPage reads one page of a partition, each item decoded.
+func queryPage[T any](ctx context.Context, s store.Store, pk string, q store.Query, decode func(store.Item) (T, error)) ([]T, string, error) {
+	page, err := s.Query(ctx, pk, q)
 	if err != nil {
 		return nil, "", err
 	}
-	out := make([]domain.Cluster, 0, len(page.Items))
+	out := make([]T, 0, len(page.Items))
 	for _, it := range page.Items {
-		c, err := decodeCluster(it)
+		v, err := decode(it)
 		if err != nil {
 			return nil, "", err
 		}
-		out = append(out, c)
+		out = append(out, v)
 	}
 	return out, page.Next, nil
 }
@@ -164,4 +169,10 @@ func (e *Engine) TaskStatuses(ctx context.Context, tenant, jobID string) (map[st
 		}
 		cursor = page.Next
 	}
+}
+
+// NodesPage returns one page of a cluster's node records, deleted ones
+// included, by id.
+func (e *Engine) NodesPage(ctx context.Context, tenant, cluster string, limit int, cursor string) ([]domain.Node, string, error) {
+	return queryPage(ctx, e.store, nodeKey(tenant, cluster, "").PK, store.Query{Limit: limit, Cursor: cursor}, decodeNode)
 }

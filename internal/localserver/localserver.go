@@ -158,7 +158,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return fail(fmt.Errorf("bootstrapping the superadmin: %w", err))
 	}
 
+	cursorKey, err := api.LoadCursorKey(ctx, db)
+	if err != nil {
+		return fail(err)
+	}
 	handler := api.New(api.Config{
+		CursorKey: cursorKey,
 		Catalog:   svc.Catalog,
 		Access:    s.access,
 		Clusters:  svc.Clusters,

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/store"
+	"github.com/heddle-io/heddle/internal/store/boltstore"
+	"github.com/heddle-io/heddle/internal/store/dynamostore"
+)
+
+// Benchmarks of a 10,000-node cluster through the API on each store: the
+// embedded one always, DynamoDB Local when HEDDLE_DYNAMODB_ENDPOINT is set.
+// No worker runs, so what is measured is the API's own path. Each reports
+// latency percentiles (ms) and the answer's size.
+
+// benchStores runs fn on each store backend.
+func benchStores(b *testing.B, fn func(b *testing.B, db store.Store)) {
+	b.Run("embedded", func(b *testing.B) {
+		db, err := boltstore.Open(filepath.Join(b.TempDir(), "heddle.db"), boltstore.Options{})
+		require.NoError(b, err)
+		b.Cleanup(func() { _ = db.Close() })
+		fn(b, db)
+	})
+	b.Run("dynamodb", func(b *testing.B) {
+		endpoint := os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")
+		if endpoint == "" {
+			b.Skip("HEDDLE_DYNAMODB_ENDPOINT is unset: run scripts/dynamodb-local.sh start and eval its env")
+		}
+		client := dynamostore.NewEmulatorClient(endpoint)
+		table := fmt.Sprintf("api-bench-%d", time.Now().UnixNano())
+		require.NoError(b, dynamostore.CreateTable(context.Background(), client, table))
+		fn(b, dynamostore.New(client, table))
+	})
+}
+
+// bigTenant serves the API over db with tenant acme allowed 100,000 nodes
+// and the big catalog, and returns acme's admin key.
+func bigTenant(b testing.TB, db store.Store) (*testBundle, string) {
+	b.Helper()
+	bundle := serveBundle(b, db, nil)
+	key := bundle.createTenant(b, "acme")
+	status, body := bundle.do(b, bundle.rootKey, http.MethodPut, "/v1/tenants/acme", map[string]any{"workers": 4, "maxClusters": 100, "maxNodes": 100000})
+	require.Equal(b, http.StatusOK, status, "%v", body)
+	doc, err := os.ReadFile("../../docs/examples/big-catalog.yaml")
+	require.NoError(b, err)
+	status, body = bundle.do(b, key, http.MethodPost, "/v1/catalog", doc, "Content-Type", "application/yaml")
+	require.Equal(b, http.StatusOK, status, "%v", body)
+	return bundle, key
+}
+
+// timed runs one request b.N times and reports its percentiles and size.
+func timed(b *testing.B, want int, send func(i int) *http.Response) {
+	lat := make([]time.Duration, 0, b.N)
+	size := 0
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		resp := send(i)
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		lat = append(lat, time.Since(start))
+		require.Equal(b, want, resp.StatusCode)
+		size = int(n)
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	at := func(q float64) float64 {
+		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(at(0.5), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
+	b.ReportMetric(float64(size)/1024, "answer-KiB")
+}
+
+var hugeCreate = map[string]any{"name": "huge", "template": "big", "size": 10000}
+
+func BenchmarkDryRun10000Nodes(b *testing.B) {
+	benchStores(b, func(b *testing.B, db store.Store) {
+		bundle, key := bigTenant(b, db)
+		timed(b, http.StatusOK, func(int) *http.Response {
+			return bundle.raw(b, key, http.MethodPost, "/v1/clusters?dryRun=true", hugeCreate)
+		})
+	})
+}
+
+func BenchmarkCreate10000Nodes(b *testing.B) {
+	benchStores(b, func(b *testing.B, db store.Store) {
+		bundle, key := bigTenant(b, db)
+		timed(b, http.StatusAccepted, func(i int) *http.Response {
+			return bundle.raw(b, key, http.MethodPost, "/v1/clusters", map[string]any{"name": fmt.Sprint("c", i), "template": "big", "size": 10000})
+		})
+	})
+}
+
+func BenchmarkGet10000NodeCluster(b *testing.B) {
+	benchStores(b, func(b *testing.B, db store.Store) {
+		bundle, key := bigTenant(b, db)
+		status, body := bundle.do(b, key, http.MethodPost, "/v1/clusters", hugeCreate)
+		require.Equal(b, http.StatusAccepted, status, "%v", body)
+		id := body["cluster"].(map[string]any)["id"].(string)
+		job := body["job"].(map[string]any)["id"].(string)
+		require.Eventually(b, func() bool {
+			_, jv := bundle.do(b, key, http.MethodGet, "/v1/clusters/"+id+"/jobs/"+job, nil)
+			return jv["status"] == "RUNNING"
+		}, 10*time.Minute, 100*time.Millisecond, "the job, written in the background, starts")
+		for _, target := range []struct{ name, path string }{
+			{"cluster", "/v1/clusters/" + id},
+			{"tasks-page", "/v1/clusters/" + id + "/jobs/" + job + "/tasks"},
+			{"nodes-page", "/v1/clusters/" + id + "/nodes"},
+		} {
+			b.Run(target.name, func(b *testing.B) {
+				timed(b, http.StatusOK, func(int) *http.Response { return bundle.raw(b, key, http.MethodGet, target.path, nil) })
+			})
+		}
+	})
+}
