@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -110,9 +111,9 @@ func runReadmeSteps(t *testing.T, work string) {
 	env = append(env, "HEDDLE_CONFIG="+filepath.Join(work, "no-cli-config.yaml"))
 
 	keyPattern := regexp.MustCompile(`hdl_[A-Za-z0-9_-]{43}`)
-	var key, clusterID string
+	var key, clusterID, jobID string
 	var server *exec.Cmd
-	var serverLog bytes.Buffer
+	var serverLog lockedBuffer
 	t.Cleanup(func() {
 		if server != nil && server.Process != nil {
 			_ = server.Process.Signal(syscall.SIGINT)
@@ -140,7 +141,7 @@ func runReadmeSteps(t *testing.T, work string) {
 	steps := readmeSteps(t, "To run heddle yourself:")
 	require.Contains(t, steps, "bin/heddle server")
 	for _, line := range steps {
-		line = strings.ReplaceAll(line, "CLUSTER_ID", clusterID)
+		line = strings.NewReplacer("CLUSTER_ID", clusterID, "JOB_ID", jobID).Replace(line)
 		t.Logf("$ %s", line)
 		switch {
 		case line == "bin/heddle server":
@@ -182,6 +183,9 @@ func runReadmeSteps(t *testing.T, work string) {
 			}
 			if m := regexp.MustCompile(`(?m)^cluster\s+(\S+)`).FindStringSubmatch(out); m != nil && clusterID == "" && strings.Contains(line, "--wait") {
 				clusterID = m[1]
+				if m := regexp.MustCompile(`(?m)^job\s+(\S+)`).FindStringSubmatch(out); m != nil {
+					jobID = m[1]
+				}
 			}
 			if strings.HasPrefix(line, "bin/heddle clusters show") {
 				require.Contains(t, out, "ACTIVE", "the cluster is ACTIVE:\n%s", out)
@@ -193,6 +197,25 @@ func runReadmeSteps(t *testing.T, work string) {
 	info, err := os.Stat(filepath.Join(work, ".heddle", "heddle.db"))
 	require.NoError(t, err, "the default data directory holds the store")
 	require.True(t, info.Mode().IsRegular())
+}
+
+// lockedBuffer is the server's output, written by the goroutine that reads
+// it and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) WriteString(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(s)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func waitAnswers(t *testing.T, url string) {
