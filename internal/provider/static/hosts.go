@@ -39,8 +39,9 @@ const CodeCheckFailed = "check_failed"
 // Gateway's 30 s.
 const checkTimeout = 10 * time.Second
 
-// checkConcurrency bounds the logins one registration makes at once.
-const checkConcurrency = 32
+// checkConcurrency bounds the logins one registration makes at once: all
+// of them, so that the slowest (checkTimeout) bounds the answer.
+const checkConcurrency = MaxRegister
 
 // Register registers hosts all or nothing (see Pool.RegisterAll). With
 // check, every host is first logged in to with its own key, and a host
