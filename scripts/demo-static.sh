@@ -31,55 +31,19 @@ need() { command -v "$1" >/dev/null 2>&1 || die "$1 is needed on this machine ($
 need go "to build heddle"
 need python3 "the demo's services are python3 scripts"
 need curl "to send requests through the load balancer"
-need flock "to claim hosts other tests may be using (util-linux)"
 
-if [ -z "${HEDDLE_SSH_HOSTS:-}" ]; then
-  vars=$(scripts/sshd-hosts.sh env) || die "no OpenSSH hosts: start them with 'sudo scripts/sshd-hosts.sh start 6', or set HEDDLE_SSH_HOSTS and friends"
-  eval "$vars"
-fi
-: "${HEDDLE_SSH_USER:?}" "${HEDDLE_SSH_KEY:?}" "${HEDDLE_SSH_KNOWN_HOSTS:?}"
+. scripts/static-lib.sh
+ssh_hosts_env 6
 wanted=6
 
 step "Claiming $wanted of the OpenSSH hosts ($HEDDLE_SSH_HOSTS)"
-claims=/tmp/heddle-sshd-claims
-mkdir -p "$claims"
-hosts=()
-fd=20
-for _ in $(seq 60); do
-  for addr in ${HEDDLE_SSH_HOSTS//,/ }; do
-    [ "${#hosts[@]}" -lt "$wanted" ] || break
-    lock="$claims/${addr//:/_}.lock"
-    eval "exec $fd>>\"\$lock\""
-    if flock -n "$fd"; then
-      hosts+=("$addr")
-      fd=$((fd + 1))
-    else
-      eval "exec $fd>&-"
-    fi
-  done
-  [ "${#hosts[@]}" -lt "$wanted" ] || break
-  # Too few free: let go of what was taken (two demos must not each hold
-  # half) and wait for other tests to finish.
-  for ((f = 20; f < fd; f++)); do eval "exec $f>&-"; done
-  hosts=() fd=20
-  echo "only some hosts are free of other tests' claims; waiting"
-  sleep 5
-done
-[ "${#hosts[@]}" -eq "$wanted" ] || die "$wanted OpenSSH hosts free of other tests' claims are needed"
+claim_hosts "$wanted"
 echo "claimed: ${hosts[*]} (released when the demo ends)"
 
-step "Building heddle"
-go build -o bin/heddle ./cmd/heddle
-heddle=$PWD/bin/heddle
-
 data=$(mktemp -d "${TMPDIR:-/tmp}/heddle-demo-static.XXXXXX")
-server_pid=""
 cleanup() {
   local rc=$?
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
+  stop_server
   if [ "${HEDDLE_DEMO_KEEP:-}" = 1 ]; then
     echo "data kept in $data"
   else
@@ -89,20 +53,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-export HEDDLE_ENDPOINT="http://127.0.0.1:$port"
-export HEDDLE_CONFIG="$data/cli.yaml"
-super=$("$heddle" keygen)
-
-step "Starting heddle server on $HEDDLE_ENDPOINT (data in $data)"
-HEDDLE_BOOTSTRAP_KEY=$super "$heddle" server --data-dir "$data/heddle" --listen "127.0.0.1:$port" >"$data/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 100); do
-  curl -fs "$HEDDLE_ENDPOINT/v1/status" >/dev/null 2>&1 && break
-  kill -0 "$server_pid" 2>/dev/null || die "the server exited"
-  sleep 0.1
-done
-curl -fs "$HEDDLE_ENDPOINT/v1/status" >/dev/null || die "the server did not answer"
+step "Building and starting heddle server (data in $data)"
+start_server "$data"
+echo "up on $HEDDLE_ENDPOINT"
 
 step "Creating tenant 'demo' (admin 'ann')"
 created=$(HEDDLE_KEY=$super "$heddle" tenants create demo --max-clusters 2 --max-nodes 10 --workers 6 --admin ann -o json)

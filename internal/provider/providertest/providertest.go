@@ -95,9 +95,10 @@ func knownHosts(t testing.TB, path string) map[string]string {
 // at once; a test whose services listen on the hosts' addresses (a static
 // pool running the demo catalog) claims the hosts it uses with an flock on
 // the host's file, so two such tests never put services on one address.
-// The kernel drops the lock when the process ends, however it ends.
+// The kernel drops the lock when the process ends, however it ends. The
+// directory is fixed (not TMPDIR) so that every claimer sees the same one.
 // scripts/demo-static.sh claims hosts the same way (flock -n).
-func ClaimDir() string { return filepath.Join(os.TempDir(), "heddle-sshd-claims") }
+func ClaimDir() string { return "/tmp/heddle-sshd-claims" }
 
 // ClaimFile is the lock file of the host at address (host:port).
 func ClaimFile(address string) string {
