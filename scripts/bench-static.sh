@@ -50,12 +50,7 @@ trap cleanup EXIT
 
 # --- the same hosts for ansible and pssh -------------------------------
 {
-  echo "[nodes]"
-  i=0
-  for addr in "${hosts[@]}"; do
-    echo "n$i ansible_host=${addr%:*} ansible_port=${addr##*:}"
-    i=$((i + 1))
-  done
+  inventory_hosts nodes n
   echo "[nodes:vars]"
   echo "ansible_user=$HEDDLE_SSH_USER"
   echo "ansible_ssh_private_key_file=$HEDDLE_SSH_KEY"
@@ -149,14 +144,7 @@ cat >"$data/catalog.json" <<JSON
 JSON
 curl -fsS -H "Authorization: Bearer $HEDDLE_KEY" -H 'Content-Type: application/json' --data-binary @"$data/catalog.json" "$HEDDLE_ENDPOINT/v1/catalog" >/dev/null ||
   die "the benchmark catalog was refused: $(curl -sS -H "Authorization: Bearer $HEDDLE_KEY" -H 'Content-Type: application/json' --data-binary @"$data/catalog.json" "$HEDDLE_ENDPOINT/v1/catalog")"
-{
-  echo "[pool]"
-  i=0
-  for addr in "${hosts[@]}"; do
-    echo "h$i ansible_host=${addr%:*} ansible_port=${addr##*:}"
-    i=$((i + 1))
-  done
-} >"$data/hosts.ini"
+inventory_hosts pool h >"$data/hosts.ini"
 "$heddle" hosts import pool "$data/hosts.ini" --user "$HEDDLE_SSH_USER" --key-file "$HEDDLE_SSH_KEY" --known-hosts "$HEDDLE_SSH_KNOWN_HOSTS" --check >/dev/null
 
 # run_heddle: POST a create, poll until ACTIVE (every 50 ms), print the

@@ -69,12 +69,7 @@ step "Applying the demo catalog and the static pool (docs/examples/static-pool.y
 step "Importing the hosts from an Ansible inventory, logging in to each first (--check)"
 inventory="$data/inventory.ini"
 {
-  echo "[demo]"
-  i=0
-  for addr in "${hosts[@]}"; do
-    echo "sshd-$i ansible_host=${addr%:*} ansible_port=${addr##*:}"
-    i=$((i + 1))
-  done
+  inventory_hosts demo sshd-
   echo
   echo "[demo:vars]"
   echo "ansible_user=$HEDDLE_SSH_USER"

@@ -73,3 +73,14 @@ stop_server() {
   fi
   server_pid=""
 }
+
+# inventory_hosts GROUP PREFIX: prints an Ansible INI group of the claimed
+# hosts, named PREFIX0, PREFIX1, ...
+inventory_hosts() {
+  local i=0 addr
+  echo "[$1]"
+  for addr in "${hosts[@]}"; do
+    echo "$2$i ansible_host=${addr%:*} ansible_port=${addr##*:}"
+    i=$((i + 1))
+  done
+}

@@ -5,22 +5,16 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heddle-io/heddle/internal/access"
-	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/provider"
-	"github.com/heddle-io/heddle/internal/provider/ec2"
 	"github.com/heddle-io/heddle/internal/provider/static"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/heddle-io/heddle/internal/store"
-	"github.com/heddle-io/heddle/internal/store/boltstore"
 )
 
 // hostsBundle serves the API with the static provider over a pool in db,
@@ -34,23 +28,11 @@ type hostsBundle struct {
 
 func setupHosts(t testing.TB) hostsBundle {
 	t.Helper()
-	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{NoSync: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	key, err := secrets.LoadOrCreateKeyFile(filepath.Join(t.TempDir(), "master.key"))
-	require.NoError(t, err)
-	kr := secrets.NewKeyring(key)
-	pool := static.NewPool(db, kr)
-	reg := provider.NewRegistry()
-	require.NoError(t, reg.Register(static.Type(), static.New(pool, static.Config{})))
-	require.NoError(t, reg.Register(ec2.Type(), nopProvider{}))
-	acc := access.New(db)
-	root, err := acc.Bootstrap(context.Background(), "")
-	require.NoError(t, err)
-	cat := catalog.New(db, nil, catalog.WithProviders(reg, kr))
-	srv := httptest.NewServer(New(Config{Catalog: cat, Access: acc, Providers: reg, Backend: "bolt", Version: "test"}))
-	t.Cleanup(srv.Close)
-	b := &testBundle{srv: srv, rootKey: root}
+	var pool *static.Pool
+	b, db, _ := providersBundle(t, func(reg *provider.Registry, db store.Store, kr *secrets.Keyring) {
+		pool = static.NewPool(db, kr)
+		require.NoError(t, reg.Register(static.Type(), static.New(pool, static.Config{})))
+	})
 	b.acmeKey = b.createTenant(t, "acme")
 	b.otherKey = b.createTenant(t, "globex")
 	for _, k := range []string{b.acmeKey, b.otherKey} {

@@ -19,7 +19,7 @@ func WaitForSSH(ctx context.Context, target sshexec.Target, interval time.Durati
 	target.NoSudo = true // the probe needs no root; bootstrap checks sudo
 	var last error
 	for {
-		hostKey, err := probeOnce(ctx, target)
+		hostKey, err := Probe(ctx, target)
 		if err == nil {
 			return hostKey, nil
 		}
@@ -38,7 +38,9 @@ func WaitForSSH(ctx context.Context, target sshexec.Target, interval time.Durati
 	}
 }
 
-func probeOnce(ctx context.Context, target sshexec.Target) (string, error) {
+// Probe logs in to target once, runs a no-op, and returns the host key it
+// presented; one attempt is bounded to 20 s.
+func Probe(ctx context.Context, target sshexec.Target) (string, error) {
 	// One attempt must not use up the caller's whole budget on a node that
 	// swallows packets.
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)

@@ -100,16 +100,8 @@ func checkHost(ctx context.Context, h HostSpec) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	c, err := sshexec.Dial(ctx, sshexec.Target{Node: h.ID, Address: net.JoinHostPort(h.Address, strconv.Itoa(h.Port)),
+	return provider.Probe(ctx, sshexec.Target{Node: h.ID, Address: net.JoinHostPort(h.Address, strconv.Itoa(h.Port)),
 		User: h.User, Key: signer, HostKey: h.HostKey, NoSudo: true})
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	if _, err := c.Run(ctx, sshexec.Command{Script: ":"}); err != nil {
-		return "", err
-	}
-	return c.HostKey(), nil
 }
 
 // checkProblem says why a check failed, at the field to fix.

@@ -215,16 +215,8 @@ func TestCheckAtRegistration(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := testCtx(t)
-	key, pem := newKey(t)
-	srv := sshtest.Start(t, "127.0.0.1:0", nil, key.Signer().PublicKey())
-	host, portText, _ := strings.Cut(srv.Addr, ":")
-	port, _ := strconv.Atoi(portText)
+	_, pem, srv, host, port, deadPort := sshTargets(t)
 	good := HostSpec{ID: "h0", Address: host, Port: port, User: "root", PrivateKey: secrets.NewSecret(string(pem))}
-
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	deadPort := closed.Addr().(*net.TCPAddr).Port
-	require.NoError(t, closed.Close())
 	unreachable := good
 	unreachable.ID, unreachable.Port = "h1", deadPort
 	_, otherPEM := newKey(t)
@@ -233,7 +225,7 @@ func TestCheckAtRegistration(t *testing.T) {
 	changed := good
 	changed.ID, changed.HostKey = "h3", sshexec.FormatPublicKey(sshtest.NewHostKey(t).PublicKey())
 
-	_, err = f.static.Register(ctx, "acme", "rack1", []HostSpec{good, unreachable, wrongKey, changed}, true)
+	_, err := f.static.Register(ctx, "acme", "rack1", []HostSpec{good, unreachable, wrongKey, changed}, true)
 	require.Equal(t, map[string]string{"hosts[1].address": CodeCheckFailed, "hosts[2].privateKey": CodeCheckFailed,
 		"hosts[3].hostKey": CodeCheckFailed}, problemFields(t, err))
 	require.ErrorContains(t, err, "unreachable")
@@ -258,14 +250,7 @@ func TestCheckAtRegistration(t *testing.T) {
 func TestBadHostsFailTheNode(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	key, pem := newKey(t)
-	srv := sshtest.Start(t, "127.0.0.1:0", nil, key.Signer().PublicKey())
-	host, portText, _ := strings.Cut(srv.Addr, ":")
-	port, _ := strconv.Atoi(portText)
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	deadPort := closed.Addr().(*net.TCPAddr).Port
-	require.NoError(t, closed.Close())
+	key, pem, _, host, port, deadPort := sshTargets(t)
 	_, otherPEM := newKey(t)
 
 	for name, tc := range map[string]struct {
@@ -287,4 +272,21 @@ func TestBadHostsFailTheNode(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+// sshTargets starts an in-process SSH server accepting a new key, and
+// finds a port nothing listens on: the key (and its PEM), the server, its
+// host and port, and the dead port.
+func sshTargets(t *testing.T) (*secrets.SSHKey, []byte, *sshtest.Server, string, int, int) {
+	t.Helper()
+	key, pem := newKey(t)
+	srv := sshtest.Start(t, "127.0.0.1:0", nil, key.Signer().PublicKey())
+	host, portText, _ := strings.Cut(srv.Addr, ":")
+	port, err := strconv.Atoi(portText)
+	require.NoError(t, err)
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	deadPort := closed.Addr().(*net.TCPAddr).Port
+	require.NoError(t, closed.Close())
+	return key, pem, srv, host, port, deadPort
 }
