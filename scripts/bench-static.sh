@@ -150,9 +150,16 @@ inventory_hosts pool h >"$data/hosts.ini"
 # run_heddle: POST a create, poll until ACTIVE (every 50 ms), print the
 # seconds, delete the cluster (not timed) and wait for every host to be free.
 run_heddle() {
-  python3 - "$HEDDLE_ENDPOINT" "$HEDDLE_KEY" "$nodes" "$floor" <<'PY'
+  python3 - "$HEDDLE_ENDPOINT" "$HEDDLE_KEY" "$nodes" "$floor" "$server_pid" <<'PY'
 import json, sys, time, urllib.error, urllib.request
-base, key, n, expected_floor = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+base, key, n, expected_floor, pid = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+import os
+def cpu():
+    """The server's CPU seconds, and the machine's busy and total seconds."""
+    tick = os.sysconf("SC_CLK_TCK")
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    m = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return (int(f[11]) + int(f[12])) / tick, (sum(m) - m[3] - m[4]) / tick, sum(m) / tick
 def call(method, path, body=None):
     req = urllib.request.Request(base + path, method=method, data=None if body is None else json.dumps(body).encode(),
                                  headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
@@ -161,6 +168,7 @@ def call(method, path, body=None):
             return json.load(r) if r.length != 0 else None
     except urllib.error.HTTPError as e:
         sys.exit(f"{method} {path}: {e.code} {e.read().decode()}")
+cpu0 = cpu()
 t0, wall0 = time.monotonic(), time.time()
 res = call("POST", "/v1/clusters", {"name": "bench", "template": "three", "size": n})
 cid = res["cluster"]["id"]
@@ -172,6 +180,7 @@ while True:
         sys.exit("create " + c["status"] + ": " + c.get("statusMessage", ""))
     time.sleep(0.05)
 took = time.monotonic() - t0
+cpu1 = cpu()
 # Where the time went (stderr): the job's tasks by action, when the last of
 # each ended, and the longest chain counting the 1 s steps only (the floor).
 from datetime import datetime
@@ -198,6 +207,8 @@ floor = max(chain(t) for t in tasks)
 if floor != expected_floor:
     sys.exit(f"the plan's longest chain of 1 s steps is {floor}, not the {expected_floor} this script divides by")
 print(f"  heddle {took:.2f} s; the plan's longest chain of 1 s steps: {floor}; first task started {first - wall0:.2f} s after the POST", file=sys.stderr)
+busy, total = cpu1[1] - cpu0[1], cpu1[2] - cpu0[2]
+print(f"  CPU during the create: heddle server {cpu1[0] - cpu0[0]:.1f} s; the machine {busy:.1f} of {total:.1f} CPU-seconds busy ({100 * busy / total:.0f}%)", file=sys.stderr)
 for name, v in sorted(by.items(), key=lambda kv: max(x[1] for x in kv[1])):
     print(f"    {name:18s} {len(v):3d} tasks  median {median(x[0] for x in v):5.2f} s  max {max(x[0] for x in v):5.2f} s  last ended {max(x[1] for x in v):5.2f} s after the first began  retried {sum(x[2] > 1 for x in v)}", file=sys.stderr)
 call("DELETE", "/v1/clusters/" + cid)
