@@ -105,6 +105,17 @@ ansible_user=admin
 	require.Len(t, s.hosts(admin, "pool"), 3)
 	require.NotContains(t, s.must(admin, "hosts", "list", "pool", "-o", "json"), "PRIVATE KEY")
 
+	// More than one transaction's worth: written 100 at a time, and again
+	// unchanged.
+	bigDoc := filepath.Join(dir, "big.yaml")
+	writeFile(t, bigDoc, "apiVersion: heddle/v1\nproviders:\n  - {name: big, providerType: static}\n")
+	s.must(admin, "apply", "-f", bigDoc)
+	bigInv := filepath.Join(dir, "big.ini")
+	writeFile(t, bigInv, "[rack]\nnode[000:149] ansible_host=192.0.2.50\n")
+	require.Contains(t, s.must(admin, "hosts", "import", "big", bigInv, "--key-file", key, "--user", "ops"), "150 created, 0 updated, 0 unchanged")
+	require.Contains(t, s.must(admin, "hosts", "import", "big", bigInv, "--key-file", key, "--user", "ops"), "0 created, 0 updated, 150 unchanged")
+	require.Len(t, s.hosts(admin, "big"), 150, "the listing follows the cursor")
+
 	r = s.cli(admin, "hosts", "list", "local")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, `provider "local" is of type "local"`)
