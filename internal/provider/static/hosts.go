@@ -145,6 +145,9 @@ func (s *Static) Readmit(ctx context.Context, tenant, provider, id string) (Host
 			return err
 		}
 		c := rec.Claim
+		// Bounded like a check: the API answers within API Gateway's 30 s.
+		ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		defer cancel()
 		if _, err := s.editKeys(ctx, taken{hostRecord: rec, key: key}, c.NodeID, removeKeyScript(marker(tenant, c.ClusterID, c.NodeID))); err != nil {
 			return fmt.Errorf("static: readmit host %s: removing node %s's key failed, so it stays dirty: %w", id, c.NodeID, err)
 		}
