@@ -196,8 +196,7 @@ func TestStaticPoolEndToEnd(t *testing.T) {
 		require.Equal(t, static.StatusFree, h.Status, "host %s is back in the pool", h.ID)
 	}
 	homes := filepath.Join("/var/tmp/heddle-nodes", "acme", id)
-	entries, _ := os.ReadDir(homes)
-	require.Empty(t, entries, "the wipe removed every node's home")
+	require.NoDirExists(t, homes, "the wipe removed every node's home, and the cluster's directory with the last")
 	require.Empty(t, processesIn(t, homes), "and stopped every process the services left")
 	require.NoError(t, s.kill(syscall.SIGTERM))
 }
