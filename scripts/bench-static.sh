@@ -130,7 +130,7 @@ actions="{\"install\": $script, \"configure\": $script, \"start\": $script}"
 cat >"$data/catalog.json" <<JSON
 {"apiVersion": "heddle/v1",
  "providers": [{"name": "pool", "providerType": "static", "fields": {"node_homes": "/var/tmp/heddle-nodes",
-   "wipe_script": "case \"\$HEDDLE_NODE_HOME\" in /var/tmp/heddle-nodes/*/*/*) rm -rf -- \"\$HEDDLE_NODE_HOME\" ;; esac"}}],
+   "wipe_script": "case \"\$HEDDLE_NODE_HOME\" in /var/tmp/heddle-nodes/*/*/*) rm -rf -- \"\$HEDDLE_NODE_HOME\"; rmdir -- \"\${HEDDLE_NODE_HOME%/*}\" \"\${HEDDLE_NODE_HOME%/*/*}\" 2>/dev/null ;; esac; true"}}],
  "hardwareTypes": [{"name": "host", "providerMap": {"pool": {"flavor": "host"}}}],
  "imageTypes": [{"name": "installed", "providerMap": {"pool": {"image": "installed"}}}],
  "services": [
