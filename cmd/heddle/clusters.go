@@ -277,24 +277,9 @@ func newClustersListCommand(a *app) *cobra.Command {
 			if all {
 				q.Set("all", "true")
 			}
-			var items []json.RawMessage
-			for {
-				raw, err := c.Do(cmd.Context(), http.MethodGet, "/v1/clusters", q, nil, "")
-				if err != nil {
-					return err
-				}
-				page, err := decodeBody[api.Page[json.RawMessage]](raw)
-				if err != nil {
-					return err
-				}
-				items = append(items, page.Items...)
-				if page.NextCursor == "" {
-					break
-				}
-				q.Set("cursor", page.NextCursor)
-			}
-			if items == nil {
-				items = []json.RawMessage{}
+			items, err := fetchAll[json.RawMessage](cmd.Context(), c, "/v1/clusters", q)
+			if err != nil {
+				return err
 			}
 			raw, err := json.Marshal(api.Page[json.RawMessage]{Items: items})
 			if err != nil {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -325,25 +324,9 @@ func newHostsListCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var hosts []static.Host
-			q := url.Values{}
-			for {
-				raw, err := c.Do(cmd.Context(), http.MethodGet, hostsPath(args[0]), q, nil, "")
-				if err != nil {
-					return err
-				}
-				page, err := decodeBody[api.Page[static.Host]](raw)
-				if err != nil {
-					return err
-				}
-				hosts = append(hosts, page.Items...)
-				if page.NextCursor == "" {
-					break
-				}
-				q.Set("cursor", page.NextCursor)
-			}
-			if hosts == nil {
-				hosts = []static.Host{}
+			hosts, err := fetchAll[static.Host](cmd.Context(), c, hostsPath(args[0]), nil)
+			if err != nil {
+				return err
 			}
 			return printAnswer(a, cmd.OutOrStdout(), mustJSON(api.Page[static.Host]{Items: hosts}), func(w io.Writer, p *api.Page[static.Host]) {
 				printHosts(w, p.Items)
