@@ -7,7 +7,7 @@ FUZZTIME ?= 30s
 # GOLAMBDA builds a Lambda's bootstrap binary: linux/arm64, no RPC runtime.
 GOLAMBDA = CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w"
 
-.PHONY: help build run demo test test-unit lint bench fuzz lambda clean
+.PHONY: help build run demo demo-static test test-unit lint bench fuzz lambda clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -17,6 +17,9 @@ build: ## Build the heddle CLI into bin/
 
 demo: ## heddle's main job end to end on this machine: a cluster created, used, expanded and deleted (the quick start's first command)
 	./scripts/demo.sh
+
+demo-static: ## The demo catalog on a static pool of existing hosts (the OpenSSH servers of scripts/sshd-hosts.sh): imported, used, expanded, deleted and wiped
+	./scripts/demo-static.sh
 
 run: ## Run heddle locally on the embedded store (the quick start's first command)
 	$(GO) run ./cmd/heddle server

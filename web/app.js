@@ -1,5 +1,6 @@
 // The dashboard's entry point: a router over the URL fragment (#/clusters,
-// #/clusters/ID, #/clusters/ID/jobs/JOB, #/clusters/new, #/catalog/KIND/NAME)
+// #/clusters/ID, #/clusters/ID/jobs/JOB, #/clusters/new, #/catalog/KIND/NAME,
+// #/providers/NAME/hosts)
 // that renders one view at a time into <main>, and the header.
 
 import { get, getKey, clearKey, ApiError, UNAUTHORIZED } from './api.js';
@@ -11,6 +12,7 @@ import { renderCatalog, renderEntity } from './catalog.js';
 import { renderScripts, renderScript } from './scripts.js';
 import { renderUsers, renderKeys } from './users.js';
 import { renderTenants, renderTenant } from './tenants.js';
+import { renderHosts } from './hosts.js';
 import { View, flash, clearFlash } from './ui.js';
 
 const routes = [
@@ -22,6 +24,7 @@ const routes = [
   [/^#\/catalog(?:\/([^/]+))?$/, (m) => [renderCatalog, { kind: m[1] }]],
   [/^#\/scripts\/([^/]+)$/, (m) => [renderScript, { name: m[1] }]],
   [/^#\/scripts$/, () => renderScripts],
+  [/^#\/providers\/([^/]+)\/hosts$/, (m) => [renderHosts, { provider: m[1] }]],
   [/^#\/users\/([^/]+)\/keys$/, (m) => [renderKeys, { user: m[1] }]],
   [/^#\/users$/, () => renderUsers],
   [/^#\/tenants\/([^/]+)$/, (m) => [renderTenant, { tenant: m[1] }]],

@@ -50,15 +50,19 @@ export async function renderEntity(view, { kind, name, go }) {
   const problems = h('aside', { id: 'entity-errors', 'aria-live': 'polite' });
   const save = h('button', { type: 'submit', id: 'save-entity' }, 'Save (PUT)');
   const remove = h('button', { type: 'button', id: 'delete-entity', class: 'danger' }, 'Delete');
+  // A static provider's hosts have a page of their own.
+  const hostsLink = h('a', { id: 'provider-hosts', href: `#/providers/${enc(name)}/hosts`, hidden: true }, 'Hosts of this pool →');
   const form = h('form', { id: 'entity-form' },
     h('div', { class: 'editor' }, text, problems),
     h('div', { class: 'row' }, save, remove));
   replace(view.root, h('p', {}, h('a', { href: `#/catalog/${kind}` }, `← ${LABELS[kind] || kind}`)),
-    h('h1', {}, `${kind}/${name}`), form);
+    h('h1', {}, `${kind}/${name}`), h('p', {}, hostsLink), form);
   const path = `${kind}/${enc(name)}`;
 
   try {
-    text.value = JSON.stringify(await get(path), null, 2);
+    const entity = await get(path);
+    text.value = JSON.stringify(entity, null, 2);
+    hostsLink.hidden = !(kind === 'providers' && entity.providerType === 'static');
   } catch (err) {
     if (!(err instanceof ApiError && err.status === 404)) {
       replace(problems, errorBox(err));

@@ -149,6 +149,30 @@ func decodeBody[T any](data []byte) (T, error) {
 	return v, nil
 }
 
+// fetchAll GETs every page of a listing (following nextCursor) and returns
+// all its items, never nil.
+func fetchAll[T any](ctx context.Context, c *Client, path string, q url.Values) ([]T, error) {
+	if q == nil {
+		q = url.Values{}
+	}
+	items := []T{}
+	for {
+		raw, err := c.Do(ctx, http.MethodGet, path, q, nil, "")
+		if err != nil {
+			return nil, err
+		}
+		page, err := decodeBody[api.Page[T]](raw)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, page.Items...)
+		if page.NextCursor == "" {
+			return items, nil
+		}
+		q.Set("cursor", page.NextCursor)
+	}
+}
+
 // pathEscape escapes one path segment.
 func pathEscape(s string) string { return url.PathEscape(s) }
 

@@ -9,6 +9,7 @@
 //	heddle tenants      create tenants (superadmin)
 //	heddle clusters     create, inspect and operate clusters
 //	heddle jobs         follow and control a cluster's jobs
+//	heddle hosts        fill and tend a static provider's pool of hosts
 //	heddle completion   shell completion scripts
 //
 // The client commands find the API's endpoint and key in the --endpoint and
@@ -96,7 +97,7 @@ func newRootCommand() *cobra.Command {
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(newServerCommand(), newWorkerCommand(), newKeygenCommand(), newVersionCommand(),
 		newConfigCommand(a), newApplyCommand(a), newTenantsCommand(a), newClustersCommand(a), newJobsCommand(a),
-		newScriptsCommand(a), newAuditCommand(a), newUsageCommand(a))
+		newScriptsCommand(a), newAuditCommand(a), newUsageCommand(a), newHostsCommand(a))
 	return root
 }
 

@@ -408,7 +408,7 @@ func TestAnotherTenantsIDsAnswer404(t *testing.T) {
 	clusterBefore := b.clusterOf(t, b.acmeKey, clusterID)
 
 	acmeIDs := strings.NewReplacer("{kind}", "services", "{name}", "kv", "{version}", "1", "{tenant}", "acme", "{user}", "alice", "{key}", aliceKeyID,
-		"{cluster}", clusterID, "{job}", jobID)
+		"{cluster}", clusterID, "{job}", jobID, "{provider}", "local", "{host}", "h0")
 	walked := 0
 	for _, rt := range b.api.routes() {
 		if !strings.Contains(strings.ReplaceAll(rt.Path, "{kind}", ""), "{") {

@@ -39,23 +39,35 @@ func (nopProvider) Delete(context.Context, provider.Request) (provider.Progress,
 // against a registry holding the ec2 type and seals their secrets.
 func setupProviders(t testing.TB) (*testBundle, store.Store) {
 	t.Helper()
+	b, db, _ := providersBundle(t, nil)
+	b.acmeKey = b.createTenant(t, "acme")
+	return b, db
+}
+
+// providersBundle serves a catalog-only API over a new store whose
+// registry holds the ec2 type and whatever more register adds (given the
+// store and the keyring); it has no tenants yet.
+func providersBundle(t testing.TB, register func(*provider.Registry, store.Store, *secrets.Keyring)) (*testBundle, store.Store, *secrets.Keyring) {
+	t.Helper()
 	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{NoSync: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	key, err := secrets.LoadOrCreateKeyFile(filepath.Join(t.TempDir(), "master.key"))
 	require.NoError(t, err)
+	kr := secrets.NewKeyring(key)
 	reg := provider.NewRegistry()
 	require.NoError(t, reg.Register(ec2.Type(), nopProvider{}))
+	if register != nil {
+		register(reg, db, kr)
+	}
 	acc := access.New(db)
 	root, err := acc.Bootstrap(context.Background(), "")
 	require.NoError(t, err)
-	cat := catalog.New(db, nil, catalog.WithProviders(reg, secrets.NewKeyring(key)))
+	cat := catalog.New(db, nil, catalog.WithProviders(reg, kr))
 	s := New(Config{Catalog: cat, Access: acc, Providers: reg, Backend: "bolt", Version: "test"})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	b := &testBundle{srv: srv, api: s, rootKey: root}
-	b.acmeKey = b.createTenant(t, "acme")
-	return b, db
+	return &testBundle{srv: srv, api: s, rootKey: root}, db, kr
 }
 
 func (b *testBundle) body(t testing.TB, key, path string) string {

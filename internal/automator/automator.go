@@ -116,6 +116,12 @@ func NewNodeInfo(n *domain.Node) NodeInfo {
 	}
 }
 
+// PropHome is the node property a provider sets to give the node's scripts
+// a HOME of their own: several nodes on one machine (a static host shared
+// by pools, a test machine) would otherwise share the login's HOME, and
+// with it every file a service keeps there.
+const PropHome = "heddle.home"
+
 // Env is the task's description as environment variables, for scripts that
 // would rather not parse JSON. Field values are included as
 // HEDDLE_FIELD_<NAME> (upper-cased, other characters as '_'); they travel on
@@ -136,6 +142,9 @@ func (c TaskContext) Env() map[string]string {
 		"HEDDLE_ACCESS_IP":  c.Node.Addresses["access_v4"],
 		"HEDDLE_BIND_IP":    c.Node.Addresses["bind_v4"],
 		"HEDDLE_SERVICES":   strings.Join(c.Node.Services, ","),
+	}
+	if home := c.Node.Properties[PropHome]; home != "" {
+		env["HOME"] = home
 	}
 	for k, v := range c.Fields {
 		if name := FieldEnvName(k); name != "" && !strings.ContainsRune(v, 0) {

@@ -22,6 +22,9 @@ func TestEnv(t *testing.T) {
 	require.Equal(t, "2181", env["HEDDLE_FIELD_ZK_PORT"])
 	require.NotContains(t, env, "HEDDLE_FIELD___")
 	require.NotContains(t, env, "HEDDLE_FIELD_NUL", "a NUL byte cannot travel in the environment")
+	require.NotContains(t, env, "HOME", "scripts keep the login's HOME unless the provider gives the node one")
+	c.Node.Properties = map[string]string{PropHome: "/var/tmp/homes/acme/c1/c1-1000"}
+	require.Equal(t, "/var/tmp/homes/acme/c1/c1-1000", c.Env()["HOME"])
 
 	// NodeInfo copies: changing the node later does not change the context.
 	n.Addresses["access_v4"] = "9.9.9.9"

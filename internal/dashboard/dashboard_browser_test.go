@@ -21,6 +21,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/demotest"
+	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/localserver"
 )
 
@@ -34,12 +35,15 @@ type server struct {
 	admin string
 }
 
-func startServer(t *testing.T) *server {
+func startServer(t *testing.T) *server { return startServerWith(t, engine.Config{}) }
+
+// startServerWith starts a local server whose engine takes ecfg.
+func startServerWith(t *testing.T, ecfg engine.Config) *server {
 	t.Helper()
 	s := &server{t: t, super: access.NewKeySecret()}
 	srv, err := localserver.Start(context.Background(), localserver.Config{
 		DataDir: t.TempDir(), Listen: "127.0.0.1:0", BootstrapKey: s.super, Version: "test",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), JanitorPeriod: 200 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), JanitorPeriod: 200 * time.Millisecond, Engine: ecfg,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -40,6 +40,13 @@ func ConfirmSSH(ctx context.Context, pool *sshexec.Pool, target sshexec.Target, 
 	return Later(again, poll, fmt.Sprintf("node %s does not answer on SSH at %s yet: %v", target.Node, target.Address, err)), nil
 }
 
+// Probe logs in to target once, without sudo, runs a no-op and returns the
+// host key it presented; one attempt is bounded to ProbeTimeout. It is the
+// check a host's registration asks for.
+func Probe(ctx context.Context, target sshexec.Target) (string, error) {
+	return probeOnce(ctx, nil, target, true)
+}
+
 func probeOnce(ctx context.Context, pool *sshexec.Pool, target sshexec.Target, noSudo bool) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()

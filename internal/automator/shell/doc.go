@@ -27,6 +27,8 @@
 //	HEDDLE_ATTEMPT, HEDDLE_ACTION, HEDDLE_SERVICE, HEDDLE_NODE_ID,
 //	HEDDLE_NODE_NUM, HEDDLE_HOSTNAME, HEDDLE_ACCESS_IP, HEDDLE_BIND_IP,
 //	HEDDLE_SERVICES     the task and node, for scripts that skip the JSON
+//	HOME                the node's own home when its provider gives one
+//	                    (automator.PropHome: static hosts shared by nodes)
 //	HEDDLE_FIELD_<NAME> each action field
 //	HEDDLE_ARGS         the args field; also the positional parameters
 //

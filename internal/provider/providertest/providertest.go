@@ -9,7 +9,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -124,4 +126,69 @@ func Once(t testing.TB, ctx context.Context, req provider.Request, check func(co
 		t.Fatalf("node %s asked to be checked again: %s", req.Node.ID, p.Waiting)
 	}
 	return p.Node, err
+}
+
+// ClaimDir holds one lock file per OpenSSH test host. The servers are one
+// machine and one login shared by every test (and every engineer's) running
+// at once; a test whose services listen on the hosts' addresses (a static
+// pool running the demo catalog) claims the hosts it uses with an flock on
+// the host's file, so two such tests never put services on one address.
+// The kernel drops the lock when the process ends, however it ends. The
+// directory is fixed (not TMPDIR) so that every claimer sees the same one.
+// scripts/demo-static.sh claims hosts the same way (flock -n).
+func ClaimDir() string { return "/tmp/heddle-sshd-claims" }
+
+// ClaimFile is the lock file of the host at address (host:port).
+func ClaimFile(address string) string {
+	return filepath.Join(ClaimDir(), strings.NewReplacer(":", "_", "/", "_").Replace(address)+".lock")
+}
+
+// Claim takes n hosts no other test holds, waiting (up to wait) while too
+// few are free, and releases them when the test ends. A test that cannot
+// get them in time fails: the hosts are there, only busy.
+func (o OpenSSH) Claim(t testing.TB, n int, wait time.Duration) []Host {
+	t.Helper()
+	if n > len(o.Hosts) {
+		t.Fatalf("%d OpenSSH hosts are needed, %d run (%s)", n, len(o.Hosts), HowTo)
+	}
+	if err := os.MkdirAll(ClaimDir(), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(wait)
+	var held []*os.File
+	release := func() {
+		for _, f := range held {
+			_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+			_ = f.Close()
+		}
+		held = nil
+	}
+	for {
+		var got []Host
+		for _, h := range o.Hosts {
+			if len(got) == n {
+				break
+			}
+			f, err := os.OpenFile(ClaimFile(h.Address), os.O_CREATE|os.O_RDWR, 0o666)
+			if err != nil {
+				release()
+				t.Fatal(err)
+			}
+			if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+				_ = f.Close()
+				continue
+			}
+			held = append(held, f)
+			got = append(got, h)
+		}
+		if len(got) == n {
+			t.Cleanup(release)
+			return got
+		}
+		release()
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of the %d OpenSSH hosts needed are free of other tests' claims (%s) after %s", len(got), n, ClaimDir(), wait)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }

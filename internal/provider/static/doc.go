@@ -19,4 +19,15 @@
 // the host to the pool in one transaction with the claim's deletion; a
 // failing wipe keeps the host out of the pool and fails the delete, so a
 // dirty host is never handed to the next cluster.
+//
+// A host is FREE, TAKEN, WIPING (its node's delete runs the wipe) or DIRTY
+// (the wipe failed; the reason is kept, and a retried delete wipes again);
+// any of them may be drained (given to no new node). An administrator
+// registers hosts all or nothing, optionally logging in to each first
+// (Static.Register with check), and readmits a dirty or drained host
+// (Static.Readmit, which removes the old node's key line first). A host
+// registered without a host key has the key it presents to its first
+// node's create pinned on the host. With the node_homes field, each node's
+// scripts get a HOME of their own on the host, for hosts that several
+// nodes, pools or users share.
 package static

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/heddle-io/heddle/internal/automator"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/sshexec"
 )
@@ -19,7 +21,12 @@ const TypeName = "static"
 const (
 	FieldWipeScript  = "wipe_script"
 	FieldWipeTimeout = "wipe_timeout"
+	FieldNodeHomes   = "node_homes"
 )
+
+// PropHome is the node property that gives a node's scripts a HOME of its
+// own (automator.PropHome).
+const PropHome = automator.PropHome
 
 // Type describes the static provider type.
 func Type() provider.Type {
@@ -32,6 +39,8 @@ func Type() provider.Type {
 				FieldWipeScript: {Label: "Wipe script", Type: provider.FieldTextArea,
 					Tip: "Runs as root (through sudo when the login user is not) when a node gives its host back; a failure keeps the host out of the pool and fails the delete."},
 				FieldWipeTimeout: {Label: "Wipe timeout (seconds)", Type: provider.FieldNumber, Default: "600", Min: 1, Max: 43200},
+				FieldNodeHomes: {Label: "Node homes", Type: provider.FieldText,
+					Tip: "An absolute directory on the hosts: each node's scripts then run with HOME=<dir>/<tenant>/<cluster>/<node> (the wipe script gets it as HEDDLE_NODE_HOME), for hosts that several pools or other users share. Empty: the login's own HOME."},
 			}},
 			User: provider.ParameterSet{Fields: map[string]provider.Field{}},
 		},
@@ -65,7 +74,7 @@ func New(pool *Pool, cfg Config) *Static {
 // the host's user; its comment names the node, so deleting the node
 // removes exactly its own line.
 func keyLine(req provider.Request) string {
-	return req.Key.AuthorizedKey() + " heddle:" + req.Tenant + "/" + req.ClusterID + "/" + req.Node.ID
+	return req.Key.AuthorizedKey() + marker(req.Tenant, req.ClusterID, req.Node.ID)
 }
 
 // Create takes a host for the node (or finds the one it took) and installs
@@ -81,10 +90,29 @@ func (s *Static) Create(ctx context.Context, req provider.Request) (provider.Nod
 	// Installed with the host's own key: the cluster's is not in yet. A
 	// create retried after this failed installs it then (the edit is
 	// idempotent), as the host stays claimed by the node.
-	if err := s.editKeys(ctx, t, req.Node.ID, addKeyScript(keyLine(req))); err != nil {
+	presented, err := s.editKeys(ctx, t, req.Node.ID, addKeyScript(keyLine(req), nodeHome(req)))
+	if err != nil {
 		return provider.Node{}, fmt.Errorf("static: install the cluster's key on host %s: %w", t.ID, err)
 	}
+	if t.HostKey == "" {
+		// First contact: the key is the host's from now on, for every
+		// later node too.
+		if err := s.pool.pin(ctx, req.Tenant, req.Provider, t.ID, presented); err != nil {
+			return provider.Node{}, fmt.Errorf("static: pin host %s's key: %w", t.ID, err)
+		}
+		t.HostKey = presented
+	}
 	return facts(req, t, t.HostKey), nil
+}
+
+// nodeHome is the node's own HOME on its host, or "" when the provider
+// gives none.
+func nodeHome(req provider.Request) string {
+	dir := strings.TrimRight(strings.TrimSpace(req.Fields[FieldNodeHomes]), "/")
+	if dir == "" {
+		return ""
+	}
+	return path.Join(dir, req.Tenant, req.ClusterID, req.Node.ID)
 }
 
 // Confirm logs in to the node's host with the cluster's key, once: a host
@@ -126,11 +154,21 @@ func (s *Static) release(ctx context.Context, req provider.Request) error {
 		return err
 	}
 	if script := req.Fields[FieldWipeScript]; strings.TrimSpace(script) != "" {
+		if err := s.pool.setStatus(ctx, req.Tenant, req.Provider, t.ID, req.Node.ID, StatusWiping, ""); err != nil {
+			return err
+		}
 		if err := s.wipe(ctx, req, t, script); err != nil {
+			// The reason is kept on the host for the operator; the
+			// context may be spent, so record it on one of its own.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if serr := s.pool.setStatus(rctx, req.Tenant, req.Provider, t.ID, req.Node.ID, StatusDirty, err.Error()); serr != nil {
+				return errors.Join(err, serr)
+			}
 			return err
 		}
 	}
-	if err := s.editKeys(ctx, t, req.Node.ID, removeKeyScript(req)); err != nil {
+	if _, err := s.editKeys(ctx, t, req.Node.ID, removeKeyScript(marker(req.Tenant, req.ClusterID, req.Node.ID))); err != nil {
 		return fmt.Errorf("static: remove the cluster's key from host %s: %w", t.ID, err)
 	}
 	return s.pool.release(ctx, req.Tenant, req.Provider, req.ClusterID, req.Node.ID)
@@ -159,6 +197,7 @@ func (s *Static) wipe(ctx context.Context, req provider.Request, t taken, script
 	defer c.Close()
 	res, err := c.Run(ctx, sshexec.Command{Script: script, Env: map[string]string{
 		"HEDDLE_TENANT": req.Tenant, "HEDDLE_CLUSTER_ID": req.ClusterID, "HEDDLE_NODE_ID": req.Node.ID, "HEDDLE_HOST_ID": t.ID,
+		"HEDDLE_NODE_HOME": nodeHome(req),
 	}})
 	if err != nil {
 		return fmt.Errorf("static: wipe host %s (it stays out of the pool until a delete succeeds): %w: %s", t.ID, err, strings.TrimSpace(res.Stderr.Text))
@@ -172,24 +211,29 @@ func (s *Static) target(node string, t taken, noSudo bool) sshexec.Target {
 }
 
 // editKeys runs an authorized_keys edit as the host's user (its own file:
-// no sudo).
-func (s *Static) editKeys(ctx context.Context, t taken, node, script string) error {
+// no sudo), and returns the host key the host presented.
+func (s *Static) editKeys(ctx context.Context, t taken, node, script string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	c, err := sshexec.Dial(ctx, s.target(node, t, true))
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer c.Close()
 	res, err := c.Run(ctx, sshexec.Command{Script: script})
 	if err != nil {
-		return fmt.Errorf("%w: %s", err, strings.TrimSpace(res.Stderr.Text))
+		return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(res.Stderr.Text))
 	}
-	return nil
+	return c.HostKey(), nil
 }
 
 func facts(req provider.Request, t taken, hostKey string) provider.Node {
+	var props map[string]string
+	if home := nodeHome(req); home != "" {
+		props = map[string]string{PropHome: home}
+	}
 	return provider.Node{
+		Properties: props,
 		Hostname:   t.Address,
 		Addresses:  map[string]string{provider.AddressAccess: t.Address, provider.AddressBind: t.Address},
 		SSHPort:    t.Port,
@@ -224,17 +268,26 @@ fi
 ` + body
 }
 
-// addKeyScript appends line unless the file has it.
-func addKeyScript(line string) string {
-	return lockedEdit(`line=` + shellQuote(line) + `
+// addKeyScript appends line unless the file has it, and makes the node's
+// home when it has one of its own.
+func addKeyScript(line, home string) string {
+	mkHome := ""
+	if home != "" {
+		mkHome = `mkdir -p -- ` + shellQuote(home) + "\n"
+	}
+	return lockedEdit(mkHome + `line=` + shellQuote(line) + `
 grep -qxF -- "$line" "$f" || printf '%s\n' "$line" >> "$f"
 `)
 }
 
+// marker ends the authorized_keys line of a node (see keyLine).
+func marker(tenant, clusterID, nodeID string) string {
+	return " heddle:" + tenant + "/" + clusterID + "/" + nodeID
+}
+
 // removeKeyScript removes the node's line (the exact text it added),
 // rewriting the file in place so its owner and mode stay.
-func removeKeyScript(req provider.Request) string {
-	marker := " heddle:" + req.Tenant + "/" + req.ClusterID + "/" + req.Node.ID
+func removeKeyScript(marker string) string {
 	return lockedEdit(`marker=` + shellQuote(marker) + `
 t="$f.heddle.$$"
 awk -v m="$marker" '{ n = length($0) - length(m); if (n > 0 && substr($0, n + 1) == m) next; print }' "$f" > "$t"

@@ -286,7 +286,12 @@ func TestCreateConfirmDeleteInProcess(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1", created.Addresses[provider.AddressAccess])
 	require.Equal(t, "static:rack1/h0", created.ProviderID)
-	require.Empty(t, created.HostKey, "no host key was registered: pinned at confirm")
+	presented := sshexec.FormatPublicKey(servers[0].HostKey.PublicKey())
+	require.Equal(t, presented, created.HostKey, "no host key was registered: the create's first contact pins it")
+	pinned, err := f.pool.Get(ctx, "acme", "rack1", "h0")
+	require.NoError(t, err)
+	require.Equal(t, presented, pinned.HostKey, "for the host, so later nodes check it")
+	require.Equal(t, PinFirstContact, pinned.HostKeySource)
 	keys := readAuthorizedKeys(t)
 	require.Contains(t, keys, keyLine(req)+"\n")
 
@@ -298,7 +303,7 @@ func TestCreateConfirmDeleteInProcess(t *testing.T) {
 
 	confirmed, err := confirm(t, f.static, req)
 	require.NoError(t, err)
-	require.Equal(t, sshexec.FormatPublicKey(servers[0].HostKey.PublicKey()), confirmed.HostKey)
+	require.Equal(t, presented, confirmed.HostKey)
 
 	require.NoError(t, del(t, f.static, req))
 	wiped, err := os.ReadFile(marker)
@@ -322,7 +327,12 @@ func TestFailedWipeKeepsTheHostOut(t *testing.T) {
 	err = del(t, f.static, req)
 	require.ErrorContains(t, err, "stays out of the pool")
 	require.ErrorContains(t, err, "disk busy")
-	require.Equal(t, []string{"h0"}, hostsByStatus(t, f, StatusTaken))
+	require.Equal(t, []string{"h0"}, hostsByStatus(t, f, StatusDirty))
+	dirty, err := f.pool.Get(ctx, "acme", "rack1", "h0")
+	require.NoError(t, err)
+	require.Contains(t, dirty.Reason, "disk busy", "the host says why it is dirty")
+	require.Equal(t, req.Node.ID, dirty.Claim.NodeID)
+	require.ErrorIs(t, f.pool.Remove(ctx, "acme", "rack1", "h0"), ErrHostTaken)
 
 	// The administrator fixes the script; the retried delete returns it.
 	req.Fields[FieldWipeScript] = "true"
