@@ -180,7 +180,7 @@ func Event(r *http.Request, body []byte, apiID, accountID, requestID string, now
 	}
 	headers["x-forwarded-port"] = port
 	headers["x-forwarded-proto"] = proto
-	headers["x-amzn-trace-id"] = fmt.Sprintf("Root=1-%08x-%x", now.Unix(), []byte(requestID+"000000000000")[:12])
+	headers["x-amzn-trace-id"] = fmt.Sprintf("Root=1-%08x-%x", now.Unix(), []byte(requestID + "000000000000")[:12])
 
 	var query map[string]string
 	if q, err := url.ParseQuery(r.URL.RawQuery); err == nil && len(q) > 0 {
