@@ -160,7 +160,7 @@ func (f *fixture) depth(queueName string) int {
 func TestOnboardingMakesAMappingThatDelivers(t *testing.T) {
 	t.Parallel()
 	var failOnce sync.Map
-	w := newWorker(2 * time.Second, 0)
+	w := newWorker(2*time.Second, 0)
 	// The first delivery of task-1 fails (listed in batchItemFailures).
 	w.decide = func(ev events.SQSEvent) lambdaemu.Result {
 		var resp events.SQSEventResponse
@@ -231,7 +231,7 @@ func TestPoisonMessageEndsInTheDeadLetterQueue(t *testing.T) {
 
 func TestMaximumConcurrencyCapsInvocations(t *testing.T) {
 	t.Parallel()
-	w := newWorker(5 * time.Second, 300 * time.Millisecond)
+	w := newWorker(5*time.Second, 300*time.Millisecond)
 	f := setup(t, w, sqsqueue.Options{Visibility: 10 * time.Second})
 	require.NoError(t, f.onboard.Onboard(context.Background(), domain.Tenant{ID: "acme", Workers: 2}))
 	f.send("acme", 12)
@@ -243,7 +243,7 @@ func TestMaximumConcurrencyCapsInvocations(t *testing.T) {
 
 func TestRefusedAsLambdaRefuses(t *testing.T) {
 	t.Parallel()
-	w := newWorker(20 * time.Second, 0)
+	w := newWorker(20*time.Second, 0)
 	f := setup(t, w, sqsqueue.Options{Visibility: 10 * time.Second})
 	ctx := context.Background()
 	require.NoError(t, f.queues.CreateTenantQueue(ctx, "acme"))
@@ -264,7 +264,9 @@ func TestRefusedAsLambdaRefuses(t *testing.T) {
 		in.ScalingConfig = &lambdatypes.ScalingConfig{MaximumConcurrency: aws.Int32(1)}
 	}), "MaximumConcurrency")
 	require.ErrorContains(t, create(func(in *lambda.CreateEventSourceMappingInput) { in.FunctionName = aws.String("nope") }), "ResourceNotFoundException")
-	require.ErrorContains(t, create(func(in *lambda.CreateEventSourceMappingInput) { in.EventSourceArn = aws.String("arn:aws:sqs:us-east-1:000000000000:none.fifo") }), "cannot be read")
+	require.ErrorContains(t, create(func(in *lambda.CreateEventSourceMappingInput) {
+		in.EventSourceArn = aws.String("arn:aws:sqs:us-east-1:000000000000:none.fifo")
+	}), "cannot be read")
 	require.NoError(t, create(func(*lambda.CreateEventSourceMappingInput) {}))
 	var conflict *lambdatypes.ResourceConflictException
 	require.ErrorAs(t, create(func(*lambda.CreateEventSourceMappingInput) {}), &conflict)
