@@ -61,3 +61,16 @@ build-WorkerFunction:
 
 build-JanitorFunction:
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w" -o $(ARTIFACTS_DIR)/bootstrap ./functions/janitor
+
+# GOLOCAL builds a Lambda's bootstrap for this host: $(GOLAMBDA)'s flags
+# with the host's GOOS/GOARCH, for make local-aws.
+GOLOCAL = CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w"
+
+.PHONY: local-aws local-aws-build
+local-aws-build: ## Build the Lambda bootstraps for this host into dist/local, the CLI and heddle-local-aws into bin/
+	@for fn in $(LAMBDAS); do mkdir -p dist/local/$$fn && $(GOLOCAL) -o dist/local/$$fn/bootstrap ./functions/$$fn || exit 1; done
+	$(GO) build -o bin/heddle ./cmd/heddle
+	$(GO) build -o bin/heddle-local-aws ./cmd/heddle-local-aws
+
+local-aws: local-aws-build ## The AWS deployment on this machine, process for process (no Docker, no AWS account); see the README
+	./scripts/local-aws.sh
