@@ -66,6 +66,7 @@ type stats struct {
 type functionStats struct {
 	lambdaemu.Stats
 	PIDs []int `json:"pids"`
+	Busy []int `json:"busy"` // the processes running an invocation
 }
 
 func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) error {
@@ -173,10 +174,20 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 	mux.HandleFunc("GET /local-aws/stats", func(w http.ResponseWriter, _ *http.Request) {
 		s := stats{Functions: map[string]functionStats{}, Mappings: esm.Mappings(), Fargate: fargate.stats(), Janitor: sched.stats()}
 		for name, p := range pools {
-			s.Functions[name] = functionStats{Stats: p.Stats(), PIDs: p.PIDs()}
+			s.Functions[name] = functionStats{Stats: p.Stats(), PIDs: p.PIDs(), Busy: p.BusyPIDs()}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s)
+	})
+	// Chaos for tests: kill -9 one of a function's idle environments (no
+	// invocation can be handed to it meanwhile).
+	mux.HandleFunc("POST /local-aws/kill-idle/{function}", func(w http.ResponseWriter, r *http.Request) {
+		p, ok := pools[r.PathValue("function")]
+		if !ok {
+			http.Error(w, "no function "+r.PathValue("function"), http.StatusNotFound)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]int{"pid": p.KillIdle()})
 	})
 	mux.Handle("/", esm.Handler())
 	lambdaSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

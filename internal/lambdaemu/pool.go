@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -288,6 +289,38 @@ func (p *Pool) PIDs() []int {
 	out := make([]int, 0, len(p.live))
 	for env := range p.live {
 		out = append(out, env.pid())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// KillIdle kills one environment that is between invocations with SIGKILL,
+// as a crash would, and returns its process id; 0 when none is idle. It is
+// taken out of the pool first, so no invocation can be handed to it.
+func (p *Pool) KillIdle() int {
+	p.mu.Lock()
+	if len(p.idle) == 0 {
+		p.mu.Unlock()
+		return 0
+	}
+	env := p.idle[0]
+	p.idle = p.idle[1:]
+	p.mu.Unlock()
+	pid := env.pid()
+	_ = syscall.Kill(pid, syscall.SIGKILL) // counted as a crash by onExit
+	<-env.exited
+	return pid
+}
+
+// BusyPIDs lists the processes running an invocation now.
+func (p *Pool) BusyPIDs() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]int, 0, len(p.live))
+	for env := range p.live {
+		if !slices.Contains(p.idle, env) {
+			out = append(out, env.pid())
+		}
 	}
 	slices.Sort(out)
 	return out

@@ -152,6 +152,7 @@ func TestColdThenWarm(t *testing.T) {
 	require.Equal(t, r1.BilledMs+r2.BilledMs, s.BilledMs)
 	require.GreaterOrEqual(t, r1.BilledMs, r1.Init.Milliseconds(), "a cold start bills its init")
 	require.Equal(t, 1, s.Environments)
+	require.Empty(t, f.pool.BusyPIDs(), "an environment between invocations is idle")
 }
 
 func TestOneInvocationPerEnvironment(t *testing.T) {
@@ -188,7 +189,7 @@ func TestConcurrencyCapThrottles(t *testing.T) {
 		f.invoke(testEvent{Mode: "sleep", Sleep: "2s"})
 	}()
 	<-started
-	require.Eventually(t, func() bool { return len(f.pool.PIDs()) == 1 }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(f.pool.BusyPIDs()) == 1 }, 10*time.Second, 10*time.Millisecond)
 	_, err := f.pool.Invoke(context.Background(), []byte(`{"mode":"echo"}`))
 	require.ErrorIs(t, err, ErrThrottled)
 	<-done
@@ -220,7 +221,8 @@ func TestCrashAndKillRestart(t *testing.T) {
 	r, a := f.invoke(testEvent{Mode: "echo"})
 	require.True(t, r.ColdStart)
 	// kill -9 of an idle environment: the next invocation gets a new one.
-	require.NoError(t, syscall.Kill(a.PID, syscall.SIGKILL))
+	require.Equal(t, a.PID, f.pool.KillIdle())
+	require.Zero(t, f.pool.KillIdle(), "no idle environment left")
 	require.Eventually(t, func() bool { return len(f.pool.PIDs()) == 0 }, 10*time.Second, 10*time.Millisecond)
 	r, b := f.invoke(testEvent{Mode: "echo"})
 	require.Empty(t, r.FunctionError)
