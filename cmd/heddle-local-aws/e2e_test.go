@@ -124,10 +124,13 @@ func setup(t *testing.T, extra ...string) *deployment {
 		// The api's timeout at template.yaml's most (30 s less a second for
 		// the front door): onboarding a tenant makes four queues and a
 		// mapping, which on a loaded machine has taken over the default 15 s.
-		"--janitor-every", "2s", "--worker-timeout", "60s", "--api-timeout", "29s"}, extra...)
+		"--janitor-every", "3s", "--janitor-concurrency", "2", "--worker-timeout", "60s", "--api-timeout", "29s"}, extra...)
 	d.cmd = exec.Command(filepath.Join(bin, "heddle-local-aws"), args...)
 	d.cmd.Env = append(os.Environ(), "HEDDLE_BOOTSTRAP_KEY="+superKey)
 	d.cmd.Stderr = d.log
+	// If the test binary dies (a -timeout), heddle-local-aws is told to stop
+	// and stops its processes; it never outlives the test.
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	stdout, err := d.cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, d.cmd.Start())
@@ -250,14 +253,7 @@ func TestThroughTheRealBinaries(t *testing.T) {
 	d := setup(t)
 	need(t, "HEDDLE_SSH_HOSTS", "scripts/sshd-hosts.sh")
 
-	created := d.mustHeddle("tenants", "create", "acme", "--max-clusters", "2", "--max-nodes", "10", "--workers", "4", "--admin", "ann", "-o", "json")
-	var tenant struct {
-		AdminKey struct {
-			Secret string `json:"secret"`
-		} `json:"adminKey"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(created), &tenant))
-	d.key = tenant.AdminKey.Secret
+	d.createTenant("2", "10", "4")
 
 	s, err := d.stats()
 	require.NoError(t, err)
@@ -355,9 +351,12 @@ func (d *deployment) api(method, path string, body, out any) int {
 	return status
 }
 
-func (d *deployment) onboard(hosts int) {
+// createTenant bootstraps tenant acme as infra/README.md says, with the
+// superadmin's key through the CLI, and uses its admin's key from then on.
+func (d *deployment) createTenant(maxClusters, maxNodes, workers string) {
 	d.t.Helper()
-	created := d.mustHeddle("tenants", "create", "acme", "--max-clusters", "5", "--max-nodes", "20", "--workers", "4", "--admin", "ann", "-o", "json")
+	created := d.mustHeddle("tenants", "create", "acme", "--max-clusters", maxClusters, "--max-nodes", maxNodes,
+		"--workers", workers, "--admin", "ann", "-o", "json")
 	var tenant struct {
 		AdminKey struct {
 			Secret string `json:"secret"`
@@ -365,6 +364,11 @@ func (d *deployment) onboard(hosts int) {
 	}
 	require.NoError(d.t, json.Unmarshal([]byte(created), &tenant))
 	d.key = tenant.AdminKey.Secret
+}
+
+func (d *deployment) onboard(hosts int) {
+	d.t.Helper()
+	d.createTenant("5", "20", "4")
 	d.registerHosts("acme", hosts)
 	d.mustHeddle("apply", "-f", "testdata/static-catalog.yaml")
 }

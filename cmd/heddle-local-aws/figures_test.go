@@ -51,22 +51,14 @@ func TestFigures(t *testing.T) {
 	// A 100-node create and delete: the 50 OpenSSH hosts, each registered
 	// twice (every node gets a host of its own in the pool; two share each
 	// sshd).
-	created := d.mustHeddle("tenants", "create", "acme", "--max-clusters", "1", "--max-nodes", "100", "--workers", "10", "--admin", "ann", "-o", "json")
-	var tenant struct {
-		AdminKey struct {
-			Secret string `json:"secret"`
-		} `json:"adminKey"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(created), &tenant))
-	d.key = tenant.AdminKey.Secret
+	d.createTenant("1", "100", "10")
 	d.registerHosts("acme", 50)
 	d.registerHostsAs("acme", 50, "g")
 	d.mustHeddle("apply", "-f", "testdata/static-catalog.yaml")
 	before, err := d.stats()
 	require.NoError(t, err)
 	start := time.Now()
-	out := d.mustHeddle("clusters", "create", "big", "--template", "pair", "--size", "100", "--wait")
-	_ = out
+	d.mustHeddle("clusters", "create", "big", "--template", "pair", "--size", "100", "--wait")
 	mid, err := d.stats()
 	require.NoError(t, err)
 	t.Logf("FIGURE 100-node create: %s wall; %s", time.Since(start).Round(time.Second), delta(before, mid))

@@ -48,6 +48,7 @@ func main() {
 	flag.DurationVar(&cfg.apiTimeout, "api-timeout", 15*time.Second, "the api function's timeout (template.yaml ApiTimeout)")
 	flag.DurationVar(&cfg.workerTimeout, "worker-timeout", 900*time.Second, "the worker function's timeout (template.yaml WorkerTimeout)")
 	flag.DurationVar(&cfg.janitorTimeout, "janitor-timeout", 60*time.Second, "the janitor function's timeout (template.yaml JanitorTimeout)")
+	flag.IntVar(&cfg.janitorConcurrency, "janitor-concurrency", 0, "the janitor's reserved concurrency (0: none, as template.yaml); a tick that finds every environment busy is dropped, as Scheduler drops a throttled invocation")
 	flag.IntVar(&cfg.fargateWorkers, "fargate-workers", 2, "`heddle worker --workers`: workers per tenant on the long-task queues")
 	flag.Parse()
 	cfg.ddbEndpoint = os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")

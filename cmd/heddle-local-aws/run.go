@@ -42,7 +42,7 @@ type config struct {
 	ddbEndpoint, sqsEndpoint, bootstrapKey    string
 	janitorEvery                              time.Duration
 	apiTimeout, workerTimeout, janitorTimeout time.Duration
-	fargateWorkers                            int
+	fargateWorkers, janitorConcurrency        int
 }
 
 // ready is the line printed when everything is up.
@@ -143,7 +143,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 	}{
 		{"api", lambdaemu.Function{Name: "heddle-" + cfg.stage + "-api", Timeout: cfg.apiTimeout, MemoryMB: 256}, apiEnv},
 		{"worker", workerFn, common},
-		{"janitor", lambdaemu.Function{Name: "heddle-" + cfg.stage + "-janitor", Timeout: cfg.janitorTimeout, MemoryMB: 256}, common},
+		{"janitor", lambdaemu.Function{Name: "heddle-" + cfg.stage + "-janitor", Timeout: cfg.janitorTimeout, MemoryMB: 256, Concurrency: cfg.janitorConcurrency}, common},
 	} {
 		f.fn.Path = filepath.Join(cfg.binDir, f.short, "bootstrap")
 		f.fn.Env = f.env
@@ -282,7 +282,9 @@ func (s *schedule) run(ctx context.Context) {
 					s.counts.Failures++
 				}
 				s.mu.Unlock()
-				if err != nil && ctx.Err() == nil {
+				if errors.Is(err, lambdaemu.ErrThrottled) {
+					s.log.Debug("schedule: the janitor is at its reserved concurrency; this tick is dropped")
+				} else if err != nil && ctx.Err() == nil {
 					s.log.Warn("schedule: invoking the janitor", "error", err)
 				} else if r.FunctionError != "" {
 					s.log.Warn("schedule: the janitor's pass failed", "errorType", r.ErrorType, "answer", string(r.Payload))

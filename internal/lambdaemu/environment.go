@@ -91,9 +91,7 @@ func startEnvironment(fn Function, onExit func(*environment)) (*environment, err
 	e.cmd = exec.Command(fn.Path)
 	e.cmd.Env = append(lambdaEnv(fn, ln.Addr().String()), fn.Env...)
 	e.cmd.Stdout, e.cmd.Stderr = fn.Logs, fn.Logs
-	// Its own process group, so that killing the environment kills
-	// whatever the function started too, as a frozen sandbox would.
-	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	e.cmd.SysProcAttr = procAttr()
 	e.cmd.WaitDelay = time.Second
 	e.started = time.Now()
 	if err := e.cmd.Start(); err != nil {
