@@ -7,7 +7,7 @@ FUZZTIME ?= 30s
 # GOLAMBDA builds a Lambda's bootstrap binary: linux/arm64, no RPC runtime.
 GOLAMBDA = CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w"
 
-.PHONY: help build run demo demo-static test test-unit lint bench fuzz lambda clean
+.PHONY: help build run demo demo-static test test-unit lint bench fuzz lambda clean local-aws local-aws-build
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -51,7 +51,7 @@ lambda: ## Build the Lambda bootstrap binaries and zips (linux/arm64) into dist/
 	done
 
 clean: ## Remove build output
-	rm -rf bin dist
+	rm -rf bin dist .local-aws
 
 # `sam build` runs these (BuildMethod: makefile): each copies one function's
 # bootstrap into the artifacts directory SAM gives. They spell out
@@ -64,3 +64,16 @@ build-WorkerFunction:
 
 build-JanitorFunction:
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w" -o $(ARTIFACTS_DIR)/bootstrap ./functions/janitor
+
+# GOLOCAL builds a Lambda's bootstrap for this host: $(GOLAMBDA)'s flags
+# with the host's GOOS/GOARCH, for make local-aws.
+GOLOCAL = CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w"
+
+
+local-aws-build: ## Build the Lambda bootstraps for this host into dist/local, the CLI and heddle-local-aws into bin/
+	@for fn in $(LAMBDAS); do mkdir -p dist/local/$$fn && $(GOLOCAL) -o dist/local/$$fn/bootstrap ./functions/$$fn || exit 1; done
+	$(GO) build -o bin/heddle ./cmd/heddle
+	$(GO) build -o bin/heddle-local-aws ./cmd/heddle-local-aws
+
+local-aws: local-aws-build ## The AWS deployment on this machine, process for process (no Docker, no AWS account); see the README
+	./scripts/local-aws.sh

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/heddle-io/heddle/internal/apigwemu"
+	"github.com/heddle-io/heddle/internal/esmemu"
+	"github.com/heddle-io/heddle/internal/kmsemu"
+	"github.com/heddle-io/heddle/internal/lambdaemu"
+	"github.com/heddle-io/heddle/internal/queue/sqsqueue"
+	"github.com/heddle-io/heddle/internal/secrets"
+	"github.com/heddle-io/heddle/internal/store/dynamostore"
+)
+
+// The emulated account.
+const (
+	region    = "us-east-1"
+	accountID = "000000000000"
+)
+
+type config struct {
+	binDir, heddle, listen, stage, stateDir   string
+	ddbEndpoint, sqsEndpoint, bootstrapKey    string
+	janitorEvery                              time.Duration
+	apiTimeout, workerTimeout, janitorTimeout time.Duration
+	fargateWorkers, janitorConcurrency        int
+}
+
+// ready is the line printed when everything is up.
+type ready struct {
+	Ready    bool   `json:"ready"`
+	Endpoint string `json:"endpoint"` // the front door: HEDDLE_ENDPOINT
+	Lambda   string `json:"lambda"`   // the Lambda API (mappings, Invoke, /local-aws/stats)
+	KMS      string `json:"kms"`
+	Table    string `json:"table"`
+	Prefix   string `json:"queuePrefix"`
+}
+
+// stats is GET /local-aws/stats.
+type stats struct {
+	Functions map[string]functionStats `json:"functions"`
+	Mappings  []esmemu.Configuration   `json:"mappings"`
+	Fargate   fargateStats             `json:"fargate"`
+	Janitor   scheduleStats            `json:"schedule"`
+}
+
+type functionStats struct {
+	lambdaemu.Stats
+	PIDs []int `json:"pids"`
+	Busy []int `json:"busy"` // the processes running an invocation
+}
+
+func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) error {
+	switch {
+	case cfg.ddbEndpoint == "":
+		return errors.New(`HEDDLE_DYNAMODB_ENDPOINT is unset: run scripts/dynamodb-local.sh start and eval "$(scripts/dynamodb-local.sh env)"`)
+	case cfg.sqsEndpoint == "":
+		return errors.New(`HEDDLE_SQS_ENDPOINT is unset: run scripts/fauxqs.sh start and eval "$(scripts/fauxqs.sh env)"`)
+	case cfg.janitorEvery <= 0:
+		return errors.New("--janitor-every must be positive")
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.stateDir, "logs"), 0o700); err != nil {
+		return fmt.Errorf("the state directory: %w", err)
+	}
+	table, prefix := "heddle-"+cfg.stage, "heddle-"+cfg.stage+"-"
+
+	// The table, as template.yaml declares it.
+	ddb := dynamostore.NewEmulatorClient(cfg.ddbEndpoint)
+	if _, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}); err != nil {
+		if err := dynamostore.CreateTable(ctx, ddb, table); err != nil {
+			return err
+		}
+		log.Info("created the table", "table", table)
+	}
+
+	// KMS.
+	key, err := secrets.LoadOrCreateKeyFile(filepath.Join(cfg.stateDir, "kms-"+cfg.stage+".key"))
+	if err != nil {
+		return err
+	}
+	keyARN := fmt.Sprintf("arn:aws:kms:%s:%s:key/heddle-%s", region, accountID, cfg.stage)
+	kms, err := kmsemu.New(keyARN, key, "alias/heddle-"+cfg.stage)
+	if err != nil {
+		return err
+	}
+	kmsURL, stopKMS, err := serve("127.0.0.1:0", kms)
+	if err != nil {
+		return err
+	}
+	defer stopKMS()
+
+	// The Lambda API's listener first: the api function needs its address.
+	lambdaLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	lambdaURL := "http://" + lambdaLn.Addr().String()
+
+	common := []string{
+		"HEDDLE_TABLE=" + table,
+		"HEDDLE_QUEUE_PREFIX=" + prefix,
+		"HEDDLE_KMS_KEY_ID=" + keyARN,
+		"HEDDLE_DYNAMODB_ENDPOINT=" + cfg.ddbEndpoint,
+		"HEDDLE_SQS_ENDPOINT=" + cfg.sqsEndpoint,
+		"AWS_ENDPOINT_URL_KMS=" + kmsURL,
+		// The functions' role, as far as the emulators care.
+		"AWS_ACCESS_KEY_ID=heddle", "AWS_SECRET_ACCESS_KEY=heddle", "AWS_SESSION_TOKEN=local-aws",
+	}
+	workerFn := lambdaemu.Function{Name: "heddle-" + cfg.stage + "-worker", Timeout: cfg.workerTimeout, MemoryMB: 512, Region: region, AccountID: accountID}
+	apiEnv := append([]string{"HEDDLE_WORKER_FUNCTION=" + workerFn.ARN(), "AWS_ENDPOINT_URL_LAMBDA=" + lambdaURL}, common...)
+	if cfg.bootstrapKey != "" {
+		apiEnv = append(apiEnv, "HEDDLE_BOOTSTRAP_KEY="+cfg.bootstrapKey)
+	}
+	pools := map[string]*lambdaemu.Pool{}
+	defer func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}()
+	for _, f := range []struct {
+		short string
+		fn    lambdaemu.Function
+		env   []string
+	}{
+		{"api", lambdaemu.Function{Name: "heddle-" + cfg.stage + "-api", Timeout: cfg.apiTimeout, MemoryMB: 256}, apiEnv},
+		{"worker", workerFn, common},
+		{"janitor", lambdaemu.Function{Name: "heddle-" + cfg.stage + "-janitor", Timeout: cfg.janitorTimeout, MemoryMB: 256, Concurrency: cfg.janitorConcurrency}, common},
+	} {
+		f.fn.Path = filepath.Join(cfg.binDir, f.short, "bootstrap")
+		f.fn.Env = f.env
+		f.fn.Region, f.fn.AccountID = region, accountID
+		logs, err := os.OpenFile(filepath.Join(cfg.stateDir, "logs", f.short+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return err
+		}
+		defer logs.Close()
+		f.fn.Logs = logs
+		p, err := lambdaemu.NewPool(f.fn)
+		if err != nil {
+			return fmt.Errorf("%w (make local-aws builds the bootstraps into dist/local)", err)
+		}
+		pools[f.short] = p
+	}
+
+	// Event source mappings and Invoke.
+	esm, err := esmemu.New(esmemu.Config{Functions: []esmemu.Function{pools["api"], pools["worker"], pools["janitor"]},
+		SQS: sqsqueue.NewEmulatorClient(cfg.sqsEndpoint), Logger: log})
+	if err != nil {
+		return err
+	}
+	defer esm.Close()
+	fargate := &fargateTask{path: cfg.heddle, env: common, workers: cfg.fargateWorkers, stateDir: cfg.stateDir, log: log}
+	sched := &schedule{pool: pools["janitor"], every: cfg.janitorEvery, arn: fmt.Sprintf("arn:aws:scheduler:%s:%s:schedule/default/heddle-%s-janitor", region, accountID, cfg.stage), log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /local-aws/stats", func(w http.ResponseWriter, _ *http.Request) {
+		s := stats{Functions: map[string]functionStats{}, Mappings: esm.Mappings(), Fargate: fargate.stats(), Janitor: sched.stats()}
+		for name, p := range pools {
+			s.Functions[name] = functionStats{Stats: p.Stats(), PIDs: p.PIDs(), Busy: p.BusyPIDs()}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s)
+	})
+	// Chaos for tests: kill -9 one of a function's idle environments (no
+	// invocation can be handed to it meanwhile).
+	mux.HandleFunc("POST /local-aws/kill-idle/{function}", func(w http.ResponseWriter, r *http.Request) {
+		p, ok := pools[r.PathValue("function")]
+		if !ok {
+			http.Error(w, "no function "+r.PathValue("function"), http.StatusNotFound)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]int{"pid": p.KillIdle()})
+	})
+	mux.Handle("/", esm.Handler())
+	lambdaSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = lambdaSrv.Serve(lambdaLn) }()
+	defer lambdaSrv.Close()
+
+	// The front door.
+	door := apigwemu.New(apigwemu.Config{Function: pools["api"], AccountID: accountID, Logger: log})
+	doorURL, stopDoor, err := serve(cfg.listen, door)
+	if err != nil {
+		return err
+	}
+	defer stopDoor()
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() { sched.run(runCtx) })
+	if cfg.heddle != "" {
+		wg.Go(func() { fargate.run(runCtx) })
+	}
+
+	line, _ := json.Marshal(ready{Ready: true, Endpoint: doorURL, Lambda: lambdaURL, KMS: kmsURL, Table: table, Prefix: prefix})
+	fmt.Fprintln(stdout, string(line))
+	log.Info("local-aws is up: point the heddle CLI at it with HEDDLE_ENDPOINT="+doorURL, "logs", filepath.Join(cfg.stateDir, "logs"))
+	<-ctx.Done()
+	log.Info("local-aws: stopping")
+	return nil
+}
+
+// serve serves h on addr and returns its URL and a stop function.
+func serve(addr string, h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// schedule is the EventBridge Scheduler schedule that invokes the janitor.
+type schedule struct {
+	pool  *lambdaemu.Pool
+	every time.Duration
+	arn   string
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	counts scheduleStats
+}
+
+type scheduleStats struct {
+	Invocations int64 `json:"invocations"`
+	Failures    int64 `json:"failures"`
+}
+
+func (s *schedule) stats() scheduleStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts
+}
+
+// Event is template.yaml's schedule Input with Scheduler's placeholders
+// filled in.
+func (s *schedule) Event(at time.Time) []byte {
+	id := make([]byte, 16)
+	_, _ = rand.Read(id)
+	b, _ := json.Marshal(map[string]any{
+		"version": "0", "id": hex.EncodeToString(id), "detail-type": "Scheduled Event", "source": "heddle.scheduler",
+		"time": at.UTC().Format(time.RFC3339), "resources": []string{s.arn}, "detail": map[string]any{},
+	})
+	return b
+}
+
+func (s *schedule) run(ctx context.Context) {
+	t := time.NewTicker(s.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case at := <-t.C:
+			// The schedule's RetryPolicy: no retries; overlapping passes are
+			// harmless, so each tick invokes whatever the last one does.
+			go func() {
+				r, err := s.pool.Invoke(ctx, s.Event(at))
+				s.mu.Lock()
+				s.counts.Invocations++
+				if err != nil || r.FunctionError != "" {
+					s.counts.Failures++
+				}
+				s.mu.Unlock()
+				if errors.Is(err, lambdaemu.ErrThrottled) {
+					s.log.Debug("schedule: the janitor is at its reserved concurrency; this tick is dropped")
+				} else if err != nil && ctx.Err() == nil {
+					s.log.Warn("schedule: invoking the janitor", "error", err)
+				} else if r.FunctionError != "" {
+					s.log.Warn("schedule: the janitor's pass failed", "errorType", r.ErrorType, "answer", string(r.Payload))
+				}
+			}()
+		}
+	}
+}
+
+// fargateTask runs `heddle worker` as the ECS service runs its task: one
+// task, started again whenever it stops.
+type fargateTask struct {
+	path     string
+	env      []string
+	workers  int
+	stateDir string
+	log      *slog.Logger
+
+	mu       sync.Mutex
+	pid      int
+	starts   int64
+	lastExit string
+}
+
+type fargateStats struct {
+	PID      int    `json:"pid"`
+	Starts   int64  `json:"starts"`
+	LastExit string `json:"lastExit,omitempty"`
+}
+
+func (f *fargateTask) stats() fargateStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fargateStats{PID: f.pid, Starts: f.starts, LastExit: f.lastExit}
+}
+
+func (f *fargateTask) run(ctx context.Context) {
+	logs, err := os.OpenFile(filepath.Join(f.stateDir, "logs", "fargate-worker.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		f.log.Error("fargate: its log", "error", err)
+		return
+	}
+	defer logs.Close()
+	for ctx.Err() == nil {
+		cmd := exec.Command(f.path, "worker", "--workers", strconv.Itoa(f.workers))
+		cmd.Env = append([]string{"AWS_REGION=" + region, "PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, f.env...)
+		cmd.Stdout, cmd.Stderr = logs, logs
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.WaitDelay = time.Second
+		if err := cmd.Start(); err != nil {
+			f.log.Error("fargate: starting heddle worker", "error", err)
+			return
+		}
+		f.mu.Lock()
+		f.pid, f.starts = cmd.Process.Pid, f.starts+1
+		f.mu.Unlock()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err = <-done:
+		case <-ctx.Done():
+			// ECS stops a task with SIGTERM, then SIGKILL after 30 s.
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				err = <-done
+			}
+		}
+		f.mu.Lock()
+		f.pid, f.lastExit = 0, fmt.Sprint(err)
+		f.mu.Unlock()
+		if ctx.Err() == nil {
+			f.log.Warn("fargate: heddle worker stopped; the service starts it again", "error", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
