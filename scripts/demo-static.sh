@@ -18,19 +18,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
-die() {
-  printf '\n\033[31mdemo-static failed: %s\033[0m\n' "$*" >&2
-  if [ -n "${data:-}" ] && [ -f "$data/server.log" ]; then
-    echo "--- last lines of the server's log ($data/server.log):" >&2
-    tail -n 40 "$data/server.log" >&2
-  fi
-  exit 1
-}
-need() { command -v "$1" >/dev/null 2>&1 || die "$1 is needed on this machine ($2)"; }
-need go "to build heddle"
-need python3 "the demo's services are python3 scripts"
-need curl "to send requests through the load balancer"
+demo_name=demo-static
+# shellcheck source=scripts/demo-lib.sh
+source scripts/demo-lib.sh
 
 . scripts/static-lib.sh
 ssh_hosts_env 6
