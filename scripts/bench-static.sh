@@ -185,9 +185,20 @@ cpu1 = cpu()
 # each ended, and the longest chain counting the 1 s steps only (the floor).
 from datetime import datetime
 from statistics import median
-job = call("GET", f"/v1/clusters/{cid}/jobs/{res['job']['id']}")
+# The job's view and its task pages are bounded and leave dependencies out:
+# page through the task ids, then read each task whole.
+from urllib.parse import quote
+jobpath = f"/v1/clusters/{cid}/jobs/{res['job']['id']}"
+ids, cursor = [], ""
+while True:
+    page = call("GET", jobpath + "/tasks?limit=500&rollback=false" + ("&cursor=" + quote(cursor) if cursor else ""))
+    ids += [t["id"] for t in page["items"]]
+    cursor = page.get("nextCursor", "")
+    if not cursor:
+        break
 ts = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
-tasks = {t["id"]: t for t in job["tasks"] if not t.get("rollback")}
+tasks = {i: call("GET", jobpath + "/tasks/" + quote(i, safe="")) for i in ids}
+tasks = {i: t for i, t in tasks.items() if not t.get("rollback")}
 first = min(ts(t["attempts"][0]["startedAt"]) for t in tasks.values() if t.get("attempts"))
 by = {}
 for t in tasks.values():
