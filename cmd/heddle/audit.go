@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -14,8 +13,7 @@ import (
 
 func newAuditCommand(a *app) *cobra.Command {
 	var tenant string
-	var limit int
-	var all bool
+	var pf pageFlags
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Show who changed what in your tenant, newest first (admin)",
@@ -28,20 +26,11 @@ reads another tenant's with --tenant.`,
   heddle audit --tenant acme   # superadmin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client(cmd)
-			if err != nil {
-				return err
-			}
-			q := url.Values{"limit": {strconv.Itoa(limit)}}
+			q := url.Values{}
 			if tenant != "" {
 				q.Set("tenant", tenant)
 			}
-			var raw []byte
-			if all {
-				raw, err = allPages(cmd, c, "/v1/audit", q)
-			} else {
-				raw, err = c.Do(cmd.Context(), "GET", "/v1/audit", q, nil, "")
-			}
+			raw, err := pf.list(a, cmd, "/v1/audit", q)
 			if err != nil {
 				return err
 			}
@@ -52,8 +41,7 @@ reads another tenant's with --tenant.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&tenant, "tenant", "", "another tenant's records (superadmin)")
-	f.IntVar(&limit, "limit", 50, "records per page")
-	f.BoolVar(&all, "all", false, "follow the pages to the oldest record")
+	pf.register(cmd, "records")
 	return cmd
 }
 
@@ -72,7 +60,5 @@ func printAudit(w io.Writer, page *api.Page[audit.Record]) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s\t%s\n", humanTime(r.At), r.User, dash(r.KeyID), r.Method, r.Path, outcome, r.RequestID)
 	}
 	_ = tw.Flush()
-	if page.NextCursor != "" {
-		fmt.Fprintln(w, "(more: --all follows every page)")
-	}
+	printMore(w, page.NextCursor)
 }

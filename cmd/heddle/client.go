@@ -178,20 +178,9 @@ func pathEscape(s string) string { return url.PathEscape(s) }
 
 // allPages follows a listing's cursors and returns every item as one page.
 func allPages(cmd *cobra.Command, c *Client, path string, q url.Values) ([]byte, error) {
-	items := []json.RawMessage{}
-	for {
-		raw, err := c.Do(cmd.Context(), http.MethodGet, path, q, nil, "")
-		if err != nil {
-			return nil, err
-		}
-		page, err := decodeBody[api.Page[json.RawMessage]](raw)
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, page.Items...)
-		if page.NextCursor == "" {
-			return json.Marshal(api.Page[json.RawMessage]{Items: items})
-		}
-		q.Set("cursor", page.NextCursor)
+	items, err := fetchAll[json.RawMessage](cmd.Context(), c, path, q)
+	if err != nil {
+		return nil, err
 	}
+	return json.Marshal(api.Page[json.RawMessage]{Items: items})
 }

@@ -40,24 +40,18 @@ func (f *pageFlags) list(a *app, cmd *cobra.Command, path string, q url.Values) 
 	if f.cursor != "" {
 		q.Set("cursor", f.cursor)
 	}
-	var all api.Page[json.RawMessage]
-	all.Items = []json.RawMessage{}
-	for {
-		raw, err := c.Do(cmd.Context(), http.MethodGet, path, q, nil, "")
-		if err != nil {
-			return nil, err
-		}
-		page, err := decodeBody[api.Page[json.RawMessage]](raw)
-		if err != nil {
-			return nil, err
-		}
-		all.Items = append(all.Items, page.Items...)
-		all.NextCursor = page.NextCursor
-		if !f.all || page.NextCursor == "" {
-			return json.Marshal(all)
-		}
-		q.Set("cursor", page.NextCursor)
+	if f.all {
+		return allPages(cmd, c, path, q)
 	}
+	raw, err := c.Do(cmd.Context(), http.MethodGet, path, q, nil, "")
+	if err != nil {
+		return nil, err
+	}
+	page, err := decodeBody[api.Page[json.RawMessage]](raw)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(page)
 }
 
 // printMore says how to get the next page, if there is one.
