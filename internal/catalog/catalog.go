@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/macros"
@@ -36,6 +37,7 @@ type Catalog struct {
 	// entities against their type and seal their sensitive fields.
 	providers *provider.Registry
 	keyring   *secrets.Keyring
+	hooks     *importHooks // tests only
 }
 
 // New returns a Catalog over s (an unscoped store: the catalog scopes every
@@ -67,6 +69,9 @@ func (c *Catalog) scoped(tenant string) store.Store { return store.Scoped(c.stor
 // version.
 func (c *Catalog) Get(ctx context.Context, tenant string, k domain.Kind, name string, version int) (domain.Entity, error) {
 	s := c.scoped(tenant)
+	if _, err := c.settle(ctx, s); err != nil {
+		return nil, err
+	}
 	head, err := s.Get(ctx, headKey(k, name))
 	if err != nil {
 		return nil, notFoundAs(err, k, name)
@@ -76,6 +81,11 @@ func (c *Catalog) Get(ctx context.Context, tenant string, k domain.Kind, name st
 	}
 	if version == 0 || int64(version) == head.Counter(counterLatest) {
 		return decodeEntity(k, head.Data)
+	}
+	if int64(version) > head.Counter(counterLatest) {
+		// A version item above the latest is staged by an import that was
+		// not published (yet): not part of the catalog.
+		return nil, fmt.Errorf("%w: %s %q version %d", ErrNotFound, singular(k), name, version)
 	}
 	item, err := s.Get(ctx, versionKey(k, name, version))
 	if err != nil {
@@ -101,7 +111,22 @@ func decodeEntity(k domain.Kind, data []byte) (domain.Entity, error) {
 
 // List returns one page of the latest live entities of a kind, by name.
 func (c *Catalog) List(ctx context.Context, tenant string, k domain.Kind, limit int, cursor string) ([]domain.Entity, string, error) {
-	page, err := c.scoped(tenant).Query(ctx, "CAT#"+string(k), store.Query{Limit: limit, Cursor: cursor})
+	s := c.scoped(tenant)
+	var (
+		out  []domain.Entity
+		next string
+	)
+	err := c.snapshot(ctx, s, func() error {
+		var err error
+		out, next, err = listPage(ctx, s, k, limit, cursor)
+		return err
+	})
+	return out, next, err
+}
+
+// listPage reads one page of heads, without settling (see List).
+func listPage(ctx context.Context, s store.Store, k domain.Kind, limit int, cursor string) ([]domain.Entity, string, error) {
+	page, err := s.Query(ctx, "CAT#"+string(k), store.Query{Limit: limit, Cursor: cursor})
 	if err != nil {
 		return nil, "", err
 	}
@@ -121,7 +146,8 @@ func (c *Catalog) List(ctx context.Context, tenant string, k domain.Kind, limit 
 
 // Versions returns one page of an entity's versions, newest first.
 func (c *Catalog) Versions(ctx context.Context, tenant string, k domain.Kind, name string, limit int, cursor string) ([]domain.Entity, string, error) {
-	if _, err := c.Get(ctx, tenant, k, name, 0); err != nil {
+	latest, err := c.Get(ctx, tenant, k, name, 0)
+	if err != nil {
 		return nil, "", err
 	}
 	page, err := c.scoped(tenant).Query(ctx, versionKey(k, name, 0).PK, store.Query{Limit: limit, Cursor: cursor, Descending: true})
@@ -133,6 +159,9 @@ func (c *Catalog) Versions(ctx context.Context, tenant string, k domain.Kind, na
 		e, err := decodeEntity(k, it.Data)
 		if err != nil {
 			return nil, "", err
+		}
+		if e.EntityMeta().Version > latest.EntityMeta().Version {
+			continue // staged by an import not published (yet)
 		}
 		out = append(out, e)
 	}
@@ -187,9 +216,21 @@ func (c *Catalog) Script(ctx context.Context, tenant, name string, version int) 
 		}
 		return e.(*domain.Script), nil
 	}
-	item, err := c.scoped(tenant).Get(ctx, versionKey(domain.KindScript, name, version))
+	s := c.scoped(tenant)
+	item, err := s.Get(ctx, versionKey(domain.KindScript, name, version))
 	if err != nil {
 		return nil, notFoundAs(err, domain.KindScript, fmt.Sprintf("%s version %d", name, version))
+	}
+	if strings.HasPrefix(item.Status, stagedPrefix) {
+		// Staged by an import: part of the catalog only once its head
+		// names it (or a later version).
+		if _, err := c.settle(ctx, s); err != nil {
+			return nil, err
+		}
+		head, err := s.Get(ctx, headKey(domain.KindScript, name))
+		if err != nil || head.Counter(counterLatest) < int64(version) {
+			return nil, fmt.Errorf("%w: script %q version %d", ErrNotFound, name, version)
+		}
 	}
 	e, err := decodeEntity(domain.KindScript, item.Data)
 	if err != nil {
@@ -239,10 +280,7 @@ func (c *Catalog) Resolve(ctx context.Context, tenant, name string, version int)
 // catalog write, so a writer that resolved against revision r can condition
 // its own transaction on it (see RevisionCheck).
 func (c *Catalog) Revision(ctx context.Context, tenant string) (int64, error) {
-	it, err := c.scoped(tenant).Get(ctx, revisionKey)
-	if errors.Is(err, store.ErrNotFound) {
-		return 0, nil
-	}
+	it, err := c.settle(ctx, c.scoped(tenant))
 	return it.Version, err
 }
 

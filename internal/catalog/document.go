@@ -8,7 +8,52 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/store"
 )
+
+// prefetchAbove is the number of entities of one kind above which an import
+// reads all the heads of that kind page by page (a query reads up to 1 MB of
+// them at once) instead of one Get per entity.
+const prefetchAbove = 20
+
+// prefetchHeads fills tx.heads for the kinds of which es holds many entities.
+func (tx *writeTx) prefetchHeads(es []domain.Entity) error {
+	names := map[domain.Kind]map[string]bool{}
+	for _, e := range es {
+		k := e.EntityKind()
+		if names[k] == nil {
+			names[k] = map[string]bool{}
+		}
+		names[k][e.EntityMeta().Name] = true
+	}
+	for k, want := range names {
+		if len(want) <= prefetchAbove {
+			continue
+		}
+		cursor := ""
+		for {
+			page, err := tx.s.Query(tx.ctx, "CAT#"+string(k), store.Query{Cursor: cursor, Limit: store.MaxPageSize})
+			if err != nil {
+				return err
+			}
+			for i := range page.Items {
+				if it := page.Items[i]; want[it.SK] {
+					tx.heads[Ref{Kind: k, Name: it.SK}] = &it
+				}
+			}
+			if page.Next == "" {
+				break
+			}
+			cursor = page.Next
+		}
+		for name := range want {
+			if _, ok := tx.heads[Ref{Kind: k, Name: name}]; !ok {
+				tx.heads[Ref{Kind: k, Name: name}] = nil
+			}
+		}
+	}
+	return nil
+}
 
 // DocumentAPIVersion marks an exported catalog document.
 const DocumentAPIVersion = "heddle/v1"
@@ -79,8 +124,10 @@ type ImportResult struct {
 	Unchanged []Ref `json:"unchanged"` // the same content as their latest version: nothing written
 }
 
-// Import writes every entity of d as its next version, all in one transaction:
-// either all of them are written or none is. Every problem in the document is
+// Import writes every entity of d as its next version, all or nothing: up to
+// 49 entities in one transaction, more staged and then published with one
+// conditional write (see "Staged imports" in doc.go). Readers see either the
+// catalog before or the catalog after, never a part of the import. Every problem in the document is
 // reported at once, with its path in the document.
 func (c *Catalog) Import(ctx context.Context, tenant string, d *Document) (*ImportResult, error) {
 	es, paths := d.entities()
@@ -108,6 +155,9 @@ func (c *Catalog) Import(ctx context.Context, tenant string, d *Document) (*Impo
 		// later in the document.
 		for _, e := range es {
 			tx.pending[Ref{Kind: e.EntityKind(), Name: e.EntityMeta().Name}] = e
+		}
+		if err := tx.prefetchHeads(es); err != nil {
+			return err
 		}
 		var ps domain.Problems
 		for i, e := range es {
@@ -156,12 +206,27 @@ func (c *Catalog) Export(ctx context.Context, tenant string) (*Document, error) 
 
 // ExportKinds is Export of the given kinds only (the cluster service reads
 // every kind but scripts, whose content it does not need).
+//
+// The document is one snapshot: all of it is read at one revision of the
+// catalog, and read again when a write committed meanwhile, so it never
+// mixes two imports.
 func (c *Catalog) ExportKinds(ctx context.Context, tenant string, kinds ...domain.Kind) (*Document, error) {
+	s := c.scoped(tenant)
+	var d *Document
+	err := c.snapshot(ctx, s, func() error {
+		var err error
+		d, err = exportKinds(ctx, s, kinds)
+		return err
+	})
+	return d, err
+}
+
+func exportKinds(ctx context.Context, s store.Store, kinds []domain.Kind) (*Document, error) {
 	d := &Document{APIVersion: DocumentAPIVersion}
 	for _, k := range kinds {
 		cursor := ""
 		for {
-			es, next, err := c.List(ctx, tenant, k, 1000, cursor)
+			es, next, err := listPage(ctx, s, k, store.MaxPageSize, cursor)
 			if err != nil {
 				return nil, err
 			}

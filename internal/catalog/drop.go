@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/store"
@@ -13,6 +14,11 @@ import (
 // part-way is finished by calling it again.
 func (c *Catalog) DropTenant(ctx context.Context, tenant string) error {
 	s := c.scoped(tenant)
+	// Imports left behind first: a published one is finished, any other
+	// loses what it staged (versions of entities that may have no head).
+	if _, err := c.collect(ctx, s, time.Now().Add(100*365*24*time.Hour)); err != nil {
+		return err
+	}
 	for _, k := range domain.Kinds {
 		for {
 			page, err := s.Query(ctx, "CAT#"+string(k), store.Query{Limit: store.MaxPageSize})

@@ -94,25 +94,22 @@ func TestImportWithAnEntityTooLargeWritesNothing(t *testing.T) {
 	require.Empty(t, items, "nothing of a refused import is written")
 }
 
-func TestImportOverFourMegabytesIsRefusedAsTooLarge(t *testing.T) {
+func TestImportOverFourMegabytesIsStagedAllOrNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	// Six providers of 200 KB: each is written twice (its head and its
-	// version), 2.4 MB in all, which fits; twelve do not.
-	doc := func(n int) *Document {
-		d := &Document{APIVersion: DocumentAPIVersion}
-		for i := range n {
-			d.Providers = append(d.Providers, sizedProvider(t, fmt.Sprintf("p%d", i), 200<<10))
-		}
-		return d
+	// Twelve providers of 200 KB come to 4.8 MB with their history items:
+	// more than one transaction carries, so the import is staged.
+	d := &Document{APIVersion: DocumentAPIVersion}
+	for i := range 12 {
+		d.Providers = append(d.Providers, sizedProvider(t, fmt.Sprintf("p%d", i), 200<<10))
 	}
-	_, err := b.cat.Import(b.ctx, "acme", doc(12))
-	require.ErrorIs(t, err, ErrTooLarge)
-	require.Contains(t, err.Error(), "split the document")
+	res, err := b.cat.Import(b.ctx, "acme", d)
+	require.NoError(t, err)
+	require.Len(t, res.Created, 12)
 	items, _, err := b.cat.List(b.ctx, "acme", domain.KindProvider, 100, "")
 	require.NoError(t, err)
-	require.Empty(t, items, "nothing of a refused import is written")
-
-	_, err = b.cat.Import(b.ctx, "acme", doc(6))
-	require.NoError(t, err)
+	require.Len(t, items, 12)
+	for _, it := range items {
+		require.Equal(t, 1, it.EntityMeta().Version)
+	}
 }

@@ -47,20 +47,24 @@ type writeTx struct {
 	heads   map[Ref]*store.Item
 	pending map[Ref]domain.Entity // entities this transaction writes, for lookups
 	ops     []store.Op
+	writes  []entityWrite // the entity versions ops writes, for a staged import
 }
 
 // write runs fn against a fresh view of the tenant's catalog and commits its
-// ops in one transaction with a conditional revision bump, retrying from the
-// start when another writer got in first.
+// ops with a conditional revision bump, retrying from the start when another
+// writer got in first. Ops that fit in one store transaction (up to 49
+// entities, 4 MB) are committed in one; more are staged and published with
+// one small conditional write (importStaged), all or nothing all the same.
 func (c *Catalog) write(ctx context.Context, tenant string, fn func(*writeTx) error) error {
 	s := c.scoped(tenant)
-	for range maxWriteAttempts {
-		rev, err := s.Get(ctx, revisionKey)
-		revCond := store.Condition{Version: rev.Version}
-		if errors.Is(err, store.ErrNotFound) {
-			revCond = store.Condition{MustNotExist: true}
-		} else if err != nil {
+	for attempt := range maxWriteAttempts {
+		rev, err := c.settle(ctx, s)
+		if err != nil {
 			return err
+		}
+		revCond := store.Condition{Version: rev.Version}
+		if rev.Version == 0 {
+			revCond = store.Condition{MustNotExist: true}
 		}
 		tx := &writeTx{ctx: ctx, c: c, tenant: tenant, s: s, heads: map[Ref]*store.Item{}, pending: map[Ref]domain.Entity{}}
 		if err := fn(tx); err != nil {
@@ -70,16 +74,19 @@ func (c *Catalog) write(ctx context.Context, tenant string, fn func(*writeTx) er
 			return nil
 		}
 		ops := append([]store.Op{store.Update(revisionKey, revCond, store.Changes{Add: map[string]int64{"writes": 1}})}, tx.ops...)
-		if len(ops) > store.MaxTransactItems {
-			return fmt.Errorf("%w: %d entities need %d writes; one import holds at most %d entities, so split the document",
-				ErrTooLarge, len(tx.pending), len(ops), (store.MaxTransactItems-1)/2)
-		}
-		if size := store.TransactSize(ops); size > store.MaxTransactBytes {
-			return fmt.Errorf("%w: its %d entities come to %d KB with their history items; one import holds at most %d KB, so split the document",
-				ErrTooLarge, len(tx.pending), size>>10, store.MaxTransactBytes>>10)
+		if len(ops) > store.MaxTransactItems || store.TransactSize(ops) > store.MaxTransactBytes {
+			err = c.importStaged(ctx, s, revCond, tx.writes)
+			if errors.Is(err, errRestart) {
+				backoff(ctx, attempt)
+				continue
+			}
+			return err
 		}
 		err = s.Transact(ctx, ops)
 		if errors.Is(err, store.ErrConditionFailed) {
+			if err := c.reclaimStaged(ctx, s, err); err != nil {
+				return err
+			}
 			continue
 		}
 		return err
@@ -216,6 +223,11 @@ func (tx *writeTx) put(e domain.Entity, ifMatch string) (stored domain.Entity, o
 	}
 	live := statusLive
 	hk := headKey(k, meta.Name)
+	w := entityWrite{Ref: Ref{Kind: k, Name: meta.Name}, Version: meta.Version, Data: data}
+	if head != nil {
+		w.Head = head.Version
+	}
+	tx.writes = append(tx.writes, w)
 	tx.ops = append(tx.ops,
 		store.Put(store.Item{Key: hk, Status: live, Counters: map[string]int64{counterLatest: int64(meta.Version)}, Data: data}, cond),
 		store.Put(store.Item{Key: versionKey(k, meta.Name, meta.Version), Data: data}, store.Condition{MustNotExist: true}),
