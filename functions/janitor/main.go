@@ -55,6 +55,7 @@ import (
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/assemble"
 	"github.com/heddle-io/heddle/internal/audit"
+	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/provider/ec2"
@@ -90,6 +91,9 @@ type janitor struct {
 	// nil: no pruning.
 	audit   *audit.Log
 	tenants func(context.Context) ([]access.TenantView, error)
+	// catalog, with tenants, collects what catalog imports that were never
+	// published left staged, once an hour; nil: no collection.
+	catalog *catalog.Catalog
 }
 
 // Report is an invocation's answer: the pass's report and the EC2 sweep's.
@@ -99,6 +103,30 @@ type Report struct {
 	// AuditPruned counts the audit records past their retention deleted
 	// by the hourly pass.
 	AuditPruned int `json:"auditPruned,omitempty"`
+	// StagedCollected counts the staged catalog versions of abandoned
+	// imports deleted by the hourly pass (catalog.CollectStaged).
+	StagedCollected int `json:"stagedCollected,omitempty"`
+}
+
+// collectStaged deletes every tenant's abandoned staged catalog versions.
+func (j *janitor) collectStaged(ctx context.Context, now time.Time) int {
+	if j.catalog == nil || j.tenants == nil {
+		return 0
+	}
+	tenants, err := j.tenants(ctx)
+	if err != nil {
+		j.log.ErrorContext(ctx, "janitor: listing tenants to collect staged catalog imports", "error", err)
+		return 0
+	}
+	ids := make([]string, len(tenants))
+	for i, t := range tenants {
+		ids[i] = t.ID
+	}
+	n, err := j.catalog.CollectStagedAll(ctx, ids, now)
+	if err != nil {
+		j.log.ErrorContext(ctx, "janitor: collecting staged catalog imports", "error", err)
+	}
+	return n
 }
 
 // pruneAudit deletes every tenant's audit records past their retention.
@@ -138,7 +166,7 @@ func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (*jani
 	if err != nil {
 		return nil, err
 	}
-	j := &janitor{engine: svc.Engine, log: log, audit: svc.Audit, tenants: svc.Access.AllTenants}
+	j := &janitor{engine: svc.Engine, log: log, audit: svc.Audit, tenants: svc.Access.AllTenants, catalog: svc.Catalog}
 	if mode == SweepOff {
 		return j, nil
 	}
@@ -162,11 +190,13 @@ func (j *janitor) handle(ctx context.Context, ev events.EventBridgeEvent) (Repor
 	if ev.Time.Minute() == 0 {
 		// The schedule fires every minute; the audit is pruned on the hour.
 		r.AuditPruned = j.pruneAudit(ctx, ev.Time)
+		r.StagedCollected = j.collectStaged(ctx, ev.Time)
 	}
 	sw := r.EC2Sweep
 	attrs := []any{"scheduledAt", ev.Time, "schedule", ev.Resources,
 		"timedOut", r.TimedOut, "resent", r.Resent, "jobsMovedOn", r.JobsMovedOn, "undone", r.Undone,
 		"leasesExpired", r.LeasesExpired, "indexCleared", r.IndexCleared, "stuck", r.Stuck,
+		"auditPruned", r.AuditPruned, "stagedCollected", r.StagedCollected,
 		slog.Group("ec2Sweep", "mode", sw.Mode, "providers", sw.Providers, "swept", sw.Swept, "failed", sw.Failed,
 			"examined", sw.Examined, "terminated", sw.Terminated, "keyPairsDeleted", sw.KeyPairsDeleted, "doubts", sw.Doubts)}
 	if err != nil {

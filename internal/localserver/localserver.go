@@ -77,6 +77,7 @@ type Server struct {
 	engine   *engine.Engine
 	metrics  *metrics.Prometheus
 	audit    *audit.Log
+	catalog  *catalog.Catalog
 
 	stop    context.CancelFunc // ends the workers and the janitor
 	running sync.WaitGroup
@@ -152,7 +153,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s.engine, s.access, s.audit = svc.Engine, svc.Access, svc.Audit
+	s.engine, s.access, s.audit, s.catalog = svc.Engine, svc.Access, svc.Audit, svc.Catalog
 	secret, err := s.access.Bootstrap(ctx, cfg.BootstrapKey)
 	if err != nil {
 		return fail(fmt.Errorf("bootstrapping the superadmin: %w", err))
@@ -341,6 +342,7 @@ func (s *Server) runJanitor(ctx context.Context, period time.Duration) {
 		if time.Since(pruned) >= time.Hour {
 			pruned = time.Now()
 			s.pruneAudit(ctx)
+			s.collectStaged(ctx)
 		}
 		r, err := s.engine.RunJanitor(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -365,6 +367,26 @@ func (s *Server) pruneAudit(ctx context.Context) {
 	}
 	if err != nil && ctx.Err() == nil {
 		s.log.WarnContext(ctx, "pruning the audit failed; the next hour tries again", "error", err)
+	}
+}
+
+// collectStaged deletes what catalog imports that never published left
+// staged, every tenant's (see catalog.CollectStaged).
+func (s *Server) collectStaged(ctx context.Context) {
+	tenants, err := s.access.AllTenants(ctx)
+	if err == nil {
+		ids := make([]string, len(tenants))
+		for i, t := range tenants {
+			ids[i] = t.ID
+		}
+		var n int
+		n, err = s.catalog.CollectStagedAll(ctx, ids, time.Now())
+		if n > 0 {
+			s.log.InfoContext(ctx, "janitor: staged catalog versions collected", "versions", n)
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.WarnContext(ctx, "collecting staged catalog imports failed; the next hour tries again", "error", err)
 	}
 }
 
