@@ -95,7 +95,7 @@ func describe(err error) ErrorDetail {
 		return ErrorDetail{Status: ae.status, Code: ae.code, Message: ae.message, Details: ae.details}
 	case errors.As(err, &mbe):
 		return ErrorDetail{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
-			Message: "the request body is larger than 1 MiB; split the document or send less"}
+			Message: bodyTooLarge(mbe.Limit)}
 	case errors.As(err, &bb):
 		return ErrorDetail{Status: http.StatusBadRequest, Code: CodeInvalidBody,
 			Message: "the request body could not be read: " + bb.problems.Error(), Details: bb.problems}

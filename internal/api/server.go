@@ -25,7 +25,8 @@ import (
 	"github.com/heddle-io/heddle/internal/usage"
 )
 
-// MaxBodyBytes is the largest request body accepted.
+// MaxBodyBytes is the largest request body accepted, but for a catalog
+// import (MaxCatalogBodyBytes).
 const MaxBodyBytes = 1 << 20
 
 // Config is what the API needs.
@@ -212,7 +213,7 @@ type route struct {
 
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(rt))
 		var p access.Principal
 		if rt.Role != "" {
 			var err error
