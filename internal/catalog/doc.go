@@ -16,6 +16,24 @@
 // referrer cannot commit after a template that refers to it was written, and
 // cluster creation can check the revision it resolved against.
 //
+// # Staged imports
+//
+// A write whose items do not fit in one store transaction (an import of 50
+// entities or more, or over 4 MB) is staged: an import record and manifest
+// (PK "CAT#IMP"), then every new version item with the status
+// "staged:<id>", invisible because its head still names the previous
+// version; then one transaction flips the revision item to "importing
+// <id>" on the condition that it is still at the version the import read,
+// and marks the record committed; then the heads are rolled forward and the
+// revision goes back to idle. Every read settles the revision first (a
+// reader that finds an import rolling forward finishes it), and reads of many
+// items (List, Export) read again when the revision moved meanwhile, so no
+// reader sees a part of an import. An import that dies before its flip
+// leaves the old catalog current; CollectStaged (the janitor's hourly pass)
+// deletes what it staged once it is StaleImportAfter old, and a write that
+// needs one of its version numbers aborts it first and takes the number
+// back. See staged.go.
+//
 // # Templates
 //
 // Resolve merges a cluster template with what it extends and includes, in
