@@ -85,7 +85,7 @@ func (c *Catalog) Get(ctx context.Context, tenant string, k domain.Kind, name st
 	if int64(version) > head.Counter(counterLatest) {
 		// A version item above the latest is staged by an import that was
 		// not published (yet): not part of the catalog.
-		return nil, fmt.Errorf("%w: %s %q version %d", ErrNotFound, singular(k), name, version)
+		return nil, fmt.Errorf("%w: %s %q", ErrNotFound, singular(k), fmt.Sprintf("%s version %d", name, version))
 	}
 	item, err := s.Get(ctx, versionKey(k, name, version))
 	if err != nil {
@@ -229,7 +229,7 @@ func (c *Catalog) Script(ctx context.Context, tenant, name string, version int) 
 		}
 		head, err := s.Get(ctx, headKey(domain.KindScript, name))
 		if err != nil || head.Counter(counterLatest) < int64(version) {
-			return nil, fmt.Errorf("%w: script %q version %d", ErrNotFound, name, version)
+			return nil, fmt.Errorf("%w: %s %q", ErrNotFound, singular(domain.KindScript), fmt.Sprintf("%s version %d", name, version))
 		}
 	}
 	e, err := decodeEntity(domain.KindScript, item.Data)
