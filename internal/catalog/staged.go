@@ -117,8 +117,9 @@ func (c *Catalog) importStaged(ctx context.Context, s store.Store, revCond store
 	if err != nil {
 		return err
 	}
+	started := time.Now().Unix()
 	ops := []store.Op{store.Put(store.Item{Key: importKey(id), Status: importStaging,
-		Counters: map[string]int64{"started": time.Now().Unix(), "entities": int64(len(writes))}}, store.Condition{MustNotExist: true})}
+		Counters: map[string]int64{"started": started, "entities": int64(len(writes))}}, store.Condition{MustNotExist: true})}
 	for i, p := range pages {
 		ops = append(ops, store.Put(store.Item{Key: store.Key{PK: manifestPK(id), SK: fmt.Sprintf("%06d", i)}, Data: p}, store.Condition{}))
 	}
@@ -133,7 +134,7 @@ func (c *Catalog) importStaged(ctx context.Context, s store.Store, revCond store
 			store.Condition{MustNotExist: true}))
 	}
 	err = applyAll(ctx, s, ops, func(op store.Op, ce *store.ConditionError) error {
-		return c.stageConflict(ctx, s, id, op, ce)
+		return c.stageConflict(ctx, s, id, started, op, ce)
 	})
 	if err == nil && c.hooks != nil && c.hooks.afterStage != nil {
 		err = c.hooks.afterStage()
@@ -172,10 +173,13 @@ func (c *Catalog) importStaged(ctx context.Context, s store.Store, revCond store
 
 // stageConflict handles a staged version item that could not be written
 // because its key is taken. A version left by an import that was aborted or
-// went stale is reclaimed; anything else (a version another writer just
-// committed, or one staged by a live import) means this import lost: it
-// gives way and starts again from a fresh read.
-func (c *Catalog) stageConflict(ctx context.Context, s store.Store, id string, op store.Op, ce *store.ConditionError) error {
+// went stale, or by a live import that started after this one, is
+// reclaimed (that import is aborted first); a version another writer just
+// committed, or one staged by a live import that started before this one,
+// means this import lost: it gives way and starts again from a fresh read.
+// The oldest of several imports staging at once therefore always goes on,
+// so they cannot keep aborting each other.
+func (c *Catalog) stageConflict(ctx context.Context, s store.Store, id string, started int64, op store.Op, ce *store.ConditionError) error {
 	cur := ce.Current
 	if cur == nil || !strings.HasPrefix(cur.Status, stagedPrefix) {
 		return errRestart
@@ -191,8 +195,9 @@ func (c *Catalog) stageConflict(ctx context.Context, s store.Store, id string, o
 		return err
 	case rec.Status == importCommitted:
 		return errRestart // published meanwhile: this import read an old catalog
-	case rec.Status == importStaging && time.Since(time.Unix(rec.Counter("started"), 0)) < StaleImportAfter:
-		return errRestart // a live import: let it finish first
+	case rec.Status == importStaging && time.Since(time.Unix(rec.Counter("started"), 0)) < StaleImportAfter &&
+		older(rec.Counter("started"), other, started, id):
+		return errRestart // a live import that came first: let it finish
 	}
 	if err := c.reclaim(ctx, s, other, op.Key, cur.Status); err != nil {
 		return err
@@ -204,6 +209,15 @@ func (c *Catalog) stageConflict(ctx context.Context, s store.Store, id string, o
 		return err
 	}
 	return nil
+}
+
+// older reports whether the import (startedA, a) came before (startedB, b):
+// by start time in seconds, then by id.
+func older(startedA int64, a string, startedB int64, b string) bool {
+	if startedA != startedB {
+		return startedA < startedB
+	}
+	return a < b
 }
 
 // reclaim deletes a version item staged by import other, after making sure
@@ -502,10 +516,11 @@ func applyAllCounting(ctx context.Context, s store.Store, ops []store.Op, applie
 	return nil
 }
 
-// backoff sleeps a little before a staged import starts again, so that two
-// writers that keep colliding drift apart.
+// backoff sleeps before a staged import starts again, longer at each
+// attempt (50 ms to 1 s, jittered), so that an import that gave way to an
+// older one comes back once that one is likely published.
 func backoff(ctx context.Context, attempt int) {
-	d := time.Duration(mrand.IntN(20*(attempt+1))+5) * time.Millisecond
+	d := min(time.Duration(50+mrand.IntN(100))*time.Millisecond*time.Duration(attempt+1), time.Second)
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):
