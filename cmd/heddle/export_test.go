@@ -1,0 +1,32 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestExportPrintsTheDocumentInTheAskedFormat(t *testing.T) {
+	api := fakeEnv(t, "hdl_admin")
+	api.reply("GET /v1/catalog", 200, "apiVersion: heddle/v1\nproviders:\n- name: local\n  providerType: local\n")
+
+	r := runCLI(t, "", "export")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "apiVersion: heddle/v1\n") {
+		t.Fatalf("export: %+v", r)
+	}
+	if got := api.last(t); got.Query != "format=yaml" || got.Auth != "Bearer hdl_admin" {
+		t.Errorf("export sent %+v", got)
+	}
+	r = runCLI(t, "", "export", "--format", "json")
+	if r.code != 0 || api.last(t).Query != "format=json" {
+		t.Fatalf("export --format json: %+v, sent %+v", r, api.last(t))
+	}
+
+	n := len(api.requests())
+	r = runCLI(t, "", "export", "--format", "xml")
+	if r.code == 0 || !strings.Contains(r.stderr, `--format is "xml"; use yaml or json`) {
+		t.Errorf("export --format xml: %+v", r)
+	}
+	if len(api.requests()) != n {
+		t.Error("a bad --format sends nothing")
+	}
+}
