@@ -16,7 +16,9 @@ var (
 	ErrPrecondition = errors.New("catalog: the entity changed since it was read")
 	// ErrBusy: concurrent writes kept winning; the caller may retry.
 	ErrBusy = errors.New("catalog: too many concurrent changes, try again")
-	// ErrTooLarge: an import does not fit in one transaction.
+	// ErrTooLarge: an entity too large to store in one item (see
+	// EntityTooLargeError). Imports have no size limit of their own: one
+	// that does not fit in a transaction is staged (see importStaged).
 	ErrTooLarge = errors.New("catalog: import too large")
 )
 
