@@ -81,8 +81,10 @@ func throttleBackends(t *testing.T) map[string]func(t *testing.T) (store.Store, 
 	}
 }
 
-func dynamoTable(t *testing.T) store.Store {
-	endpoint := os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")
+func dynamoEndpoint() string { return os.Getenv("HEDDLE_DYNAMODB_ENDPOINT") }
+
+func dynamoTable(t testing.TB) store.Store {
+	endpoint := dynamoEndpoint()
 	if endpoint == "" {
 		t.Skip("HEDDLE_DYNAMODB_ENDPOINT is not set; see scripts/dynamodb-local.sh")
 	}
