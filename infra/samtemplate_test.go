@@ -742,8 +742,8 @@ func (tpl *cfnTemplate) samAlias(name string) bool {
 
 // TestDeploysShiftGradually: every function publishes versions behind the
 // alias "live", which a deploy moves by the DeploymentType parameter (a
-// canary by default) and rolls back on alarms the template declares; what
-// invokes the janitor and the worker invokes the alias.
+// canary by default) and rolls back on alarms the template declares; the
+// janitor's schedule invokes the alias.
 func TestDeploysShiftGradually(t *testing.T) {
 	t.Parallel()
 	tpl := load(t, filepath.Join(repoRoot, "template.yaml"))
@@ -768,6 +768,6 @@ func TestDeploysShiftGradually(t *testing.T) {
 			require.Nil(t, get(get(r, "Properties"), "AutoPublishAlias"), "%s follows the global alias", id)
 		}
 	}
-	env := get(get(get(get(tpl.resources["ApiFunction"], "Properties"), "Environment"), "Variables"), "HEDDLE_WORKER_FUNCTION")
-	require.Equal(t, "WorkerFunctionAliaslive", references(env)[0].name, "tenants' mappings invoke the worker's alias")
+	schedule := get(get(tpl.resources["JanitorSchedule"], "Properties"), "Target")
+	require.Equal(t, "JanitorFunctionAliaslive", references(get(schedule, "Arn"))[0].name, "the schedule invokes the janitor's alias")
 }
