@@ -125,6 +125,9 @@ func describe(err error) ErrorDetail {
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeAlreadyExists, Message: trimPrefix(err) + " already exists"}
 	case errors.Is(err, catalog.ErrBusy), errors.Is(err, access.ErrConflict):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeConflict, Message: err.Error()}
+	case errors.Is(err, engine.ErrNewerFormat):
+		return ErrorDetail{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: "this was written by a newer heddle release than the one that answered (a deploy is under way); try again in a minute"}
 	case errors.Is(err, store.ErrBadCursor):
 		return describe(errBadCursor)
 	}

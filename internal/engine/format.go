@@ -56,6 +56,11 @@ func (e *Engine) handBack(tenant, what string, format int) Disposition {
 	return Disposition{Delay: newerFormatDelay}
 }
 
+// ErrNewerFormat matches the error of reading a job or task that a newer
+// release wrote in a format this code does not understand (during a
+// deploy): the caller tries again later, or the newer release answers.
+var ErrNewerFormat = errors.New("engine: written by a newer release")
+
 // newerFormatError: an item is of a format this engine does not understand.
 // It is checked before the item is decoded, so nothing is read wrong.
 type newerFormatError struct {
@@ -67,6 +72,8 @@ type newerFormatError struct {
 func (e *newerFormatError) Error() string {
 	return fmt.Sprintf("engine: %s is of format %d, newer than this heddle handles (%d); a newer release handles it", e.what, e.format, e.max)
 }
+
+func (e *newerFormatError) Is(target error) bool { return target == ErrNewerFormat }
 
 // understands returns a *newerFormatError for an item of a newer format.
 func (e *Engine) understands(it store.Item, what string) error {

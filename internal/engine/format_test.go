@@ -116,3 +116,17 @@ func TestUnmarkedWorkStillRuns(t *testing.T) {
 	stop()
 	require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
 }
+
+// TestReadingANewerJobSaysSo: an older release asked for a newer job (an
+// API instance during a deploy) says it is a newer release's, without
+// decoding it.
+func TestReadingANewerJobSaysSo(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 2, nil))
+	require.NoError(t, err)
+	old := New(b.db, b.q, b.rec, Config{MaxFormat: 1})
+	_, err = old.loadJob(b.ctx, tenant, "c1", job.ID)
+	require.ErrorIs(t, err, ErrNewerFormat)
+	require.ErrorContains(t, err, "newer than this heddle handles")
+}
