@@ -413,6 +413,9 @@ func (tpl *cfnTemplate) checkReference(where string, ref reference) []string {
 	if _, ok := tpl.resources[ref.name]; ok {
 		return nil
 	}
+	if tpl.samAlias(ref.name) {
+		return nil
+	}
 	if _, ok := tpl.parameters[ref.name]; ok && ref.kind != "GetAtt" {
 		return nil
 	}
@@ -703,7 +706,7 @@ func TestJanitorSchedule(t *testing.T) {
 		}
 		props := get(r, "Properties")
 		target := get(props, "Target")
-		if ref := references(get(target, "Arn")); len(ref) == 1 && ref[0].name == "JanitorFunction" {
+		if ref := references(get(target, "Arn")); len(ref) == 1 && (ref[0].name == "JanitorFunction" || ref[0].name == "JanitorFunctionAliaslive") {
 			found = true
 			require.Equal(t, "rate(1 minute)", get(props, "ScheduleExpression").Value, id)
 			input := get(target, "Input")
@@ -717,4 +720,54 @@ func TestJanitorSchedule(t *testing.T) {
 		}
 	}
 	require.True(t, found, "no schedule targets the janitor")
+}
+
+// samAlias reports whether name is the alias SAM makes for a function with
+// AutoPublishAlias ("<function>Alias<alias>"), which templates may !Ref.
+func (tpl *cfnTemplate) samAlias(name string) bool {
+	for id, r := range tpl.resources {
+		if resourceType(r) != "AWS::Serverless::Function" {
+			continue
+		}
+		alias := get(get(r, "Properties"), "AutoPublishAlias")
+		if alias == nil {
+			alias = get(tpl.globals, "AutoPublishAlias")
+		}
+		if alias != nil && name == id+"Alias"+alias.Value {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDeploysShiftGradually: every function publishes versions behind the
+// alias "live", which a deploy moves by the DeploymentType parameter (a
+// canary by default) and rolls back on alarms the template declares; the
+// janitor's schedule invokes the alias.
+func TestDeploysShiftGradually(t *testing.T) {
+	t.Parallel()
+	tpl := load(t, filepath.Join(repoRoot, "template.yaml"))
+	require.Equal(t, "live", get(tpl.globals, "AutoPublishAlias").Value)
+	pref := get(tpl.globals, "DeploymentPreference")
+	require.NotNil(t, pref)
+	typ := references(get(pref, "Type"))
+	require.Len(t, typ, 1)
+	param := tpl.parameters[typ[0].name]
+	require.NotNil(t, param, "the deployment type is a parameter")
+	require.True(t, strings.HasPrefix(get(param, "Default").Value, "Canary"), "a canary by default")
+	alarms := get(pref, "Alarms")
+	require.NotNil(t, alarms)
+	require.GreaterOrEqual(t, len(alarms.Content), 2)
+	for _, a := range alarms.Content {
+		refs := references(a)
+		require.Len(t, refs, 1)
+		require.Equal(t, "AWS::CloudWatch::Alarm", resourceType(tpl.resources[refs[0].name]), refs[0].name)
+	}
+	for id, r := range tpl.resources {
+		if resourceType(r) == "AWS::Serverless::Function" {
+			require.Nil(t, get(get(r, "Properties"), "AutoPublishAlias"), "%s follows the global alias", id)
+		}
+	}
+	schedule := get(get(tpl.resources["JanitorSchedule"], "Properties"), "Target")
+	require.Equal(t, "JanitorFunctionAliaslive", references(get(schedule, "Arn"))[0].name, "the schedule invokes the janitor's alias")
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,8 +70,24 @@ func (e *APIError) Write(w io.Writer) {
 }
 
 // Do sends one request and returns the response body of a 2xx answer. A
-// non-2xx answer is an *APIError.
+// non-2xx answer is an *APIError. A GET refused for the tenant's request
+// limit (429) is sent again after the Retry-After the server gave, a few
+// times: a watch loop slows down rather than fails.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body []byte, contentType string) ([]byte, error) {
+	for attempt := 0; ; attempt++ {
+		data, retryAfter, err := c.do(ctx, method, path, query, body, contentType)
+		if retryAfter <= 0 || method != http.MethodGet || attempt >= 3 {
+			return data, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(retryAfter):
+		}
+	}
+}
+
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body []byte, contentType string) ([]byte, time.Duration, error) {
 	u := c.Endpoint + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
@@ -81,7 +98,7 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if c.Key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Key)
@@ -97,17 +114,23 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("cannot reach heddle at %s: %w", c.Endpoint, err)
+		return nil, 0, fmt.Errorf("cannot reach heddle at %s: %w", c.Endpoint, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
+		return nil, 0, fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return data, nil
+		return data, 0, nil
 	}
-	return nil, responseError(resp.StatusCode, data)
+	var retryAfter time.Duration
+	if resp.StatusCode == http.StatusTooManyRequests {
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 && secs <= 60 {
+			retryAfter = time.Duration(secs) * time.Second
+		}
+	}
+	return nil, retryAfter, responseError(resp.StatusCode, data)
 }
 
 // JSON sends in (when not nil) as a JSON body and returns the answer's body.

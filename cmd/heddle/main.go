@@ -10,6 +10,8 @@
 //	heddle clusters     create, inspect and operate clusters
 //	heddle jobs         follow and control a cluster's jobs
 //	heddle hosts        fill and tend a static provider's pool of hosts
+//	heddle backup       save the local server's store and master key while it runs
+//	heddle restore      bring a backup back into a data directory
 //	heddle completion   shell completion scripts
 //
 // The client commands find the API's endpoint and key in the --endpoint and
@@ -97,7 +99,8 @@ func newRootCommand() *cobra.Command {
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(newServerCommand(), newWorkerCommand(), newKeygenCommand(), newVersionCommand(),
 		newConfigCommand(a), newApplyCommand(a), newTenantsCommand(a), newClustersCommand(a), newJobsCommand(a),
-		newScriptsCommand(a), newAuditCommand(a), newUsageCommand(a), newHostsCommand(a), newExportCommand(a))
+		newScriptsCommand(a), newAuditCommand(a), newUsageCommand(a), newHostsCommand(a), newExportCommand(a),
+		newBackupCommand(a), newRestoreCommand())
 	return root
 }
 

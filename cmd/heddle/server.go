@@ -55,6 +55,8 @@ superadmin and prints its API key once (or uses HEDDLE_BOOTSTRAP_KEY).`,
 	}
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", envOr("HEDDLE_DATA_DIR", ".heddle"), "where the embedded store lives (HEDDLE_DATA_DIR)")
 	cmd.Flags().StringVar(&cfg.Listen, "listen", envOr("HEDDLE_LISTEN", "127.0.0.1:7070"), "address for the API (HEDDLE_LISTEN)")
+	cmd.Flags().IntVar(&cfg.TenantRequestsPerMinute, "tenant-requests-per-minute", 3000, "each tenant's API requests per minute; more answer 429 (0: no limit)")
+	cmd.Flags().IntVar(&cfg.AuthFailuresPerMinute, "auth-failures-per-minute", 10, "failed authentications per minute from one address before it is answered 429 (0: no limit)")
 	return cmd
 }
 

@@ -20,14 +20,22 @@
 // HEDDLE_WORKER_FUNCTION tenants get queues but no mapping (for queues
 // consumed by heddle worker on Fargate); AWS_ENDPOINT_URL_LAMBDA points the
 // Lambda client elsewhere.
+//
+// HEDDLE_TENANT_REQUESTS_PER_MINUTE (default 1200) bounds each tenant's
+// requests and HEDDLE_AUTH_FAILURES_PER_MINUTE (default 10) each source
+// address's failed authentications, counted in the table so that the limits
+// hold across every instance (api.NewStoredLimiter); 0 turns one off.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -45,6 +53,7 @@ import (
 	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/onboard/awsonboard"
 	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/ratelimit"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/usage"
 )
@@ -75,6 +84,10 @@ func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (lambd
 		return nil, err
 	}
 	a.Store = metrics.CountStore(a.Store, obs)
+	throttle, err := throttleFromEnv(a.Store)
+	if err != nil {
+		return nil, err
+	}
 	svc := catalogOnly(a.Store)
 	svc.observer = obs
 	if a.Queue != nil {
@@ -90,6 +103,7 @@ func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (lambd
 		}
 		svc = services{store: a.Store, catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder, audit: built.Audit, usage: built.Usage, observer: obs}
 	}
+	svc.throttle = throttle
 	return newServicesHandler(ctx, svc, "dynamodb", os.Getenv("HEDDLE_BOOTSTRAP_KEY"), log)
 }
 
@@ -116,6 +130,7 @@ type services struct {
 	audit     *audit.Log
 	usage     *usage.Reader
 	observer  metrics.Observer // nil: nothing measured
+	throttle  *api.Throttle    // nil: nothing limited
 }
 
 // catalogOnly serves the catalog, tenants, users and keys.
@@ -150,6 +165,7 @@ func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey
 		Audit:     svc.audit,
 		Usage:     svc.usage,
 		Observer:  svc.observer,
+		Throttle:  svc.throttle,
 		Backend:   backend,
 		Version:   version,
 		Logger:    log,
@@ -177,4 +193,33 @@ func refuseMalformedPaths(next lambdaHandler) lambdaHandler {
 		return events.APIGatewayV2HTTPResponse{StatusCode: env.Error.Status, Body: string(body) + "\n",
 			Headers: map[string]string{"Content-Type": "application/json", "X-Content-Type-Options": "nosniff", "X-Request-Id": env.Error.RequestID}}, nil
 	}
+}
+
+// throttleFromEnv reads the limits, counted in st so that every instance
+// shares them.
+func throttleFromEnv(st store.Store) (*api.Throttle, error) {
+	perTenant, err := perMinuteFromEnv("HEDDLE_TENANT_REQUESTS_PER_MINUTE", 1200)
+	if err != nil {
+		return nil, err
+	}
+	authFailures, err := perMinuteFromEnv("HEDDLE_AUTH_FAILURES_PER_MINUTE", 10)
+	if err != nil {
+		return nil, err
+	}
+	return &api.Throttle{Limiter: api.NewStoredLimiter(st), PerTenant: perTenant, AuthFailures: authFailures}, nil
+}
+
+func perMinuteFromEnv(name string, fallback int) (ratelimit.Limit, error) {
+	return parsePerMinute(name, os.Getenv(name), fallback)
+}
+
+func parsePerMinute(name, v string, fallback int) (ratelimit.Limit, error) {
+	n := fallback
+	if v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 0 {
+			return ratelimit.Limit{}, fmt.Errorf("%s=%q: want a whole number of requests per minute, 0 for no limit", name, v)
+		}
+	}
+	return ratelimit.Limit{Requests: n, Window: time.Minute}, nil
 }

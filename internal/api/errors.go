@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/heddle-io/heddle/internal/access"
@@ -89,8 +90,11 @@ func describe(err error) ErrorDetail {
 		ps  domain.Problems
 		ref *catalog.ReferencedError
 		mbe *http.MaxBytesError
+		te  *throttledError
 	)
 	switch {
+	case errors.As(err, &te):
+		return ErrorDetail{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: te.message}
 	case errors.As(err, &ae):
 		return ErrorDetail{Status: ae.status, Code: ae.code, Message: ae.message, Details: ae.details}
 	case errors.As(err, &mbe):
@@ -121,6 +125,9 @@ func describe(err error) ErrorDetail {
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeAlreadyExists, Message: trimPrefix(err) + " already exists"}
 	case errors.Is(err, catalog.ErrBusy), errors.Is(err, access.ErrConflict):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeConflict, Message: err.Error()}
+	case errors.Is(err, engine.ErrNewerFormat):
+		return ErrorDetail{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
+			Message: "this was written by a newer heddle release than the one that answered (a deploy is under way); try again in a minute"}
 	case errors.Is(err, store.ErrBadCursor):
 		return describe(errBadCursor)
 	}
@@ -149,6 +156,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	d := s.errorDetail(r, err)
 	if sr, ok := w.(*statusRecorder); ok {
 		sr.code = d.Code
+	}
+	var te *throttledError
+	if errors.As(err, &te) {
+		w.Header().Set("Retry-After", strconv.Itoa(te.retryAfterSeconds()))
 	}
 	if d.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)

@@ -43,6 +43,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 			continue
 		}
 		require.NotNil(t, op.Responses.Value("401"), "%s %s documents 401", rt.Method, rt.Path)
+		require.NotNil(t, op.Responses.Value("429"), "%s %s documents 429 (Throttle)", rt.Method, rt.Path)
 	}
 }
 

@@ -64,6 +64,7 @@ func (s *Server) routes() []route {
 
 		{http.MethodGet, "/v1/audit", admin, s.listAudit},
 		{http.MethodGet, "/v1/metrics", superadmin, s.getMetrics},
+		{http.MethodGet, "/v1/backup", superadmin, s.getBackup},
 		{http.MethodGet, "/v1/usage", user, s.getUsage},
 
 		{http.MethodGet, "/v1/catalog", admin, s.exportCatalog},

@@ -64,6 +64,13 @@ type Config struct {
 	// Metrics serves GET /v1/metrics (the Prometheus text format); nil
 	// answers 503 there (the Lambdas publish theirs to CloudWatch).
 	Metrics http.Handler
+	// Throttle limits each tenant's requests and each source's failed
+	// authentications (throttle.go); nil limits nothing.
+	Throttle *Throttle
+	// Backup streams a consistent copy of the embedded store for
+	// GET /v1/backup (backup.go); nil answers 501 there, as on DynamoDB,
+	// whose backups are point-in-time recovery.
+	Backup BackupFunc
 }
 
 // Server is the /v1 API as an http.Handler.
@@ -84,6 +91,8 @@ type Server struct {
 	metrics   http.Handler       // see Config.Metrics
 	usage     *usage.Reader      // see Config.Usage
 	cursors   cursorSigner
+	throttle  *throttler // nil: nothing limited
+	backup    BackupFunc // see Config.Backup
 }
 
 // New builds the API handler.
@@ -96,6 +105,7 @@ func New(cfg Config) *Server {
 	s.observer = metrics.OrNop(cfg.Observer)
 	s.metrics = cfg.Metrics
 	s.usage = cfg.Usage
+	s.backup = cfg.Backup
 	if s.onboarder == nil {
 		s.onboarder = onboard.Nop{}
 	}
@@ -107,6 +117,7 @@ func New(cfg Config) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	s.throttle = newThrottler(cfg.Throttle, s.log)
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.Method+" "+rt.Path, s.wrap(rt))
 	}
@@ -125,10 +136,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	_, pattern := s.mux.Handler(r)
 	defer func() {
+		aborted := false
 		if p := recover(); p != nil {
-			s.log.ErrorContext(ctx, "panic", slog.Any("panic", p), slog.String("requestId", requestID(ctx)))
-			s.writeError(rec, r, fmt.Errorf("panic: %v", p))
+			if p == http.ErrAbortHandler { //nolint:errorlint // the sentinel is panicked as is
+				// A stream cut short on purpose (a backup whose read
+				// failed): net/http drops the connection, so the client
+				// sees a short body, not a 200 that looks whole.
+				aborted, rec.status = true, http.StatusInternalServerError
+			} else {
+				s.log.ErrorContext(ctx, "panic", slog.Any("panic", p), slog.String("requestId", requestID(ctx)))
+				s.writeError(rec, r, fmt.Errorf("panic: %v", p))
+			}
 		}
+		defer func() {
+			if aborted {
+				panic(http.ErrAbortHandler)
+			}
+		}()
 		took := time.Since(start)
 		s.log.InfoContext(ctx, "request", slog.String("requestId", requestID(ctx)), slog.String("method", r.Method),
 			slog.String("path", r.URL.Path), slog.Int("status", rec.status), slog.Duration("took", took))
@@ -216,8 +240,18 @@ func (s *Server) wrap(rt route) http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(rt))
 		var p access.Principal
 		if rt.Role != "" {
+			if err := s.throttle.checkSource(r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 			var err error
 			if p, err = s.authenticate(r); err != nil {
+				s.writeError(w, r, s.throttle.authFailed(r, err))
+				return
+			}
+			// Over its limit, a tenant's request is refused before it is
+			// recorded: a flood must not cost an audit write per request.
+			if err := s.throttle.takeTenant(r.Context(), w, p.Tenant); err != nil {
 				s.writeError(w, r, err)
 				return
 			}

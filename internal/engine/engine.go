@@ -149,6 +149,11 @@ type Config struct {
 	// submitting the cluster's delete job (the engine cannot plan one). Nil:
 	// expired leases are only counted.
 	ExpireLease func(ctx context.Context, tenant string, c domain.Cluster) error
+	// MaxFormat is the newest format this engine handles (FormatVersion,
+	// the default). Work of a newer one is handed back, and the janitor
+	// leaves it alone; tests set it lower to stand in for the release
+	// before a format change, which is exactly that code's behaviour.
+	MaxFormat int
 	// WorkerID names this process in attempt records.
 	WorkerID string
 	Logger   *slog.Logger
@@ -159,6 +164,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
+	if c.MaxFormat == 0 {
+		c.MaxFormat = FormatVersion
+	}
 	if c.Backoff == 0 {
 		c.Backoff = 2 * time.Second
 	}
@@ -256,6 +264,7 @@ func (e *Engine) send(ctx context.Context, tenant string, tasks []domain.Task) e
 		batch = append(batch, queue.Message{
 			TaskID:  ref.String(),
 			Attempt: t.Attempt,
+			Format:  FormatVersion,
 			Group:   group(t.ClusterID, t.NodeID, t.ID),
 			Dedup:   dedupID(ref, t.Attempt, t.Sends),
 			Long:    e.cfg.LongTaskAfter > 0 && t.Timeout.Std() > e.cfg.LongTaskAfter,

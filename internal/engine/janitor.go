@@ -107,6 +107,9 @@ func (e *Engine) timeOut(ctx context.Context, indexed store.Item, r *JanitorRepo
 	if err != nil {
 		return err
 	}
+	if isNewer(e.understands(it, "task "+it.Key.String())) {
+		return nil // a newer release's: its janitor looks after it
+	}
 	var t domain.Task
 	if err := decodeInto(it, &t); err != nil {
 		return err
@@ -185,6 +188,9 @@ func (e *Engine) resend(ctx context.Context, indexed store.Item, readyBefore tim
 	if err != nil {
 		return err
 	}
+	if isNewer(e.understands(it, "task "+it.Key.String())) {
+		return nil // a newer release's: its janitor looks after it
+	}
 	var t domain.Task
 	if err := decodeInto(it, &t); err != nil {
 		return err
@@ -194,6 +200,9 @@ func (e *Engine) resend(ctx context.Context, indexed store.Item, readyBefore tim
 		return nil
 	}
 	lj, err := e.loadJob(ctx, ref.Tenant, ref.Cluster, ref.Job)
+	if isNewer(err) {
+		return nil // a newer release's job: its janitor resends
+	}
 	if err != nil {
 		return err
 	}
@@ -257,8 +266,8 @@ func (e *Engine) moveJobOn(ctx context.Context, indexed store.Item, r *JanitorRe
 		return nil
 	}
 	lj, err := e.loadJob(ctx, tenant, cluster, indexed.SK)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
+	if errors.Is(err, store.ErrNotFound) || isNewer(err) {
+		return nil // gone, or a newer release's job: its janitor moves it on
 	}
 	if err != nil {
 		return err

@@ -90,6 +90,9 @@ func (e *Engine) loadTask(ctx context.Context, ref TaskRef) (loadedTask, error) 
 	if err != nil {
 		return loadedTask{}, err
 	}
+	if err := e.understands(it, "task "+ref.String()); err != nil {
+		return loadedTask{}, err
+	}
 	var t domain.Task
 	if err := decodeInto(it, &t); err != nil {
 		return loadedTask{}, err
@@ -107,6 +110,9 @@ type loadedJob struct {
 func (e *Engine) loadJob(ctx context.Context, tenant, cluster, job string) (loadedJob, error) {
 	it, err := e.store.Get(ctx, jobKey(tenant, cluster, job))
 	if err != nil {
+		return loadedJob{}, err
+	}
+	if err := e.understands(it, "job "+job); err != nil {
 		return loadedJob{}, err
 	}
 	j, err := e.jobs.decode(it)
@@ -239,7 +245,8 @@ func decodeCluster(it store.Item) (domain.Cluster, error) {
 // in the document, so that dependencies completing at once each subtract
 // one without conflicting (see succeed).
 func taskItem(key store.Key, t domain.Task) store.Item {
-	it := store.Item{Key: key, Status: string(t.Status), Data: mustJSON(t), Counters: map[string]int64{counterRemaining: int64(t.Remaining)}}
+	it := store.Item{Key: key, Status: string(t.Status), Data: mustJSON(t),
+		Counters: map[string]int64{counterRemaining: int64(t.Remaining), counterFormat: FormatVersion}}
 	it.Index = taskIndex(key, t)
 	return it
 }

@@ -42,7 +42,7 @@ import (
 // its roots released yet and would look like a dead end.
 func (e *Engine) failIfStuck(ctx context.Context, tenant, cluster, jobID string, seen domain.JobStatus, r *JanitorReport) error {
 	lj, err := e.loadJob(ctx, tenant, cluster, jobID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || isNewer(err) {
 		return nil
 	}
 	if err != nil || lj.job.Status != seen {

@@ -153,7 +153,7 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 	ops := []store.Op{
 		store.Put(clusterItem(sub.Tenant, cluster), clusterCond),
 		store.Put(store.Item{Key: jobKey(sub.Tenant, cluster.ID, job.ID), Status: string(domain.JobPending), Data: mustJSON(job),
-			Counters: map[string]int64{counterSinks: int64(sinks), counterRollbackSinks: int64(rbSinks)},
+			Counters: map[string]int64{counterSinks: int64(sinks), counterRollbackSinks: int64(rbSinks), counterFormat: FormatVersion},
 			Index:    jobIndex(job.ID, now)}, store.Condition{MustNotExist: true}),
 	}
 	quotaAt := -1

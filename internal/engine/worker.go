@@ -46,9 +46,16 @@ func (e *Engine) handle(ctx context.Context, tenant string, d queue.Delivery, la
 		e.log.WarnContext(ctx, "dropping a malformed message", "tenant", tenant, "body", d.TaskID)
 		return Disposition{}, nil
 	}
+	if f := messageFormat(d.Format); e.newer(f) {
+		return e.handBack(tenant, "message "+d.TaskID, f), nil
+	}
 	lt, err := e.loadTaskOrDeferred(ctx, ref)
 	if errors.Is(err, store.ErrNotFound) {
 		return Disposition{}, nil
+	}
+	var nf *newerFormatError
+	if errors.As(err, &nf) {
+		return e.handBack(tenant, nf.what, nf.format), nil
 	}
 	if err != nil {
 		return Disposition{}, err
@@ -62,6 +69,9 @@ func (e *Engine) handle(ctx context.Context, tenant string, d queue.Delivery, la
 	lj, err := e.loadJob(ctx, tenant, ref.Cluster, ref.Job)
 	if errors.Is(err, store.ErrNotFound) {
 		return Disposition{}, nil
+	}
+	if errors.As(err, &nf) {
+		return e.handBack(tenant, nf.what, nf.format), nil
 	}
 	if err != nil {
 		return Disposition{}, err

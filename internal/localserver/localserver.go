@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -31,6 +32,7 @@ import (
 	"github.com/heddle-io/heddle/internal/provider/static"
 	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/queue/memqueue"
+	"github.com/heddle-io/heddle/internal/ratelimit"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
@@ -49,6 +51,12 @@ type Config struct {
 	// measuring the API's own path (solve, plan, persist) without the nodes
 	// being built alongside.
 	NoWorkers bool
+	// TenantRequestsPerMinute bounds each tenant's API requests, and
+	// AuthFailuresPerMinute each source address's failed authentications
+	// (429 past them, see api.Throttle); zero limits nothing. heddle server
+	// sets both by default.
+	TenantRequestsPerMinute int
+	AuthFailuresPerMinute   int
 	// Engine tunes the engine; zero fields take local defaults (short leases
 	// and resend delays: a local heddle has no reason to wait minutes).
 	Engine engine.Config
@@ -176,6 +184,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Backend:   "bolt",
 		Version:   cfg.Version,
 		Logger:    cfg.Logger,
+		// One process: its counts live in memory, no store write per request.
+		Throttle: &api.Throttle{Limiter: ratelimit.NewMemory(),
+			PerTenant:    ratelimit.Limit{Requests: cfg.TenantRequestsPerMinute, Window: time.Minute},
+			AuthFailures: ratelimit.Limit{Requests: cfg.AuthFailuresPerMinute, Window: time.Minute}},
+		Backup: s.backup,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -422,4 +435,28 @@ func (s *Server) close() {
 	if s.db != nil {
 		_ = s.db.Close()
 	}
+}
+
+// backup copies the store into a file in the data directory first, then
+// streams that: the read transaction then lasts as long as a local disk
+// copy, not as long as the client takes to download. A long read
+// transaction keeps bbolt from reusing the pages writes free (the file
+// grows) and makes a write that must grow the file wait for it.
+func (s *Server) backup(ctx context.Context, begin func(size int64) io.Writer) (int64, error) {
+	f, err := os.CreateTemp(s.DataDir, ".backup-*.db") // mode 0600
+	if err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	defer func() {
+		f.Close()
+		_ = os.Remove(f.Name())
+	}()
+	n, err := s.db.Backup(ctx, func(int64) io.Writer { return f })
+	if err != nil {
+		return 0, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	return io.CopyN(begin(n), f, n)
 }

@@ -12,6 +12,10 @@ type Message struct {
 	TaskID string `json:"taskId"`
 	// Attempt is the attempt the message was sent for.
 	Attempt int `json:"attempt"`
+	// Format is the sender's format version (engine.FormatVersion); 0 from
+	// senders before formats were recorded. A receiver that does not
+	// understand it hands the message back for a newer release.
+	Format int `json:"format,omitempty"`
 	// Group orders delivery: messages of one group are delivered one at a
 	// time, in order ("<cluster>#<node>"). A group is blocked while one of its
 	// messages is in flight.

@@ -20,10 +20,13 @@ type body struct {
 	TaskID  string `json:"taskId"`
 	Attempt int    `json:"attempt"`
 	Dedup   string `json:"dedup"`
+	// Format is omitted at 0, so bodies of senders that set none are as
+	// they always were.
+	Format int `json:"format,omitempty"`
 }
 
 func encodeBody(m queue.Message) (string, error) {
-	b, err := json.Marshal(body{TaskID: m.TaskID, Attempt: m.Attempt, Dedup: m.Dedup})
+	b, err := json.Marshal(body{TaskID: m.TaskID, Attempt: m.Attempt, Dedup: m.Dedup, Format: m.Format})
 	if err != nil {
 		return "", fmt.Errorf("sqsqueue: encoding message %q: %w", m.TaskID, err)
 	}
@@ -38,7 +41,7 @@ func decodeMessage(raw, group string) (queue.Message, error) {
 	if err := json.Unmarshal([]byte(raw), &b); err != nil {
 		return queue.Message{}, fmt.Errorf("sqsqueue: message body is not heddle's: %w", err)
 	}
-	m := queue.Message{TaskID: b.TaskID, Attempt: b.Attempt, Group: group, Dedup: b.Dedup}
+	m := queue.Message{TaskID: b.TaskID, Attempt: b.Attempt, Group: group, Dedup: b.Dedup, Format: b.Format}
 	if err := queue.ValidateMessage(m); err != nil {
 		return queue.Message{}, fmt.Errorf("sqsqueue: message body is not heddle's: %w", err)
 	}

@@ -78,3 +78,22 @@ func FuzzDecodeMessage(f *testing.F) {
 		require.Equal(t, m, again)
 	})
 }
+
+// TestFormatTravelsInTheBody: a message's format version survives the
+// trip, and a body from a sender that set none (or from before the field)
+// decodes as format 0, which receivers read as the oldest format.
+func TestFormatTravelsInTheBody(t *testing.T) {
+	t.Parallel()
+	raw, err := encodeBody(queue.Message{TaskID: "c1/j1/t1", Attempt: 2, Dedup: "d", Format: 7})
+	require.NoError(t, err)
+	m, err := decodeMessage(raw, "c1#n1")
+	require.NoError(t, err)
+	require.Equal(t, 7, m.Format)
+
+	raw, err = encodeBody(queue.Message{TaskID: "c1/j1/t1", Attempt: 1, Dedup: "d"})
+	require.NoError(t, err)
+	require.NotContains(t, raw, "format", "a body without a format is as bodies always were")
+	m, err = decodeMessage(`{"taskId":"c1/j1/t1","attempt":1,"dedup":"d"}`, "c1#n1")
+	require.NoError(t, err)
+	require.Equal(t, 0, m.Format)
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -430,4 +431,21 @@ func (s *Store) QueryIndex(ctx context.Context, partition string, q store.IndexQ
 		return store.Page{}, err
 	}
 	return page, nil
+}
+
+// Backup writes a consistent copy of the whole file: one read transaction's
+// view, so it never waits for writes and writes never wait for it (bbolt
+// lets one writer commit while readers hold older pages). It calls begin
+// with the copy's size before the first byte, and returns the bytes written.
+func (s *Store) Backup(ctx context.Context, begin func(size int64) io.Writer) (int64, error) {
+	var n int64
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(begin(tx.Size()))
+		return err
+	})
+	if err != nil {
+		return n, fmt.Errorf("boltstore: backup: %w", err)
+	}
+	return n, nil
 }
