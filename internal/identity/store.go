@@ -180,3 +180,47 @@ func (id *Identity) AllIssuers(ctx context.Context) ([]Issuer, error) {
 	}
 	return out, nil
 }
+
+// ErrChanged: the issuer changed since the version the caller read.
+var ErrChanged = errors.New("identity: the issuer changed since it was read")
+
+// UpdateIssuer replaces an issuer of tenant. ifVersion, when not 0, must be
+// the stored version. A new URL moves its lookup item in the same
+// transaction.
+func (id *Identity) UpdateIssuer(ctx context.Context, tenant string, is Issuer, ifVersion int64) (Issuer, error) {
+	it, err := id.s.Get(ctx, issuerKey(tenant, is.Name))
+	if errors.Is(err, store.ErrNotFound) {
+		return Issuer{}, fmt.Errorf("%w: issuer %q", ErrNotFound, is.Name)
+	}
+	if err != nil {
+		return Issuer{}, err
+	}
+	old, err := decodeIssuer(it)
+	if err != nil {
+		return Issuer{}, err
+	}
+	if ifVersion != 0 && ifVersion != it.Version {
+		return Issuer{}, fmt.Errorf("%w: issuer %q is at version %d", ErrChanged, is.Name, it.Version)
+	}
+	is.TenantID, is.CreatedAt, is.Version = tenant, old.CreatedAt, 0
+	if ps := is.Validate(tenant); len(ps) > 0 {
+		return Issuer{}, ps
+	}
+	data, err := json.Marshal(is)
+	if err != nil {
+		return Issuer{}, err
+	}
+	ops := []store.Op{store.Put(store.Item{Key: it.Key, Data: data}, store.Condition{Version: it.Version})}
+	if old.URL != is.URL {
+		rec, _ := json.Marshal(lookupRecord{Tenant: tenant, Name: is.Name})
+		ops = append(ops,
+			store.Delete(lookupKey(old.URL, tenant, is.Name), store.Condition{}),
+			store.Put(store.Item{Key: lookupKey(is.URL, tenant, is.Name), Data: rec}, store.Condition{}))
+	}
+	if err := id.s.Transact(ctx, ops); errors.Is(err, store.ErrConditionFailed) {
+		return Issuer{}, fmt.Errorf("%w: issuer %q", ErrChanged, is.Name)
+	} else if err != nil {
+		return Issuer{}, fmt.Errorf("identity: updating issuer %s: %w", is.Name, err)
+	}
+	return id.GetIssuer(ctx, tenant, is.Name)
+}
