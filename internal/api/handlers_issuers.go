@@ -215,3 +215,8 @@ func (s *Server) listSignIn(w http.ResponseWriter, r *http.Request, _ access.Pri
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
+
+// RequestIDFrom is the request id the API would answer a request whose
+// X-Request-Id header is header with (the header when usable, else a new
+// one), for answers made before the API sees the request.
+func RequestIDFrom(header string) string { return requestIDFrom(header) }

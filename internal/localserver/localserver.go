@@ -15,6 +15,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/api"
+	"github.com/heddle-io/heddle/internal/identity"
 	"github.com/heddle-io/heddle/internal/assemble"
 	"github.com/heddle-io/heddle/internal/audit"
 	"github.com/heddle-io/heddle/internal/automator"
@@ -172,6 +173,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Usage:     svc.Usage,
 		Observer:  s.metrics,
 		Metrics:   s.metrics.Handler(),
+		Identity:  identity.New(db, s.access, identity.Config{Logger: cfg.Logger}),
 		Backend:   "bolt",
 		Version:   cfg.Version,
 		Logger:    cfg.Logger,
