@@ -15,7 +15,6 @@ import (
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/api"
-	"github.com/heddle-io/heddle/internal/identity"
 	"github.com/heddle-io/heddle/internal/assemble"
 	"github.com/heddle-io/heddle/internal/audit"
 	"github.com/heddle-io/heddle/internal/automator"
@@ -24,6 +23,7 @@ import (
 	"github.com/heddle-io/heddle/internal/dashboard"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/identity"
 	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/pools"
 	"github.com/heddle-io/heddle/internal/provider"
