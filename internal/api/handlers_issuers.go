@@ -184,11 +184,7 @@ func (s *Server) deleteIssuer(w http.ResponseWriter, r *http.Request, p access.P
 // SignInOption is one way to sign in, as GET /v1/signin lists them: what
 // the CLI and the dashboard need to start the authorization, and nothing
 // about which tenant trusts the provider.
-type SignInOption struct {
-	Label    string `json:"label"`
-	Issuer   string `json:"issuer"`
-	ClientID string `json:"clientId"`
-}
+type SignInOption = identity.SignInOption
 
 // SignInOptions is the answer to GET /v1/signin.
 type SignInOptions struct {
@@ -198,21 +194,85 @@ type SignInOptions struct {
 func (s *Server) listSignIn(w http.ResponseWriter, r *http.Request, _ access.Principal) error {
 	out := SignInOptions{Items: []SignInOption{}}
 	if s.identity != nil {
-		all, err := s.identity.AllIssuers(r.Context())
-		if err != nil {
+		var err error
+		if out.Items, err = s.identity.SignInOptions(r.Context()); err != nil {
 			return err
-		}
-		seen := map[SignInOption]bool{}
-		for _, is := range all {
-			o := SignInOption{Label: is.Label(), Issuer: is.URL, ClientID: is.ClientIDOrAudience()}
-			if !seen[o] {
-				seen[o] = true
-				out.Items = append(out.Items, o)
-			}
 		}
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// Grant types of POST /v1/signin/token.
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantRefreshToken      = "refresh_token"
+)
+
+// SignInTokenRequest is the body of POST /v1/signin/token: the end of the
+// dashboard's authorization code flow (with PKCE), or the renewal of its
+// sign-in.
+type SignInTokenRequest struct {
+	Issuer       string `json:"issuer"`
+	ClientID     string `json:"clientId"`
+	GrantType    string `json:"grantType"`
+	Code         string `json:"code,omitempty"`
+	CodeVerifier string `json:"codeVerifier,omitempty"`
+	RedirectURI  string `json:"redirectUri,omitempty"`
+	Nonce        string `json:"nonce,omitempty"`
+	RefreshToken string `json:"refreshToken,omitempty"`
+}
+
+func (req *SignInTokenRequest) validate() domain.Problems {
+	var ps domain.Problems
+	need := func(field, value, why string) {
+		if value == "" {
+			ps = append(ps, domain.Problem{Field: field, Code: domain.CodeRequired, Message: why})
+		}
+	}
+	need("issuer", req.Issuer, "give the issuer of GET /v1/signin you signed in with")
+	need("clientId", req.ClientID, "give the clientId of GET /v1/signin you signed in with")
+	switch req.GrantType {
+	case GrantAuthorizationCode:
+		need("code", req.Code, "give the code the identity provider sent back")
+		need("codeVerifier", req.CodeVerifier, "give the PKCE verifier whose challenge started the sign-in")
+		need("redirectUri", req.RedirectURI, "give the redirect_uri the sign-in started with")
+		need("nonce", req.Nonce, "give the nonce the sign-in started with")
+	case GrantRefreshToken:
+		need("refreshToken", req.RefreshToken, "give the refresh token of the sign-in to renew")
+	default:
+		ps = append(ps, domain.Problem{Field: "grantType", Code: domain.CodeInvalid,
+			Message: fmt.Sprintf("%q is not a grant type; use %s or %s", req.GrantType, GrantAuthorizationCode, GrantRefreshToken)})
+	}
+	return ps
+}
+
+func (s *Server) signInToken(w http.ResponseWriter, r *http.Request, _ access.Principal) error {
+	if s.identity == nil {
+		return errNoIdentity
+	}
+	var req SignInTokenRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if ps := req.validate(); len(ps) > 0 {
+		return ps
+	}
+	var (
+		got identity.SignedIn
+		err error
+	)
+	if req.GrantType == GrantAuthorizationCode {
+		got, err = s.identity.ExchangeCode(r.Context(), req.Issuer, req.ClientID, req.Code, req.CodeVerifier, req.RedirectURI, req.Nonce)
+	} else {
+		got, err = s.identity.Refresh(r.Context(), req.Issuer, req.ClientID, req.RefreshToken)
+	}
+	if _, err := identityResult(access.Principal{}, err); err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, got)
 	return nil
 }
 

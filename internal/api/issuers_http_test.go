@@ -2,8 +2,11 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/url"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -91,7 +94,8 @@ func TestIssuerRoutes(t *testing.T) {
 
 	status, body = b.do(t, "", http.MethodGet, "/v1/signin", nil)
 	require.Equal(t, http.StatusOK, status)
-	require.Equal(t, []any{map[string]any{"label": "Corp SSO", "issuer": b.idp.URL, "clientId": "heddle"}}, body["items"])
+	require.Equal(t, []any{map[string]any{"label": "Corp SSO", "issuer": b.idp.URL, "clientId": "heddle",
+		"authorizationEndpoint": b.idp.URL + "/authorize"}}, body["items"])
 
 	changed := b.issuerBody()
 	changed["clientId"] = "heddle-public"
@@ -197,4 +201,69 @@ func TestAuthorizerClaimsOnlyFromContext(t *testing.T) {
 	rec = httptest.NewRecorder()
 	b.api.ServeHTTP(rec, req)
 	require.Equal(t, http.StatusUnauthorized, rec.Code)
+}
+
+// authorize runs the provider's side of the dashboard's sign-in: it returns
+// the code the provider sends back to redirectURI for the PKCE verifier.
+func (b *identityBundle) authorize(t *testing.T, redirectURI, verifier, nonce string) string {
+	t.Helper()
+	sum := sha256.Sum256([]byte(verifier))
+	q := url.Values{"response_type": {"code"}, "client_id": {"heddle"}, "redirect_uri": {redirectURI}, "state": {"s"},
+		"nonce": {nonce}, "code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(b.idp.URL + "/authorize?" + q.Encode())
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	require.NoError(t, err)
+	return loc.Query().Get("code")
+}
+
+func TestSignInTokenExchange(t *testing.T) {
+	t.Parallel()
+	b := setupIdentity(t)
+	status, body := b.do(t, b.acmeKey, http.MethodPost, "/v1/issuers", b.issuerBody())
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	const redirect, verifier = "http://dashboard.example/", "a-verifier-of-enough-length-0123456789-abcdef"
+
+	code := b.authorize(t, redirect, verifier, "n1")
+	req := map[string]any{"issuer": b.idp.URL, "clientId": "heddle", "grantType": "authorization_code", "code": code,
+		"codeVerifier": verifier, "redirectUri": redirect, "nonce": "n1"}
+	status, body = b.do(t, "", http.MethodPost, "/v1/signin/token", req)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.Equal(t, map[string]any{"tenant": "acme", "user": "alice_at_example.com", "role": "user", "keyId": "issuer:acme/corp"}, body["principal"])
+	idToken, refresh := body["idToken"].(string), body["refreshToken"].(string)
+	status, _ = b.do(t, idToken, http.MethodGet, "/v1/me", nil)
+	require.Equal(t, http.StatusOK, status)
+
+	status, body = b.do(t, "", http.MethodPost, "/v1/signin/token", req)
+	require.Equal(t, http.StatusUnauthorized, status, "a code is redeemed once: %v", body)
+	require.Equal(t, identity.ErrGrantRefused.Reason, body["error"].(map[string]any)["message"])
+
+	status, body = b.do(t, "", http.MethodPost, "/v1/signin/token", map[string]any{"issuer": b.idp.URL, "clientId": "heddle",
+		"grantType": "refresh_token", "refreshToken": refresh})
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.NotEqual(t, idToken, body["idToken"])
+
+	// A replayed sign-in (another nonce) is refused before anyone is added.
+	b.idp.SetUser(map[string]any{"sub": "9", "email": "replay@example.com"})
+	req["code"], req["nonce"] = b.authorize(t, redirect, verifier, "n2"), "n3"
+	status, body = b.do(t, "", http.MethodPost, "/v1/signin/token", req)
+	require.Equal(t, http.StatusUnauthorized, status)
+	require.Equal(t, identity.ErrNonce.Reason, body["error"].(map[string]any)["message"])
+	status, _ = b.do(t, b.acmeKey, http.MethodGet, "/v1/users/replay_at_example.com", nil)
+	require.Equal(t, http.StatusNotFound, status)
+
+	// A wrong verifier, an issuer heddle does not offer, a bad body.
+	req["code"], req["nonce"], req["codeVerifier"] = b.authorize(t, redirect, verifier, "n4"), "n4", "wrong-verifier"
+	status, _ = b.do(t, "", http.MethodPost, "/v1/signin/token", req)
+	require.Equal(t, http.StatusUnauthorized, status)
+	req["issuer"] = "https://elsewhere.example.com"
+	status, body = b.do(t, "", http.MethodPost, "/v1/signin/token", req)
+	require.Equal(t, http.StatusUnauthorized, status)
+	require.Equal(t, identity.ErrNotOffered.Reason, body["error"].(map[string]any)["message"])
+	status, body = b.do(t, "", http.MethodPost, "/v1/signin/token", map[string]any{"issuer": b.idp.URL, "clientId": "heddle", "grantType": "password"})
+	require.Equal(t, http.StatusUnprocessableEntity, status)
+	require.Equal(t, "grantType", body["error"].(map[string]any)["details"].([]any)[0].(map[string]any)["field"])
 }

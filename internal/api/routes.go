@@ -21,6 +21,7 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/v1/openapi.json", public, s.getOpenAPI},
 		{http.MethodGet, "/v1/me", user, s.getMe},
 		{http.MethodGet, "/v1/signin", public, s.listSignIn},
+		{http.MethodPost, "/v1/signin/token", public, s.signInToken},
 
 		{http.MethodGet, "/v1/tenants", superadmin, s.listTenants},
 		{http.MethodPost, "/v1/tenants", superadmin, s.createTenant},

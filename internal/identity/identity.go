@@ -81,6 +81,7 @@ type Identity struct {
 // provider is what discovery found for one issuer URL.
 type provider struct {
 	mu        sync.Mutex
+	op        *oidc.Provider // discovery's answer: the endpoints
 	verifier  *oidc.IDTokenVerifier
 	keys      *keySet
 	found     time.Time // when discovery last succeeded
@@ -149,12 +150,20 @@ func LooksLikeJWT(s string) bool { return strings.Count(s, ".") == 2 && len(s) <
 // Authenticate verifies raw (an ID token) and returns who it names. The
 // user is added to the tenant on first sign-in.
 func (id *Identity) Authenticate(ctx context.Context, raw string) (access.Principal, error) {
+	p, _, err := id.authenticate(ctx, raw, "")
+	return p, err
+}
+
+// authenticate is Authenticate that also returns go-oidc's view of the
+// verified token, and checks its nonce when nonce is not empty (before
+// anything is created).
+func (id *Identity) authenticate(ctx context.Context, raw, nonce string) (access.Principal, *oidc.IDToken, error) {
 	if !LooksLikeJWT(raw) {
-		return access.Principal{}, ErrMalformed
+		return access.Principal{}, nil, ErrMalformed
 	}
 	jws, err := jose.ParseSigned(raw, signingAlgs)
 	if err != nil || len(jws.Signatures) != 1 {
-		return access.Principal{}, ErrMalformed
+		return access.Principal{}, nil, ErrMalformed
 	}
 	// The issuer is read before verification only to choose the keys to
 	// verify with; nothing else of the payload is used until go-oidc has
@@ -163,29 +172,33 @@ func (id *Identity) Authenticate(ctx context.Context, raw string) (access.Princi
 		Issuer string `json:"iss"`
 	}
 	if json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &unverified) != nil || unverified.Issuer == "" {
-		return access.Principal{}, ErrMalformed
+		return access.Principal{}, nil, ErrMalformed
 	}
 	candidates, err := id.trusting(ctx, unverified.Issuer)
 	if err != nil {
-		return access.Principal{}, err
+		return access.Principal{}, nil, err
 	}
 	if len(candidates) == 0 {
-		return access.Principal{}, ErrUntrusted
+		return access.Principal{}, nil, ErrUntrusted
 	}
-	verifier, err := id.verifier(ctx, unverified.Issuer)
+	verifier, _, err := id.discovered(ctx, unverified.Issuer)
 	if err != nil {
-		return access.Principal{}, err
+		return access.Principal{}, nil, err
 	}
 	tok, err := verifier.Verify(ctx, raw)
 	if err != nil {
 		id.log.InfoContext(ctx, "identity: token refused", slog.String("issuer", unverified.Issuer), slog.Any("error", err))
-		return access.Principal{}, ErrUntrusted
+		return access.Principal{}, nil, ErrUntrusted
+	}
+	if nonce != "" && tok.Nonce != nonce {
+		return access.Principal{}, nil, ErrNonce
 	}
 	var payload json.RawMessage
 	if err := tok.Claims(&payload); err != nil {
-		return access.Principal{}, ErrMalformed
+		return access.Principal{}, nil, ErrMalformed
 	}
-	return id.admit(ctx, candidates, payload)
+	p, err := id.admit(ctx, candidates, payload)
+	return p, tok, err
 }
 
 // AuthenticateClaims returns who the claims of a token verified by API
@@ -353,9 +366,10 @@ func (id *Identity) principal(ctx context.Context, is Issuer, r Rule, claims map
 	return access.Principal{Tenant: tenant, User: name, Role: r.Role, KeyID: "issuer:" + is.TenantID + "/" + is.Name}, nil
 }
 
-// verifier returns go-oidc's verifier for issuerURL, running discovery
-// when it has not run yet or has grown old, at most once per MinRefresh.
-func (id *Identity) verifier(ctx context.Context, issuerURL string) (*oidc.IDTokenVerifier, error) {
+// discovered returns go-oidc's verifier and provider for issuerURL,
+// running discovery when it has not run yet or has grown old, at most once
+// per MinRefresh.
+func (id *Identity) discovered(ctx context.Context, issuerURL string) (*oidc.IDTokenVerifier, *oidc.Provider, error) {
 	id.mu.Lock()
 	p := id.providers[issuerURL]
 	if p == nil {
@@ -378,9 +392,9 @@ func (id *Identity) verifier(ctx context.Context, issuerURL string) (*oidc.IDTok
 		}
 	}
 	if p.verifier == nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, p.err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, p.err)
 	}
-	return p.verifier, nil
+	return p.verifier, p.op, nil
 }
 
 // discover reads issuerURL's discovery document with go-oidc and builds
@@ -418,7 +432,7 @@ func (id *Identity) discover(ctx context.Context, issuerURL string, p *provider)
 	if keys == nil || keys.url != meta.JWKSURL || !slices.Equal(keys.algs, algs) {
 		keys = &keySet{url: meta.JWKSURL, client: id.cfg.HTTPClient, minRefresh: id.cfg.MinRefresh, maxAge: id.cfg.MaxAge, now: id.now, algs: algs}
 	}
-	p.keys = keys
+	p.keys, p.op = keys, op
 	p.verifier = oidc.NewVerifier(issuerURL, keys, &oidc.Config{
 		SkipClientIDCheck: true, SkipExpiryCheck: true, SupportedSigningAlgs: names, Now: id.now,
 	})
