@@ -273,6 +273,10 @@ func (s *Server) signInToken(w http.ResponseWriter, r *http.Request, _ access.Pr
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, got)
+	// A sign-in is recorded under the person it names, in their tenant.
+	if s.audit != nil {
+		s.record(w, r, route{Method: http.MethodPost, Path: "/v1/signin/token"}, got.Principal)
+	}
 	return nil
 }
 

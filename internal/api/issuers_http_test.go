@@ -109,6 +109,15 @@ func TestIssuerRoutes(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, status)
 	status, _ = b.do(t, b.acmeKey, http.MethodGet, "/v1/issuers/corp", nil)
 	require.Equal(t, http.StatusNotFound, status)
+
+	// Deleting a tenant removes its issuers: none is offered any more.
+	status, body = b.do(t, b.otherKey, http.MethodPost, "/v1/issuers", b.issuerBody())
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	status, body = b.do(t, b.rootKey, http.MethodDelete, "/v1/tenants/globex", nil)
+	require.Equal(t, http.StatusNoContent, status, "%v", body)
+	status, body = b.do(t, "", http.MethodGet, "/v1/signin", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Empty(t, body["items"])
 }
 
 func TestSignInWithToken(t *testing.T) {
@@ -234,6 +243,15 @@ func TestSignInTokenExchange(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, "%v", body)
 	require.Equal(t, map[string]any{"tenant": "acme", "user": "alice_at_example.com", "role": "user", "keyId": "issuer:acme/corp"}, body["principal"])
 	idToken, refresh := body["idToken"].(string), body["refreshToken"].(string)
+	status, body = b.do(t, b.acmeKey, http.MethodGet, "/v1/audit", nil)
+	require.Equal(t, http.StatusOK, status)
+	var signIns int
+	for _, rec := range body["items"].([]any) {
+		if r := rec.(map[string]any); r["route"] == "/v1/signin/token" && r["user"] == "alice_at_example.com" && r["keyId"] == "issuer:acme/corp" {
+			signIns++
+		}
+	}
+	require.Equal(t, 1, signIns, "the sign-in is in acme's audit log")
 	status, _ = b.do(t, idToken, http.MethodGet, "/v1/me", nil)
 	require.Equal(t, http.StatusOK, status)
 

@@ -56,7 +56,9 @@ func (id *Identity) CreateIssuer(ctx context.Context, tenant string, is Issuer) 
 	rec, _ := json.Marshal(lookupRecord{Tenant: tenant, Name: is.Name})
 	err = id.s.Transact(ctx, []store.Op{
 		store.Put(store.Item{Key: issuerKey(tenant, is.Name), Data: data}, store.Condition{MustNotExist: true}),
-		store.Put(store.Item{Key: lookupKey(is.URL, tenant, is.Name), Data: rec}, store.Condition{MustNotExist: true}),
+		// No condition: the scoped item guards the name, and a lookup item a
+		// deleted tenant left behind (same tenant id, same name) is replaced.
+		store.Put(store.Item{Key: lookupKey(is.URL, tenant, is.Name), Data: rec}, store.Condition{}),
 	})
 	if errors.Is(err, store.ErrConditionFailed) {
 		return Issuer{}, fmt.Errorf("%w: issuer %q", ErrExists, is.Name)
@@ -223,4 +225,22 @@ func (id *Identity) UpdateIssuer(ctx context.Context, tenant string, is Issuer, 
 		return Issuer{}, fmt.Errorf("identity: updating issuer %s: %w", is.Name, err)
 	}
 	return id.GetIssuer(ctx, tenant, is.Name)
+}
+
+// DropTenant removes every issuer of tenant (the tenant is being deleted).
+func (id *Identity) DropTenant(ctx context.Context, tenant string) error {
+	for {
+		items, _, err := id.ListIssuers(ctx, tenant, store.MaxPageSize, "")
+		if err != nil {
+			return err
+		}
+		if len(items) == 0 {
+			return nil
+		}
+		for _, is := range items {
+			if err := id.DeleteIssuer(ctx, tenant, is.Name); err != nil && !errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("identity: dropping issuer %s of tenant %s: %w", is.Name, tenant, err)
+			}
+		}
+	}
 }
