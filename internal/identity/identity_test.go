@@ -28,7 +28,7 @@ type bundle struct {
 	idp *identitytest.Issuer
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t testing.TB) *bundle {
 	t.Helper()
 	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{})
 	require.NoError(t, err)
@@ -36,7 +36,7 @@ func setup(t *testing.T) *bundle {
 	return setupOn(t, db)
 }
 
-func setupOn(t *testing.T, db store.Store) *bundle {
+func setupOn(t testing.TB, db store.Store) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	acc := access.New(db)
@@ -54,7 +54,7 @@ func setupOn(t *testing.T, db store.Store) *bundle {
 
 // trust configures the test issuer for acme: its engineers are users, the
 // heddle-admins group makes admins.
-func (b *bundle) trust(t *testing.T) identity.Issuer {
+func (b *bundle) trust(t testing.TB) identity.Issuer {
 	t.Helper()
 	is, err := b.id.CreateIssuer(b.ctx, "acme", identity.Issuer{Name: "corp", URL: b.idp.URL, Audience: "heddle-cli",
 		Rules: []identity.Rule{
