@@ -356,7 +356,19 @@ func (id *Identity) principal(ctx context.Context, is Issuer, r Rule, claims map
 	if r.Role == domain.RoleSuperadmin && tenant != domain.SystemTenant {
 		return access.Principal{}, ErrNoTenant
 	}
-	_, err := id.access.CreateUser(ctx, tenant, domain.User{Name: name, Role: r.Role})
+	// The tenant must be active (a deleting one takes no sign-ins), as for
+	// an API key.
+	if _, err := id.access.GetTenant(ctx, tenant); errors.Is(err, access.ErrNotFound) {
+		return access.Principal{}, ErrNoTenant
+	} else if err != nil {
+		return access.Principal{}, fmt.Errorf("identity: reading tenant %s: %w", tenant, err)
+	}
+	// A read first: the user exists at every sign-in but the first, and a
+	// create that fails is a write (on bbolt, a disk sync) per request.
+	_, err := id.access.GetUser(ctx, tenant, name)
+	if errors.Is(err, access.ErrNotFound) {
+		_, err = id.access.CreateUser(ctx, tenant, domain.User{Name: name, Role: r.Role})
+	}
 	switch {
 	case errors.Is(err, access.ErrNotFound):
 		return access.Principal{}, ErrNoTenant // the tenant is gone or being deleted

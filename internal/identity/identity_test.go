@@ -346,3 +346,16 @@ func TestValidate(t *testing.T) {
 	ok := identity.Issuer{Name: "a", URL: "http://localhost:5556/dex", Audience: "x", Rules: []identity.Rule{{Role: domain.RoleUser}}}
 	require.Empty(t, ok.Validate("acme"), "http is fine on a loopback host")
 }
+
+func TestDeletedTenantTakesNoSignIns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.id.CreateIssuer(b.ctx, domain.SystemTenant, identity.Issuer{Name: "all", URL: b.idp.URL, Audience: "heddle-cli",
+		Rules: []identity.Rule{{Tenant: "beta", Role: domain.RoleUser}}})
+	require.NoError(t, err)
+	_, err = b.id.Authenticate(b.ctx, b.idp.Token(b.idp.Claims()))
+	require.NoError(t, err)
+	require.NoError(t, b.acc.DeleteTenant(b.ctx, "beta", func(context.Context, string) error { return nil }))
+	_, err = b.id.Authenticate(b.ctx, b.idp.Token(b.idp.Claims()))
+	require.ErrorIs(t, err, identity.ErrNoTenant, "the user existed, but the tenant is gone")
+}
