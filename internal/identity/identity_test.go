@@ -359,3 +359,20 @@ func TestDeletedTenantTakesNoSignIns(t *testing.T) {
 	_, err = b.id.Authenticate(b.ctx, b.idp.Token(b.idp.Claims()))
 	require.ErrorIs(t, err, identity.ErrNoTenant, "the user existed, but the tenant is gone")
 }
+
+func TestSignInOptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.trust(t)
+	_, err := b.id.CreateIssuer(b.ctx, "beta", identity.Issuer{Name: "same", URL: b.idp.URL, Audience: "heddle-cli", Rules: []identity.Rule{{Role: domain.RoleUser}}})
+	require.NoError(t, err)
+	_, err = b.id.CreateIssuer(b.ctx, "beta", identity.Issuer{Name: "gone", URL: "http://127.0.0.1:1", Audience: "x", DisplayName: "Gone",
+		Rules: []identity.Rule{{Role: domain.RoleUser}}})
+	require.NoError(t, err)
+	opts, err := b.id.SignInOptions(b.ctx)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []identity.SignInOption{
+		{Label: "127.0.0.1:" + b.idp.URL[len("http://127.0.0.1:"):], Issuer: b.idp.URL, ClientID: "heddle-cli", AuthorizationEndpoint: b.idp.URL + "/authorize"},
+		{Label: "Gone", Issuer: "http://127.0.0.1:1", ClientID: "x"},
+	}, opts, "one option per issuer and client id, whatever the tenants; an unreachable one without an endpoint")
+}

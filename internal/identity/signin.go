@@ -32,6 +32,11 @@ func (id *Identity) SignInOptions(ctx context.Context) ([]SignInOption, error) {
 	}
 	out := []SignInOption{}
 	seen := map[[2]string]bool{}
+	// Discovery of a provider that does not answer must not hold the
+	// listing (a public page) for long: past this, options go without an
+	// authorization endpoint.
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
 	for _, is := range all {
 		k := [2]string{is.URL, is.ClientIDOrAudience()}
 		if seen[k] {
@@ -39,7 +44,7 @@ func (id *Identity) SignInOptions(ctx context.Context) ([]SignInOption, error) {
 		}
 		seen[k] = true
 		o := SignInOption{Label: is.Label(), Issuer: is.URL, ClientID: is.ClientIDOrAudience()}
-		if _, op, err := id.discovered(ctx, is.URL); err == nil {
+		if _, op, err := id.discovered(dctx, is.URL); err == nil {
 			o.AuthorizationEndpoint = op.Endpoint().AuthURL
 		}
 		out = append(out, o)
