@@ -17,6 +17,14 @@ export function setKey(key) {
 
 export function clearKey() {
   sessionStorage.removeItem(KEY);
+  sessionStorage.removeItem('heddle.signin'); // signin.js's tokens
+}
+
+// renew, when set (signin.js), returns the key to send in place of the
+// stored one: a signed-in ID token renewed before it expires.
+let renew = null;
+export function setRenew(fn) {
+  renew = fn;
 }
 
 export class ApiError extends Error {
@@ -39,6 +47,7 @@ export class ApiError extends Error {
 // works behind a path prefix too.
 // A string body is sent as it is, with contentType.
 export async function request(method, path, body, key = getKey(), contentType = 'application/json') {
+  if (renew && key && key === getKey()) key = await renew(key);
   const init = { method, headers: { Accept: 'application/json' }, cache: 'no-store' };
   if (key) init.headers.Authorization = `Bearer ${key}`;
   if (body !== undefined) {

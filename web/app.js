@@ -3,8 +3,9 @@
 // #/providers/NAME/hosts)
 // that renders one view at a time into <main>, and the header.
 
-import { get, getKey, clearKey, ApiError, UNAUTHORIZED } from './api.js';
+import { get, getKey, clearKey, setRenew, ApiError, UNAUTHORIZED } from './api.js';
 import { renderLogin } from './login.js';
+import { completeSignIn, freshKey } from './signin.js';
 import { renderClusters, renderCreate } from './clusters.js';
 import { renderCluster } from './cluster.js';
 import { renderJob } from './job.js';
@@ -101,6 +102,14 @@ async function start() {
     logout();
   });
   window.addEventListener('hashchange', route);
+  setRenew(freshKey);
+  // Back from the identity provider: finish the sign-in first.
+  try {
+    await completeSignIn();
+  } catch (err) {
+    clearKey();
+    flash(err.message);
+  }
   if (getKey()) {
     try {
       showHeader(await get('me'));

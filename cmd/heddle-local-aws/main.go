@@ -50,6 +50,8 @@ func main() {
 	flag.DurationVar(&cfg.janitorTimeout, "janitor-timeout", 60*time.Second, "the janitor function's timeout (template.yaml JanitorTimeout)")
 	flag.IntVar(&cfg.janitorConcurrency, "janitor-concurrency", 0, "the janitor's reserved concurrency (0: none, as template.yaml); a tick that finds every environment busy is dropped, as Scheduler drops a throttled invocation")
 	flag.IntVar(&cfg.fargateWorkers, "fargate-workers", 2, "`heddle worker --workers`: workers per tenant on the long-task queues")
+	flag.StringVar(&cfg.oidcIssuer, "oidc-issuer", "", "template.yaml's OidcIssuer: the front door verifies this issuer's tokens on /oidc/... as API Gateway's JWT authorizer does")
+	flag.StringVar(&cfg.oidcAudience, "oidc-audience", "", "template.yaml's OidcAudience, with --oidc-issuer")
 	flag.Parse()
 	cfg.ddbEndpoint = os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")
 	cfg.sqsEndpoint = os.Getenv("HEDDLE_SQS_ENDPOINT")

@@ -43,6 +43,10 @@ type config struct {
 	janitorEvery                              time.Duration
 	apiTimeout, workerTimeout, janitorTimeout time.Duration
 	fargateWorkers, janitorConcurrency        int
+	// oidcIssuer and oidcAudience are template.yaml's OidcIssuer and
+	// OidcAudience: when set, the front door runs the JWT authorizer on
+	// /oidc/... as API Gateway would.
+	oidcIssuer, oidcAudience string
 }
 
 // ready is the line printed when everything is up.
@@ -195,7 +199,12 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 	defer lambdaSrv.Close()
 
 	// The front door.
-	door := apigwemu.New(apigwemu.Config{Function: pools["api"], AccountID: accountID, Logger: log})
+	doorCfg := apigwemu.Config{Function: pools["api"], AccountID: accountID, Logger: log}
+	if cfg.oidcIssuer != "" {
+		doorCfg.Authorizer = &apigwemu.JWTAuthorizer{Issuer: cfg.oidcIssuer, Audience: cfg.oidcAudience,
+			RouteKey: "ANY /oidc/{proxy+}", Prefix: "/oidc"}
+	}
+	door := apigwemu.New(doorCfg)
 	doorURL, stopDoor, err := serve(cfg.listen, door)
 	if err != nil {
 		return err

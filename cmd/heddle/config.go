@@ -20,6 +20,8 @@ const defaultEndpoint = "http://127.0.0.1:7070"
 type fileConfig struct {
 	Endpoint string `json:"endpoint,omitempty"`
 	Key      string `json:"key,omitempty"`
+	// Login holds the tokens of `heddle login` (login.go).
+	Login *loginTokens `json:"login,omitempty"`
 }
 
 // configPath is $HEDDLE_CONFIG or ~/.config/heddle/config.yaml.
@@ -45,7 +47,7 @@ func readConfig(path string) (fileConfig, error) {
 		return fc, err
 	}
 	if err := yaml.UnmarshalStrict(data, &fc); err != nil {
-		return fc, fmt.Errorf("config file %s: %w (it holds `endpoint` and `key`)", path, err)
+		return fc, fmt.Errorf("config file %s: %w (it holds `endpoint`, `key` and `heddle login`'s `login`)", path, err)
 	}
 	return fc, nil
 }
@@ -85,6 +87,8 @@ type settings struct {
 	Endpoint, EndpointFrom string
 	Key, KeyFrom           string
 	ConfigPath             string
+	// Login is set when Key is the ID token of `heddle login`.
+	Login *loginTokens
 }
 
 // resolveSettings applies flags > environment > config file > default.
@@ -116,6 +120,11 @@ func (a *app) resolveSettings(cmd *cobra.Command) (settings, error) {
 		s.Endpoint, s.EndpointFrom = defaultEndpoint, "default"
 	}
 	s.Key, s.KeyFrom = pick("key", "HEDDLE_KEY", fc.Key)
+	// A sign-in (heddle login) comes after --key and HEDDLE_KEY and before
+	// the file's key: signing in is the newer, deliberate choice.
+	if fc.Login != nil && fc.Login.IDToken != "" && (s.KeyFrom == "" || s.KeyFrom == path) {
+		s.Key, s.KeyFrom, s.Login = fc.Login.IDToken, path+" (heddle login)", fc.Login
+	}
 	return s, nil
 }
 
@@ -126,7 +135,12 @@ func (a *app) client(cmd *cobra.Command) (*Client, error) {
 		return nil, err
 	}
 	if s.Key == "" {
-		return nil, errors.New("no API key: pass --key, set HEDDLE_KEY, or run `heddle config set key hdl_...`")
+		return nil, errors.New("no API key: pass --key, set HEDDLE_KEY, run `heddle config set key hdl_...`, or sign in with `heddle login`")
+	}
+	if s.Login != nil {
+		if s.Key, err = a.freshIDToken(cmd, s); err != nil {
+			return nil, err
+		}
 	}
 	c := NewClient(s.Endpoint, s.Key)
 	if a.httpClient != nil {

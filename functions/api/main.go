@@ -25,6 +25,11 @@
 // requests and HEDDLE_AUTH_FAILURES_PER_MINUTE (default 10) each source
 // address's failed authentications, counted in the table so that the limits
 // hold across every instance (api.NewStoredLimiter); 0 turns one off.
+//
+// People sign in with their tenants' identity providers (package
+// identity): on the catch-all route the API verifies their tokens itself;
+// on the route API Gateway's JWT authorizer guards (authorizer.go) it
+// trusts the claims the authorizer verified.
 package main
 
 import (
@@ -49,6 +54,7 @@ import (
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/identity"
 	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/onboard/awsonboard"
@@ -101,7 +107,8 @@ func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (lambd
 		if err != nil {
 			return nil, err
 		}
-		svc = services{store: a.Store, catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder, audit: built.Audit, usage: built.Usage, observer: obs}
+		svc = services{store: a.Store, catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder, audit: built.Audit, usage: built.Usage, observer: obs,
+			identity: identity.New(a.Store, built.Access, identity.Config{Logger: log})}
 	}
 	svc.throttle = throttle
 	return newServicesHandler(ctx, svc, "dynamodb", os.Getenv("HEDDLE_BOOTSTRAP_KEY"), log)
@@ -129,13 +136,15 @@ type services struct {
 	onboarder onboard.Onboarder  // nil: onboard.Nop
 	audit     *audit.Log
 	usage     *usage.Reader
-	observer  metrics.Observer // nil: nothing measured
-	throttle  *api.Throttle    // nil: nothing limited
+	observer  metrics.Observer   // nil: nothing measured
+	throttle  *api.Throttle      // nil: nothing limited
+	identity  *identity.Identity // sign-in with the tenants' identity providers
 }
 
 // catalogOnly serves the catalog, tenants, users and keys.
 func catalogOnly(s store.Store) services {
-	return services{store: s, catalog: catalog.New(s, nil), access: access.New(s), audit: audit.New(s)}
+	acc := access.New(s)
+	return services{store: s, catalog: catalog.New(s, nil), access: acc, audit: audit.New(s), identity: identity.New(s, acc, identity.Config{})}
 }
 
 // lambdaHandler is what lambda.Start runs for each API Gateway event.
@@ -166,11 +175,12 @@ func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey
 		Usage:     svc.usage,
 		Observer:  svc.observer,
 		Throttle:  svc.throttle,
+		Identity:  svc.identity,
 		Backend:   backend,
 		Version:   version,
 		Logger:    log,
 	})
-	return refuseMalformedPaths(httpadapter.NewV2(h).ProxyWithContext), nil
+	return trustAuthorizer(refuseMalformedPaths(httpadapter.NewV2(h).ProxyWithContext)), nil
 }
 
 // refuseMalformedPaths answers an event whose path net/http cannot parse

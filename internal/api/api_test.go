@@ -20,6 +20,7 @@ import (
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/identity"
 	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
@@ -68,7 +69,8 @@ func serveBundle(t testing.TB, db store.Store, o onboard.Onboarder) *testBundle 
 	var clusters *cluster.Service
 	cat := catalog.New(db, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) })
 	clusters = newClusterService(t, db, acc, cat)
-	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Onboarder: o, Backend: "bolt", Version: "test", Logger: testLogger(t), Audit: audit.New(db), Usage: usage.NewReader(db)})
+	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Onboarder: o, Backend: "bolt", Version: "test", Logger: testLogger(t), Audit: audit.New(db), Usage: usage.NewReader(db),
+		Identity: identity.New(db, acc, identity.Config{})})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return &testBundle{srv: srv, api: s, rootKey: root}
@@ -399,6 +401,9 @@ func TestAnotherTenantsIDsAnswer404(t *testing.T) {
 	status, body := b.do(t, b.acmeKey, http.MethodPost, "/v1/users/alice/keys", nil)
 	require.Equal(t, http.StatusCreated, status)
 	aliceKeyID := body["id"].(string)
+	status, body = b.do(t, b.acmeKey, http.MethodPost, "/v1/issuers", map[string]any{"name": "corp", "url": "https://idp.example.com",
+		"audience": "heddle", "rules": []map[string]any{{"role": "user"}}})
+	require.Equal(t, http.StatusCreated, status, "%v", body)
 	before := exportOf(t, b, b.acmeKey)
 
 	status, body = b.do(t, b.acmeKey, http.MethodPost, "/v1/clusters", map[string]any{"name": "shop", "template": "web", "size": 3})
@@ -408,7 +413,7 @@ func TestAnotherTenantsIDsAnswer404(t *testing.T) {
 	clusterBefore := b.clusterOf(t, b.acmeKey, clusterID)
 
 	acmeIDs := strings.NewReplacer("{kind}", "services", "{name}", "kv", "{version}", "1", "{tenant}", "acme", "{user}", "alice", "{key}", aliceKeyID,
-		"{cluster}", clusterID, "{job}", jobID, "{provider}", "local", "{host}", "h0")
+		"{cluster}", clusterID, "{job}", jobID, "{provider}", "local", "{host}", "h0", "{issuer}", "corp")
 	walked := 0
 	for _, rt := range b.api.routes() {
 		if !strings.Contains(strings.ReplaceAll(rt.Path, "{kind}", ""), "{") {
@@ -436,6 +441,8 @@ func TestAnotherTenantsIDsAnswer404(t *testing.T) {
 	require.Equal(t, clusterBefore, b.clusterOf(t, b.acmeKey, clusterID), "nothing of acme's cluster changed")
 	status, _ = b.do(t, b.acmeKey, http.MethodGet, "/v1/users/alice", nil)
 	require.Equal(t, http.StatusOK, status)
+	status, _ = b.do(t, b.acmeKey, http.MethodGet, "/v1/issuers/corp", nil)
+	require.Equal(t, http.StatusOK, status, "globex's attempts left acme's issuer alone")
 }
 
 func TestTenantLifecycle(t *testing.T) {

@@ -36,11 +36,11 @@ func TestEveryChangeIsAudited(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	fill := map[string]string{"kind": "services", "name": "audited", "cluster": "c-none", "job": "j-none",
-		"tenant": "acme", "user": "nobody", "key": "k-none", "version": "1", "provider": "pool", "host": "h-none", "task": "t-none"}
+		"tenant": "acme", "user": "nobody", "key": "k-none", "version": "1", "provider": "pool", "host": "h-none", "task": "t-none", "issuer": "i-none"}
 	want := map[string]string{} // request id -> route
 	for i, rt := range b.api.routes() {
-		if rt.Method == http.MethodGet {
-			continue
+		if rt.Method == http.MethodGet || rt.Role == "" {
+			continue // a public route has no caller to record (a sign-in is recorded when it succeeds)
 		}
 		path := rt.Path
 		for _, p := range pathParams(rt.Path) {

@@ -197,6 +197,11 @@ func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request, p access.P
 				"tenant %q is being deleted and its keys no longer work, but its queues could not be removed (%v); DELETE it again to finish",
 				tenant, err)), err)
 		}
+		if s.identity != nil {
+			if err := s.identity.DropTenant(ctx, tenant); err != nil {
+				return err
+			}
+		}
 		return s.catalog.DropTenant(ctx, tenant)
 	}
 	if err := s.access.DeleteTenant(r.Context(), id, drop); err != nil {

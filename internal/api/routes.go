@@ -20,6 +20,8 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/v1/status", public, s.getStatus},
 		{http.MethodGet, "/v1/openapi.json", public, s.getOpenAPI},
 		{http.MethodGet, "/v1/me", user, s.getMe},
+		{http.MethodGet, "/v1/signin", public, s.listSignIn},
+		{http.MethodPost, "/v1/signin/token", public, s.signInToken},
 
 		{http.MethodGet, "/v1/tenants", superadmin, s.listTenants},
 		{http.MethodPost, "/v1/tenants", superadmin, s.createTenant},
@@ -36,6 +38,12 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/v1/users/{user}/keys", user, s.listKeys},
 		{http.MethodPost, "/v1/users/{user}/keys", user, s.createKey},
 		{http.MethodDelete, "/v1/users/{user}/keys/{key}", user, s.deleteKey},
+
+		{http.MethodGet, "/v1/issuers", admin, s.listIssuers},
+		{http.MethodPost, "/v1/issuers", admin, s.createIssuer},
+		{http.MethodGet, "/v1/issuers/{issuer}", admin, s.getIssuer},
+		{http.MethodPut, "/v1/issuers/{issuer}", admin, s.updateIssuer},
+		{http.MethodDelete, "/v1/issuers/{issuer}", admin, s.deleteIssuer},
 
 		{http.MethodGet, "/v1/clusters", user, s.listClusters},
 		{http.MethodPost, "/v1/clusters", user, s.createCluster},

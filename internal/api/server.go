@@ -19,6 +19,7 @@ import (
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/identity"
 	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/provider"
@@ -71,6 +72,9 @@ type Config struct {
 	// GET /v1/backup (backup.go); nil answers 501 there, as on DynamoDB,
 	// whose backups are point-in-time recovery.
 	Backup BackupFunc
+	// Identity accepts tokens of the tenants' trusted identity providers
+	// beside API keys and serves /v1/issuers; nil accepts API keys only.
+	Identity *identity.Identity
 }
 
 // Server is the /v1 API as an http.Handler.
@@ -91,8 +95,9 @@ type Server struct {
 	metrics   http.Handler       // see Config.Metrics
 	usage     *usage.Reader      // see Config.Usage
 	cursors   cursorSigner
-	throttle  *throttler // nil: nothing limited
-	backup    BackupFunc // see Config.Backup
+	throttle  *throttler         // nil: nothing limited
+	backup    BackupFunc         // see Config.Backup
+	identity  *identity.Identity // see Config.Identity
 }
 
 // New builds the API handler.
@@ -106,6 +111,7 @@ func New(cfg Config) *Server {
 	s.metrics = cfg.Metrics
 	s.usage = cfg.Usage
 	s.backup = cfg.Backup
+	s.identity = cfg.Identity
 	if s.onboarder == nil {
 		s.onboarder = onboard.Nop{}
 	}
@@ -307,12 +313,7 @@ func pathParams(pattern string) []string {
 }
 
 func (s *Server) authenticate(r *http.Request) (access.Principal, error) {
-	h := r.Header.Get("Authorization")
-	secret, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
-		return access.Principal{}, access.ErrUnauthorized
-	}
-	return s.access.Authenticate(r.Context(), strings.TrimSpace(secret))
+	return s.authenticateBearer(r, r.Header.Get("Authorization"))
 }
 
 // readBody reads the body and converts YAML to JSON when the content type

@@ -49,6 +49,9 @@ type Config struct {
 	// 000000000000 when empty.
 	APIID, AccountID string
 	Logger           *slog.Logger
+	// Authorizer, when set, guards its route as template.yaml's JWT
+	// authorizer does (authorizer.go); other paths stay on RouteKey.
+	Authorizer *JWTAuthorizer
 }
 
 // FrontDoor is the HTTP API.
@@ -103,6 +106,11 @@ func (d *FrontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev := Event(r, body, d.cfg.APIID, d.cfg.AccountID, requestID, time.Now())
+	if a := d.cfg.Authorizer; a != nil && a.guards(r.URL.Path) && !a.authorize(r, &ev) {
+		w.Header().Set("Www-Authenticate", "Bearer")
+		gatewayError(w, requestID, http.StatusUnauthorized, "Unauthorized")
+		return
+	}
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		gatewayError(w, requestID, http.StatusInternalServerError, "Internal Server Error")

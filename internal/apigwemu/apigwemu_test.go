@@ -228,3 +228,11 @@ func FuzzEvent(f *testing.F) {
 		require.NoError(t, err)
 	})
 }
+
+func TestFlattenClaims(t *testing.T) {
+	t.Parallel()
+	got := FlattenClaims(map[string]any{"iss": "https://idp", "exp": float64(1795460638), "email_verified": true,
+		"groups": []any{"a", "b"}, "address": map[string]any{"country": "NL"}})
+	require.Equal(t, map[string]string{"iss": "https://idp", "exp": "1795460638", "email_verified": "true",
+		"groups": "[a b]", "address": `{"country":"NL"}`}, got)
+}

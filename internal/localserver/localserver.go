@@ -24,6 +24,7 @@ import (
 	"github.com/heddle-io/heddle/internal/dashboard"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/identity"
 	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/pools"
 	"github.com/heddle-io/heddle/internal/provider"
@@ -181,6 +182,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Usage:     svc.Usage,
 		Observer:  s.metrics,
 		Metrics:   s.metrics.Handler(),
+		Identity:  identity.New(db, s.access, identity.Config{Logger: cfg.Logger}),
 		Backend:   "bolt",
 		Version:   cfg.Version,
 		Logger:    cfg.Logger,
