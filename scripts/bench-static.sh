@@ -7,6 +7,7 @@
 #
 #   scripts/bench-static.sh            # RUNS=3 rounds of every contender
 #   RUNS=5 scripts/bench-static.sh
+#   ONLY=heddle RUNS=1 scripts/bench-static.sh   # one contender (while tuning)
 #
 # The template has three services, each of whose install, configure and
 # start runs a 1 s script: base on every node, app (requires base) on every
@@ -230,12 +231,13 @@ PY
 }
 
 declare -A results
+want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
 for round in $(seq "$runs"); do
   echo "bench-static: round $round of $runs" >&2
-  results[heddle]+=" $(run_heddle)"
-  results[ansible-linear]+=" $(run_ansible linear)"
-  results[ansible-free]+=" $(run_ansible free)"
-  results[parallel-ssh]+=" $(run_pssh)"
+  want heddle && results[heddle]+=" $(run_heddle)"
+  want ansible-linear && results[ansible-linear]+=" $(run_ansible linear)"
+  want ansible-free && results[ansible-free]+=" $(run_ansible free)"
+  want parallel-ssh && results[parallel-ssh]+=" $(run_pssh)"
 done
 
 summary() { # name values...
@@ -249,6 +251,7 @@ PY
 echo
 echo "50-node create, 3 services x install/configure/start of 1 s each; floor (critical path) $floor.00 s; $runs rounds"
 for name in heddle ansible-linear ansible-free parallel-ssh; do
+  want "$name" || continue
   # shellcheck disable=SC2086
   summary "$name" ${results[$name]}
 done

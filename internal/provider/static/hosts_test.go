@@ -177,6 +177,8 @@ func TestReadmitDirtyHost(t *testing.T) {
 	ctx := testCtx(t)
 	_, err := f.static.Create(ctx, req)
 	require.NoError(t, err)
+	_, err = confirm(t, f.static, req)
+	require.NoError(t, err)
 	require.Contains(t, readAuthorizedKeys(t), keyLine(req))
 	_, err = f.static.Delete(ctx, req)
 	require.Error(t, err)
@@ -203,7 +205,9 @@ func TestNodeHomes(t *testing.T) {
 	require.NoError(t, err)
 	home := filepath.Join(dir, "acme", "c1", req.Node.ID)
 	require.Equal(t, home, created.Properties[PropHome])
-	require.DirExists(t, home, "the create makes the node's home")
+	_, err = confirm(t, f.static, req)
+	require.NoError(t, err)
+	require.DirExists(t, home, "the confirm makes the node's home")
 	_, err = f.static.Delete(ctx, req)
 	require.NoError(t, err)
 	wiped, err := os.ReadFile(filepath.Join(dir, "wiped"))
@@ -248,8 +252,8 @@ func TestCheckAtRegistration(t *testing.T) {
 }
 
 // TestBadHostsFailTheNode: without a check, an unreachable host, a refused
-// key and a changed host key fail the node's create or confirm with the
-// reason.
+// key and a changed host key fail the node's confirm with the reason (the
+// create only takes the host).
 func TestBadHostsFailTheNode(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
@@ -270,7 +274,10 @@ func TestBadHostsFailTheNode(t *testing.T) {
 			f := setup(t)
 			_, err := f.pool.Register(ctx, "acme", "rack1", tc.spec)
 			require.NoError(t, err)
-			_, err = f.static.Create(ctx, request(key, uniqueNode(), nil))
+			req := request(key, uniqueNode(), nil)
+			_, err = f.static.Create(ctx, req)
+			require.NoError(t, err, "the create contacts no host")
+			_, err = confirm(t, f.static, req)
 			require.ErrorContains(t, err, "host h0")
 			require.ErrorContains(t, err, tc.want)
 		})
