@@ -221,8 +221,32 @@ if floor != expected_floor:
 print(f"  heddle {took:.2f} s; the plan's longest chain of 1 s steps: {floor}; first task started {first - wall0:.2f} s after the POST", file=sys.stderr)
 busy, total = cpu1[1] - cpu0[1], cpu1[2] - cpu0[2]
 print(f"  CPU during the create: heddle server {cpu1[0] - cpu0[0]:.1f} s; the machine {busy:.1f} of {total:.1f} CPU-seconds busy ({100 * busy / total:.0f}%)", file=sys.stderr)
+# Overheads, less sensitive to the machine's load than the total: how long
+# a task waited after its last dependency ended (dispatch), and how much
+# longer than its 1 s script a step ran (run overhead, SSH and bookkeeping).
+ends = {}
+def ended(tid):
+    """When a task ended; a join (no attempts) when its last dependency did."""
+    if tid not in ends:
+        t = tasks[tid]
+        ends[tid] = ts(t["attempts"][-1]["endedAt"]) if t.get("attempts") else max((ended(d) for d in t.get("dependsOn") or [] if d in tasks), default=None)
+    return ends[tid]
+gaps = {}
+for t in tasks.values():
+    if not t.get("attempts"):
+        continue
+    name = t["action"] + ("/" + t["service"] if t.get("service") else "")
+    deps = [ended(d) for d in t.get("dependsOn") or [] if d in tasks]
+    deps = [e for e in deps if e is not None]
+    if deps:
+        gaps.setdefault(name, []).append(ts(t["attempts"][0]["startedAt"]) - max(deps))
 for name, v in sorted(by.items(), key=lambda kv: max(x[1] for x in kv[1])):
-    print(f"    {name:18s} {len(v):3d} tasks  median {median(x[0] for x in v):5.2f} s  max {max(x[0] for x in v):5.2f} s  last ended {max(x[1] for x in v):5.2f} s after the first began  retried {sum(x[2] > 1 for x in v)}", file=sys.stderr)
+    g = gaps.get(name, [])
+    gap = f"dispatch median {median(g) * 1000:4.0f} ms max {max(g) * 1000:4.0f} ms" if g else "dispatch      -"
+    print(f"    {name:18s} {len(v):3d} tasks  median {median(x[0] for x in v):5.2f} s  max {max(x[0] for x in v):5.2f} s  last ended {max(x[1] for x in v):5.2f} s after the first began  {gap}  retried {sum(x[2] > 1 for x in v)}", file=sys.stderr)
+over = [x[0] - 1 for name, v in by.items() if name.split("/")[0] in steps and "/" in name for x in v]
+allgaps = [x for v in gaps.values() for x in v]
+print(f"  per step: run overhead (duration - 1 s) median {median(over) * 1000:.0f} ms, p90 {sorted(over)[int(0.9 * len(over))] * 1000:.0f} ms; dispatch after the last dependency median {median(allgaps) * 1000:.0f} ms, p90 {sorted(allgaps)[int(0.9 * len(allgaps))] * 1000:.0f} ms", file=sys.stderr)
 call("DELETE", "/v1/clusters/" + cid)
 while call("GET", "/v1/clusters/" + cid)["status"] != "TERMINATED":
     time.sleep(0.2)

@@ -213,27 +213,30 @@ echo $$ > "$1/pid.tmp" && mv -f "$1/pid.tmp" "$1/` + detachedPID + `"
 if [ -z "$stop" ]; then /bin/sh "$1/` + detachedScript + `" > "$1/stdout" 2> "$1/stderr" < /dev/null; s=$?; else : > "$1/stdout"; : > "$1/stderr"; s=143; fi
 echo $s > "$1/status.tmp" && mv -f "$1/status.tmp" "$1/` + detachedStatus + `"' heddle-detached "$d" > /dev/null 2>&1 < /dev/null &
 w=$!
-i=0
+`
+	if wait > 0 {
+		// Waiting first: a command that ends within it has long written
+		// its pid, so the loop below starts no sleep.
+		s += `me=$(exec /bin/sh -c 'echo $PPID')
+trap : USR1
+( sleep ` + strconv.Itoa(wait) + `; kill -s USR1 "$me" ) > /dev/null 2>&1 < /dev/null &
+t=$!
+wait "$w"
+kill "$t" 2> /dev/null
+`
+	}
+	s += `i=0
 while [ ! -f "$d/` + detachedPID + `" ]; do
 	i=$((i + 1))
 	if [ $i -gt 1000 ]; then echo "heddle: the detached command did not start" >&2; exit 1; fi
 	sleep 0.01 2>/dev/null || sleep 1
 done
 echo started
+fi
 `
 	if wait <= 0 {
-		return s + "fi\n"
+		return s
 	}
-	s += `if [ ! -f "$d/` + detachedStatus + `" ]; then
-	me=$(exec /bin/sh -c 'echo $PPID')
-	trap : USR1
-	( sleep ` + strconv.Itoa(wait) + `; kill -s USR1 "$me" ) > /dev/null 2>&1 < /dev/null &
-	t=$!
-	wait "$w"
-	kill "$t" 2> /dev/null
-fi
-fi
-`
 	after := ""
 	if removeAfter != "" {
 		after = "rm -rf -- " + quote(removeAfter) + "\n"
