@@ -151,7 +151,7 @@ inventory_hosts pool h >"$data/hosts.ini"
 # run_heddle: POST a create, poll until ACTIVE (every 50 ms), print the
 # seconds, delete the cluster (not timed) and wait for every host to be free.
 run_heddle() {
-  python3 - "$HEDDLE_ENDPOINT" "$HEDDLE_KEY" "$nodes" "$floor" "$server_pid" <<'PY'
+  HEDDLE_BENCH_CPU_FILE="$data/heddle-cpu" python3 - "$HEDDLE_ENDPOINT" "$HEDDLE_KEY" "$nodes" "$floor" "$server_pid" <<'PY'
 import json, sys, time, urllib.error, urllib.request
 base, key, n, expected_floor, pid = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 import os
@@ -221,6 +221,7 @@ if floor != expected_floor:
 print(f"  heddle {took:.2f} s; the plan's longest chain of 1 s steps: {floor}; first task started {first - wall0:.2f} s after the POST", file=sys.stderr)
 busy, total = cpu1[1] - cpu0[1], cpu1[2] - cpu0[2]
 print(f"  CPU during the create: heddle server {cpu1[0] - cpu0[0]:.1f} s; the machine {busy:.1f} of {total:.1f} CPU-seconds busy ({100 * busy / total:.0f}%)", file=sys.stderr)
+open(os.environ["HEDDLE_BENCH_CPU_FILE"], "w").write(f"{cpu1[0] - cpu0[0]:.2f}\n")
 # Overheads, less sensitive to the machine's load than the total: how long
 # a task waited after its last dependency ended (dispatch), and how much
 # longer than its 1 s script a step ran (run overhead, SSH and bookkeeping).
@@ -254,28 +255,80 @@ print(f"{took:.2f}")
 PY
 }
 
-declare -A results
+# CPU, which the machine's other load moves less than wall time: the
+# hosts' side (every process under the claimed hosts' sshd: sessions,
+# sudo, shells, python, the scripts; a detached command reparented away
+# from its session is not counted) and the controller's (heddle's server,
+# or ansible-playbook / parallel-ssh and their ssh clients).
+hosts_cpu() {
+  python3 - "$(dirname "$HEDDLE_SSH_KEY")" "${hosts[@]}" <<'PY'
+import glob, os, sys
+run, addrs = sys.argv[1], set(sys.argv[2:])
+daemons = []
+for d in glob.glob(run + "/host-*"):
+    try:
+        listen = [l.split()[1] for l in open(d + "/sshd_config") if l.startswith("ListenAddress")][0]
+        pid = int(open(d + "/pid").read())
+    except (OSError, IndexError, ValueError):
+        continue
+    if listen in addrs:
+        daemons.append(pid)
+procs = {}
+for p in os.listdir("/proc"):
+    if p.isdigit():
+        try:
+            f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        procs[int(p)] = (int(f[1]), sum(int(x) for x in f[11:15]))  # ppid; utime+stime+cutime+cstime
+children = {}
+for pid, (ppid, _) in procs.items():
+    children.setdefault(ppid, []).append(pid)
+total, stack = 0, [d for d in daemons if d in procs]
+while stack:
+    p = stack.pop()
+    total += procs[p][1]
+    stack += children.get(p, [])
+print(f"{total / os.sysconf('SC_CLK_TCK'):.2f}")
+PY
+}
+# reaped_cpu: CPU seconds of this shell's reaped children so far.
+reaped_cpu() { awk -v tick="$(getconf CLK_TCK)" '{printf "%.2f\n", ($16 + $17) / tick}' "/proc/$$/stat"; }
+sub() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$1" "$2"; }
+
+declare -A results hostcpu ctlcpu
 want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
+contend() { # name command...
+  local name=$1 h0 c0 took h1 c1 ctl
+  shift
+  h0=$(hosts_cpu) c0=$(reaped_cpu)
+  took=$("$@")
+  h1=$(hosts_cpu) c1=$(reaped_cpu)
+  if [ "$name" = heddle ]; then ctl=$(cat "$data/heddle-cpu"); else ctl=$(sub "$c0" "$c1"); fi
+  results[$name]+=" $took" hostcpu[$name]+=" $(sub "$h0" "$h1")" ctlcpu[$name]+=" $ctl"
+  echo "  $name: $took s; CPU-seconds: controller $ctl, hosts $(sub "$h0" "$h1")" >&2
+}
 for round in $(seq "$runs"); do
   echo "bench-static: round $round of $runs" >&2
-  want heddle && results[heddle]+=" $(run_heddle)"
-  want ansible-linear && results[ansible-linear]+=" $(run_ansible linear)"
-  want ansible-free && results[ansible-free]+=" $(run_ansible free)"
-  want parallel-ssh && results[parallel-ssh]+=" $(run_pssh)"
+  want heddle && contend heddle run_heddle
+  want ansible-linear && contend ansible-linear run_ansible linear
+  want ansible-free && contend ansible-free run_ansible free
+  want parallel-ssh && contend parallel-ssh run_pssh
 done
 
-summary() { # name values...
+summary() { # name "walls" "controller CPU" "hosts CPU"
   python3 - "$floor" "$@" <<'PY'
 import statistics, sys
-floor, name, vals = float(sys.argv[1]), sys.argv[2], [float(v) for v in sys.argv[3:]]
+floor, name = float(sys.argv[1]), sys.argv[2]
+vals, ctl, hst = ([float(v) for v in a.split()] for a in sys.argv[3:6])
 med = statistics.median(vals)
-print(f"{name:15s} median {med:6.2f} s  min {min(vals):6.2f}  max {max(vals):6.2f}  x floor {med / floor:4.2f}   ({' '.join(f'{v:.2f}' for v in vals)})")
+print(f"{name:15s} median {med:6.2f} s  min {min(vals):6.2f}  max {max(vals):6.2f}  x floor {med / floor:4.2f}   ({' '.join(f'{v:.2f}' for v in vals)})"
+      f"   CPU-s median: controller {statistics.median(ctl):5.1f}, hosts {statistics.median(hst):5.1f}")
 PY
 }
 echo
 echo "50-node create, 3 services x install/configure/start of 1 s each; floor (critical path) $floor.00 s; $runs rounds"
 for name in heddle ansible-linear ansible-free parallel-ssh; do
   want "$name" || continue
-  # shellcheck disable=SC2086
-  summary "$name" ${results[$name]}
+  summary "$name" "${results[$name]}" "${ctlcpu[$name]}" "${hostcpu[$name]}"
 done

@@ -537,12 +537,19 @@ func (p *Pool) Drain(ctx context.Context, tenant, provider, id string) (Host, er
 var ErrNotReadmittable = errors.New("static: only a dirty or drained host can be readmitted")
 
 // readmit returns a dirty host (an operator cleaned it) or a drained one
-// to the pool: free, undrained, its claim (if any) deleted with it. A taken
-// or wiping host is refused with a *BusyError. before runs with the record
+// to the pool: free, undrained, its claim (if any) deleted with it. A
+// drained host a node still holds is only undrained (it returns to the
+// pool when its node is deleted). A taken (undrained) or wiping host is
+// refused with a *BusyError. before runs with the record
 // read, before anything is written (to clean the host up).
 func (p *Pool) readmit(ctx context.Context, tenant, provider, id string, before func(hostRecord) error) (Host, error) {
 	return p.change(ctx, tenant, provider, id, func(rec *hostRecord) ([]store.Op, error) {
 		switch {
+		case rec.Status == StatusTaken && rec.Drained:
+			// Drained while a node holds it: undrained, the node keeps
+			// it (nothing to clean; the claim stays).
+			rec.Drained = false
+			return nil, nil
 		case rec.Status == StatusTaken || rec.Status == StatusWiping:
 			return nil, busy(rec.Host)
 		case rec.Status == StatusFree && !rec.Drained:
