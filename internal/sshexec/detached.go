@@ -187,14 +187,14 @@ func startInput(files []File, script string) (string, error) {
 // With wait > 0 the shell then waits for the wrapper (its child) for up to
 // wait seconds: a timer subshell interrupts the wait with SIGUSR1, which
 // the shell traps. $$ would name the parent of the subshell that sudo's
-// relay runs this in, so the shell finds its own pid through a child's
-// $PPID. Then it reports as pollScript does, and removes removeAfter when
+// relay runs this in, so the shell reads its own pid from /proc/self/stat
+// (a builtin read: no process), or, without /proc, a child's $PPID. Then it reports as pollScript does, and removes removeAfter when
 // the command has ended.
 func startScript(dir string, size, wait, fetch int, removeAfter string) string {
 	q := quote(dir)
 	s := `umask 077
 d=` + q + `
-report_only=
+report_only= ended=
 mkdir -p -- "${d%/*}" || exit 1
 if ! mkdir -- "$d" 2>/dev/null; then
 	if [ -f "$d/` + detachedPID + `" ]; then echo already; ` + map[bool]string{true: "report_only=1", false: "exit 0"}[wait > 0] + `
@@ -217,16 +217,19 @@ w=$!
 	if wait > 0 {
 		// Waiting first: a command that ends within it has long written
 		// its pid, so the loop below starts no sleep.
-		s += `me=$(exec /bin/sh -c 'echo $PPID')
-trap : USR1
+		s += `me=; read -r me _ < /proc/self/stat 2>/dev/null || me=$(exec /bin/sh -c 'echo $PPID')
+timed=
+trap 'timed=1' USR1
 ( sleep ` + strconv.Itoa(wait) + `; kill -s USR1 "$me" ) > /dev/null 2>&1 < /dev/null &
 t=$!
 wait "$w"
 kill "$t" 2> /dev/null
+# Ended (its status written, or its directory gone): nothing to wait for.
+[ -z "$timed" ] && { [ -f "$d/` + detachedStatus + `" ] || [ ! -d "$d" ]; } && ended=1
 `
 	}
 	s += `i=0
-while [ ! -f "$d/` + detachedPID + `" ]; do
+while [ -z "$ended" ] && [ ! -f "$d/` + detachedPID + `" ]; do
 	i=$((i + 1))
 	if [ $i -gt 1000 ]; then echo "heddle: the detached command did not start" >&2; exit 1; fi
 	sleep 0.01 2>/dev/null || sleep 1
@@ -349,11 +352,14 @@ report() {
 	echo state=exited
 	read c < "$d/` + detachedStatus + `"
 	echo "code=$c"
-	echo "stdout=$(wc -c < "$d/stdout")"
-	echo "stderr=$(wc -c < "$d/stderr")"
+	o=0; e=0
+	[ -s "$d/stdout" ] && o=$(wc -c < "$d/stdout")
+	[ -s "$d/stderr" ] && e=$(wc -c < "$d/stderr")
+	echo "stdout=$o"
+	echo "stderr=$e"
 	echo --
-	tail -c ` + f + ` "$d/stdout"
-	tail -c ` + f + ` "$d/stderr"
+	[ $((o)) -eq 0 ] || tail -c ` + f + ` "$d/stdout"
+	[ $((e)) -eq 0 ] || tail -c ` + f + ` "$d/stderr"
 	` + after + `exit 0
 }
 [ -f "$d/` + detachedStatus + `" ] && report
