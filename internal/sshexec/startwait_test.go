@@ -47,7 +47,7 @@ func TestStartAndWait(t *testing.T) {
 		// Modes, on a command that keeps its files.
 		long := Detached{
 			Dir:    base + "/long/run",
-			Script: "sleep 2; echo done",
+			Script: "sleep 3; echo done",
 			Files: []File{
 				{Path: base + "/long/data", Data: []byte("x")},
 				{Path: base + "/long/tool", Data: []byte("#!/bin/sh\n"), Mode: 0o700},
@@ -61,7 +61,9 @@ func TestStartAndWait(t *testing.T) {
 		require.Equal(t, Running, s.Status.State, "still running after the wait")
 		require.Equal(t, "600 700\n", mustRun(t, c, "stat -c %a "+quote(base+"/long/data")+" "+quote(base+"/long/tool")+" | tr '\\n' ' ' | sed 's/ $/\\n/'"))
 
-		again, err := c.StartAndWait(ctx, long)
+		repeat := long
+		repeat.Wait = 0 // a waiting repeat that saw it end would report it and remove its files
+		again, err := c.StartAndWait(ctx, repeat)
 		require.NoError(t, err)
 		require.False(t, again.Started, "a repeated start does not start it twice")
 
