@@ -7,6 +7,7 @@
 #
 #   scripts/bench-static.sh            # RUNS=3 rounds of every contender
 #   RUNS=5 scripts/bench-static.sh
+#   ONLY=heddle RUNS=1 scripts/bench-static.sh   # one contender (while tuning)
 #
 # The template has three services, each of whose install, configure and
 # start runs a 1 s script: base on every node, app (requires base) on every
@@ -150,7 +151,7 @@ inventory_hosts pool h >"$data/hosts.ini"
 # run_heddle: POST a create, poll until ACTIVE (every 50 ms), print the
 # seconds, delete the cluster (not timed) and wait for every host to be free.
 run_heddle() {
-  python3 - "$HEDDLE_ENDPOINT" "$HEDDLE_KEY" "$nodes" "$floor" "$server_pid" <<'PY'
+  HEDDLE_BENCH_CPU_FILE="$data/heddle-cpu" python3 - "$HEDDLE_ENDPOINT" "$HEDDLE_KEY" "$nodes" "$floor" "$server_pid" <<'PY'
 import json, sys, time, urllib.error, urllib.request
 base, key, n, expected_floor, pid = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 import os
@@ -220,8 +221,33 @@ if floor != expected_floor:
 print(f"  heddle {took:.2f} s; the plan's longest chain of 1 s steps: {floor}; first task started {first - wall0:.2f} s after the POST", file=sys.stderr)
 busy, total = cpu1[1] - cpu0[1], cpu1[2] - cpu0[2]
 print(f"  CPU during the create: heddle server {cpu1[0] - cpu0[0]:.1f} s; the machine {busy:.1f} of {total:.1f} CPU-seconds busy ({100 * busy / total:.0f}%)", file=sys.stderr)
+open(os.environ["HEDDLE_BENCH_CPU_FILE"], "w").write(f"{cpu1[0] - cpu0[0]:.2f}\n")
+# Overheads, less sensitive to the machine's load than the total: how long
+# a task waited after its last dependency ended (dispatch), and how much
+# longer than its 1 s script a step ran (run overhead, SSH and bookkeeping).
+ends = {}
+def ended(tid):
+    """When a task ended; a join (no attempts) when its last dependency did."""
+    if tid not in ends:
+        t = tasks[tid]
+        ends[tid] = ts(t["attempts"][-1]["endedAt"]) if t.get("attempts") else max((ended(d) for d in t.get("dependsOn") or [] if d in tasks), default=None)
+    return ends[tid]
+gaps = {}
+for t in tasks.values():
+    if not t.get("attempts"):
+        continue
+    name = t["action"] + ("/" + t["service"] if t.get("service") else "")
+    deps = [ended(d) for d in t.get("dependsOn") or [] if d in tasks]
+    deps = [e for e in deps if e is not None]
+    if deps:
+        gaps.setdefault(name, []).append(ts(t["attempts"][0]["startedAt"]) - max(deps))
 for name, v in sorted(by.items(), key=lambda kv: max(x[1] for x in kv[1])):
-    print(f"    {name:18s} {len(v):3d} tasks  median {median(x[0] for x in v):5.2f} s  max {max(x[0] for x in v):5.2f} s  last ended {max(x[1] for x in v):5.2f} s after the first began  retried {sum(x[2] > 1 for x in v)}", file=sys.stderr)
+    g = gaps.get(name, [])
+    gap = f"dispatch median {median(g) * 1000:4.0f} ms max {max(g) * 1000:4.0f} ms" if g else "dispatch      -"
+    print(f"    {name:18s} {len(v):3d} tasks  median {median(x[0] for x in v):5.2f} s  max {max(x[0] for x in v):5.2f} s  last ended {max(x[1] for x in v):5.2f} s after the first began  {gap}  retried {sum(x[2] > 1 for x in v)}", file=sys.stderr)
+over = [x[0] - 1 for name, v in by.items() if name.split("/")[0] in steps and "/" in name for x in v]
+allgaps = [x for v in gaps.values() for x in v]
+print(f"  per step: run overhead (duration - 1 s) median {median(over) * 1000:.0f} ms, p90 {sorted(over)[int(0.9 * len(over))] * 1000:.0f} ms; dispatch after the last dependency median {median(allgaps) * 1000:.0f} ms, p90 {sorted(allgaps)[int(0.9 * len(allgaps))] * 1000:.0f} ms", file=sys.stderr)
 call("DELETE", "/v1/clusters/" + cid)
 while call("GET", "/v1/clusters/" + cid)["status"] != "TERMINATED":
     time.sleep(0.2)
@@ -229,26 +255,47 @@ print(f"{took:.2f}")
 PY
 }
 
-declare -A results
+# The controller's CPU, which the machine's other load moves less than
+# wall time: heddle's server, or ansible-playbook / parallel-ssh with their
+# ssh clients. (The hosts' side is not measured: sshd does not account its
+# ended sessions' CPU to the listener, so it cannot be summed per host.)
+# reaped_cpu: CPU seconds of this shell's reaped children so far.
+reaped_cpu() { awk -v tick="$(getconf CLK_TCK)" '{printf "%.2f\n", ($16 + $17) / tick}' "/proc/$$/stat"; }
+sub() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$1" "$2"; }
+
+declare -A results ctlcpu
+want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
+contend() { # name command...
+  local name=$1 c0 took c1 ctl
+  shift
+  c0=$(reaped_cpu)
+  took=$("$@")
+  c1=$(reaped_cpu)
+  if [ "$name" = heddle ]; then ctl=$(cat "$data/heddle-cpu"); else ctl=$(sub "$c0" "$c1"); fi
+  results[$name]+=" $took" ctlcpu[$name]+=" $ctl"
+  echo "  $name: $took s; controller CPU $ctl s" >&2
+}
 for round in $(seq "$runs"); do
   echo "bench-static: round $round of $runs" >&2
-  results[heddle]+=" $(run_heddle)"
-  results[ansible-linear]+=" $(run_ansible linear)"
-  results[ansible-free]+=" $(run_ansible free)"
-  results[parallel-ssh]+=" $(run_pssh)"
+  want heddle && contend heddle run_heddle
+  want ansible-linear && contend ansible-linear run_ansible linear
+  want ansible-free && contend ansible-free run_ansible free
+  want parallel-ssh && contend parallel-ssh run_pssh
 done
 
-summary() { # name values...
+summary() { # name "walls" "controller CPU"
   python3 - "$floor" "$@" <<'PY'
 import statistics, sys
-floor, name, vals = float(sys.argv[1]), sys.argv[2], [float(v) for v in sys.argv[3:]]
+floor, name = float(sys.argv[1]), sys.argv[2]
+vals, ctl = ([float(v) for v in a.split()] for a in sys.argv[3:5])
 med = statistics.median(vals)
-print(f"{name:15s} median {med:6.2f} s  min {min(vals):6.2f}  max {max(vals):6.2f}  x floor {med / floor:4.2f}   ({' '.join(f'{v:.2f}' for v in vals)})")
+print(f"{name:15s} median {med:6.2f} s  min {min(vals):6.2f}  max {max(vals):6.2f}  x floor {med / floor:4.2f}   ({' '.join(f'{v:.2f}' for v in vals)})"
+      f"   controller CPU median {statistics.median(ctl):5.1f} s")
 PY
 }
 echo
 echo "50-node create, 3 services x install/configure/start of 1 s each; floor (critical path) $floor.00 s; $runs rounds"
 for name in heddle ansible-linear ansible-free parallel-ssh; do
-  # shellcheck disable=SC2086
-  summary "$name" ${results[$name]}
+  want "$name" || continue
+  summary "$name" "${results[$name]}" "${ctlcpu[$name]}"
 done

@@ -76,7 +76,7 @@ function hostTable(hosts, act) {
       h('td', { class: 'reason' }, host.reason || '—'),
       h('td', { class: 'actions' },
         host.drained ? null : h('button', { type: 'button', class: 'secondary drain-host', onclick: () => act(host, 'drain') }, 'Drain'),
-        host.status === 'DIRTY' || (host.drained && host.status === 'FREE')
+        host.status === 'DIRTY' || (host.drained && (host.status === 'FREE' || host.status === 'TAKEN'))
           ? h('button', { type: 'button', class: 'secondary readmit-host', onclick: () => act(host, 'readmit') }, 'Readmit')
           : null,
         h('button', { type: 'button', class: 'danger remove-host', onclick: () => act(host, 'remove') }, 'Remove'))))));

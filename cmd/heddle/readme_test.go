@@ -194,6 +194,15 @@ func runReadmeSteps(t *testing.T, work string) {
 	}
 	require.NotEmpty(t, clusterID, "a create ran")
 	require.Contains(t, run("bin/heddle clusters show "+clusterID), "TERMINATED")
+	runFailing := func(line string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "-c", line)
+		cmd.Dir, cmd.Env = work, append(env, "HEDDLE_KEY="+key)
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err, "%s is refused:\n%s", line, out)
+		return string(out)
+	}
+	runReadmeStaticPools(t, work, func(home string) { env = append(env, "HOME="+home) }, run, runFailing)
 	info, err := os.Stat(filepath.Join(work, ".heddle", "heddle.db"))
 	require.NoError(t, err, "the default data directory holds the store")
 	require.True(t, info.Mode().IsRegular())

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Detached is a long command to start on a node and follow by polling.
@@ -27,6 +29,34 @@ type Detached struct {
 	Dir    string
 	Script string
 	Env    map[string]string
+	// Files are written before the command starts (parents made 0700, each
+	// file 0600 or its Mode), through the start's own session: a task's
+	// context and script cost no upload round trips of their own. Their
+	// bytes travel on stdin, never on a command line.
+	Files []File
+	// Wait, when positive, keeps the start's session open while the command
+	// runs, for up to Wait (rounded up to whole seconds; the node's shell
+	// waits on the command, nothing polls): a command that ends within it
+	// is reported at once in the start's answer, as Poll would report it.
+	// Most actions are short; this saves the polls' round trips and the
+	// poll interval's latency.
+	Wait time.Duration
+	// RemoveAfter, when set (absolute), is deleted in the same session once
+	// a command that ended within Wait has been reported (its attempt's
+	// files, which the caller no longer needs).
+	RemoveAfter string
+	// Secrets are redacted from the tails of a command reported at start.
+	Secrets []string
+}
+
+// Started is what StartAndWait found.
+type Started struct {
+	// Started is false when a previous start with the same Dir had already
+	// started the command.
+	Started bool
+	// Status is Running when no Wait was asked or the command still ran
+	// after it; otherwise as Poll reports it.
+	Status Status
 }
 
 // Files in a detached command's directory.
@@ -42,71 +72,179 @@ const (
 // already had). The script and its exports travel through stdin into a 0600
 // file, so they do not show in the node's process list.
 func (c *Client) StartDetached(ctx context.Context, d Detached) (started bool, err error) {
+	d.Wait, d.RemoveAfter = 0, ""
+	s, err := c.StartAndWait(ctx, d)
+	return s.Started, err
+}
+
+// StartAndWait is StartDetached that writes d.Files first and, with
+// d.Wait, follows the command for up to d.Wait in the same session: one
+// session does what uploads, a start and polls would do in several.
+func (c *Client) StartAndWait(ctx context.Context, d Detached) (Started, error) {
 	if err := checkRemotePath(d.Dir); err != nil {
-		return false, err
+		return Started{}, err
+	}
+	if d.RemoveAfter != "" {
+		if err := checkRemotePath(d.RemoveAfter); err != nil {
+			return Started{}, err
+		}
 	}
 	env, err := exports(d.Env)
 	if err != nil {
-		return false, err
+		return Started{}, err
 	}
-	line, err := wrap(startScript(d.Dir), c.sudo)
+	in, err := startInput(d.Files, env+d.Script)
 	if err != nil {
-		return false, err
+		return Started{}, err
+	}
+	keep := newTailBuffer(TailLimit, d.Secrets)
+	fetch := keep.limit + keep.context
+	line, err := wrap(startScript(d.Dir, len(in), waitSeconds(d.Wait), fetch, d.RemoveAfter), c.sudo)
+	if err != nil {
+		return Started{}, err
 	}
 	var stdout bytes.Buffer
 	stderr := newTailBuffer(TailLimit, nil)
-	_, err = c.exec(ctx, line, strings.NewReader(env+d.Script), &stdout, stderr)
+	_, err = c.exec(ctx, line, strings.NewReader(in), &stdout, stderr)
 	var exit *ExitError
 	if errors.As(err, &exit) {
-		return false, fmt.Errorf("sshexec: start detached command in %s on node %s: %w: %s", d.Dir, c.target.Node, err, strings.TrimSpace(stderr.tail(nil).Text))
+		return Started{}, fmt.Errorf("sshexec: start detached command in %s on node %s: %w: %s", d.Dir, c.target.Node, err, strings.TrimSpace(stderr.tail(nil).Text))
 	}
 	if err != nil {
-		return false, err
+		return Started{}, err
 	}
-	switch out := strings.TrimSpace(stdout.String()); out {
+	first, rest, _ := strings.Cut(stdout.String(), "\n")
+	var s Started
+	switch strings.TrimSpace(first) {
 	case "started":
-		return true, nil
+		s.Started = true
 	case "already":
-		return false, nil
 	default:
-		return false, fmt.Errorf("sshexec: start detached command in %s on node %s: unexpected answer %q", d.Dir, c.target.Node, out)
+		return Started{}, fmt.Errorf("sshexec: start detached command in %s on node %s: unexpected answer %q", d.Dir, c.target.Node, strings.TrimSpace(first))
 	}
+	if d.Wait <= 0 {
+		s.Status = Status{State: Running}
+		return s, nil
+	}
+	s.Status, err = c.status(strings.NewReader(rest), d.Dir, fetch, d.Secrets)
+	return s, err
+}
+
+// waitSeconds is d in whole seconds, rounded up (sleep(1) takes integers
+// everywhere).
+func waitSeconds(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return int((d + time.Second - 1) / time.Second)
+}
+
+// startInput is the start's stdin: shell text that writes files (each a
+// printf of a single-quoted literal, exact to the byte) and then the
+// command's own script to "$d/script". The start sources it once it is
+// saved whole (its size is checked), so a cut connection runs nothing.
+func startInput(files []File, script string) (string, error) {
+	var b strings.Builder
+	for _, f := range files {
+		if err := checkRemotePath(f.Path); err != nil {
+			return "", err
+		}
+		if bytes.IndexByte(f.Data, 0) >= 0 {
+			return "", fmt.Errorf("sshexec: file %s holds a NUL byte, which a detached start cannot carry (upload it)", f.Path)
+		}
+		mode := uint32(f.Mode.Perm())
+		if mode == 0 {
+			mode = 0o600
+		}
+		// Builtins where they do: every process started on the node
+		// counts when a thousand nodes start an action at once.
+		p, dir := quote(f.Path), quote(path.Dir(f.Path))
+		b.WriteString("[ -d " + dir + " ] || mkdir -p -- " + dir + " || return 1\n")
+		b.WriteString("printf '%s' " + quote(string(f.Data)) + " > " + p + " || return 1\n")
+		if mode != 0o600 { // a new file under umask 077 is 0600 already
+			b.WriteString("chmod " + strconv.FormatUint(uint64(mode), 8) + " " + p + " || return 1\n")
+		}
+	}
+	if strings.IndexByte(script, 0) >= 0 {
+		return "", errors.New("sshexec: the script holds a NUL byte")
+	}
+	b.WriteString("printf '%s' " + quote(script) + " > \"$d/" + detachedScript + "\" || return 1\n")
+	return b.String(), nil
 }
 
 // startScript creates dir (failing if it exists but holds no started
-// command), saves the script from stdin, records the boot id and launches
-// the wrapper, which records its pid, runs the script and writes the status
-// to a temporary file renamed into place. The wrapper leads its own session
-// and process group; it traps (rather than ignores, which the script would
-// inherit) SIGTERM, so that StopDetached's signal to the group ends the
-// script and the wrapper still records the status (143 when the signal came
-// before the script started). It waits (up to 10 s) for the pid
-// file, so a Poll right after a start never mistakes a starting command for
-// a lost one.
-func startScript(dir string) string {
+// command), saves stdin (size bytes, checked: a cut connection leaves
+// nothing behind) and sources it to write the files and the script, records
+// the boot id and launches the wrapper, which records its pid, runs the
+// script and writes the status to a temporary file renamed into place. The
+// wrapper leads its own session and process group; it traps (rather than
+// ignores, which the script would inherit) SIGTERM, so that StopDetached's
+// signal to the group ends the script and the wrapper still records the
+// status (143 when the signal came before the script started). It waits
+// (up to 10 s) for the pid file, so a Poll right after a start never
+// mistakes a starting command for a lost one.
+//
+// With wait > 0 the shell then waits for the wrapper (its child) for up to
+// wait seconds: a timer subshell interrupts the wait with SIGUSR1, which
+// the shell traps. $$ would name the parent of the subshell that sudo's
+// relay runs this in, so the shell reads its own pid from /proc/self/stat
+// (a builtin read: no process), or, without /proc, a child's $PPID. Then it reports as pollScript does, and removes removeAfter when
+// the command has ended.
+func startScript(dir string, size, wait, fetch int, removeAfter string) string {
 	q := quote(dir)
-	return `umask 077
+	s := `umask 077
 d=` + q + `
+report_only= ended=
 mkdir -p -- "${d%/*}" || exit 1
 if ! mkdir -- "$d" 2>/dev/null; then
-	if [ -f "$d/` + detachedPID + `" ]; then echo already; exit 0; fi
-	echo "heddle: $d exists but holds no started command" >&2; exit 1
+	if [ -f "$d/` + detachedPID + `" ]; then echo already; ` + map[bool]string{true: "report_only=1", false: "exit 0"}[wait > 0] + `
+	else echo "heddle: $d exists but holds no started command" >&2; exit 1; fi
 fi
-cat > "$d/` + detachedScript + `" || exit 1
-cat /proc/sys/kernel/random/boot_id > "$d/` + detachedBoot + `" 2>/dev/null || echo unknown > "$d/` + detachedBoot + `"
+if [ -z "$report_only" ]; then
+cat > "$d/in" || { rm -rf -- "$d"; exit 1; }
+n=$(wc -c < "$d/in")
+if [ $((n)) -ne ` + strconv.Itoa(size) + ` ]; then rm -rf -- "$d"; echo "heddle: start input truncated at $n bytes" >&2; exit 1; fi
+. "$d/in" || { rm -rf -- "$d"; exit 1; }
+read b < /proc/sys/kernel/random/boot_id 2>/dev/null || b=unknown
+echo "$b" > "$d/` + detachedBoot + `"
 s=; command -v setsid >/dev/null 2>&1 && s=setsid
 $s nohup /bin/sh -c 'trap "stop=1" TERM INT HUP
 echo $$ > "$1/pid.tmp" && mv -f "$1/pid.tmp" "$1/` + detachedPID + `"
 if [ -z "$stop" ]; then /bin/sh "$1/` + detachedScript + `" > "$1/stdout" 2> "$1/stderr" < /dev/null; s=$?; else : > "$1/stdout"; : > "$1/stderr"; s=143; fi
 echo $s > "$1/status.tmp" && mv -f "$1/status.tmp" "$1/` + detachedStatus + `"' heddle-detached "$d" > /dev/null 2>&1 < /dev/null &
-i=0
-while [ ! -f "$d/` + detachedPID + `" ]; do
+w=$!
+`
+	if wait > 0 {
+		// Waiting first: a command that ends within it has long written
+		// its pid, so the loop below starts no sleep.
+		s += `me=; read -r me _ < /proc/self/stat 2>/dev/null || me=$(exec /bin/sh -c 'echo $PPID')
+timed=
+trap 'timed=1' USR1
+( sleep ` + strconv.Itoa(wait) + `; kill -s USR1 "$me" ) > /dev/null 2>&1 < /dev/null &
+t=$!
+wait "$w"
+kill "$t" 2> /dev/null
+# Ended (its status written, or its directory gone): nothing to wait for.
+[ -z "$timed" ] && { [ -f "$d/` + detachedStatus + `" ] || [ ! -d "$d" ]; } && ended=1
+`
+	}
+	s += `i=0
+while [ -z "$ended" ] && [ ! -f "$d/` + detachedPID + `" ]; do
 	i=$((i + 1))
 	if [ $i -gt 1000 ]; then echo "heddle: the detached command did not start" >&2; exit 1; fi
 	sleep 0.01 2>/dev/null || sleep 1
 done
 echo started
+fi
 `
+	if wait <= 0 {
+		return s
+	}
+	after := ""
+	if removeAfter != "" {
+		after = "rm -rf -- " + quote(removeAfter) + "\n"
+	}
+	return s + pollScriptThen(dir, fetch, after)
 }
 
 // State is where a detached command stands.
@@ -170,7 +308,12 @@ func (c *Client) Poll(ctx context.Context, dir string, secrets []string) (Status
 		}
 		return Status{}, err
 	}
-	st, err := parsePoll(&stdout, fetch, secrets)
+	return c.status(&stdout, dir, fetch, secrets)
+}
+
+// status reads pollScript's answer about the command in dir.
+func (c *Client) status(r io.Reader, dir string, fetch int, secrets []string) (Status, error) {
+	st, err := parsePoll(r, fetch, secrets)
 	if err != nil {
 		return Status{}, fmt.Errorf("sshexec: poll %s on node %s: %w", dir, c.target.Node, err)
 	}
@@ -195,7 +338,11 @@ const (
 // pollScript prints "state=..." and, for an exited command, its code, the
 // sizes of its output files, a "--" line and the last fetch bytes of stdout
 // then of stderr.
-func pollScript(dir string, fetch int) string {
+func pollScript(dir string, fetch int) string { return pollScriptThen(dir, fetch, "") }
+
+// pollScriptThen is pollScript that runs after (shell text) once it has
+// reported an exited command.
+func pollScriptThen(dir string, fetch int, after string) string {
 	f := strconv.Itoa(fetch)
 	return `d=` + quote(dir) + `
 if [ ! -d "$d" ]; then echo state=lost; echo reason=missing; exit 0; fi
@@ -203,13 +350,17 @@ b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown)
 if [ "$b" != "$(cat "$d/` + detachedBoot + `" 2>/dev/null)" ]; then echo state=lost; echo reason=rebooted; exit 0; fi
 report() {
 	echo state=exited
-	echo "code=$(cat "$d/` + detachedStatus + `")"
-	echo "stdout=$(wc -c < "$d/stdout")"
-	echo "stderr=$(wc -c < "$d/stderr")"
+	read c < "$d/` + detachedStatus + `"
+	echo "code=$c"
+	o=0; e=0
+	[ -s "$d/stdout" ] && o=$(wc -c < "$d/stdout")
+	[ -s "$d/stderr" ] && e=$(wc -c < "$d/stderr")
+	echo "stdout=$o"
+	echo "stderr=$e"
 	echo --
-	tail -c ` + f + ` "$d/stdout"
-	tail -c ` + f + ` "$d/stderr"
-	exit 0
+	[ $((o)) -eq 0 ] || tail -c ` + f + ` "$d/stdout"
+	[ $((e)) -eq 0 ] || tail -c ` + f + ` "$d/stderr"
+	` + after + `exit 0
 }
 [ -f "$d/` + detachedStatus + `" ] && report
 p=$(cat "$d/` + detachedPID + `" 2>/dev/null)

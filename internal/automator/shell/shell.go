@@ -185,29 +185,17 @@ func (s *Shell) Start(ctx context.Context, req automator.Request) automator.Outp
 	if !s.detach(req) {
 		return r.sync(ctx)
 	}
-	out, err := r.start(ctx)
+	// Watched in place for QuickWait by the start's own session (the node's
+	// shell waits on the command; nothing polls): most actions end within
+	// it, and a trip through the queue plus a PollInterval would cost more
+	// than the wait.
+	out, st, err := r.start(ctx, max(s.cfg.QuickWait, 0))
 	if err != nil {
 		out.Err = describe(err, string(req.Context.Action), req.Context)
 		return out
 	}
-	// Watch it in place for QuickWait, polling at 50 ms, 100 ms, 200 ms ...
-	wait, deadline := 50*time.Millisecond, time.Now().Add(s.cfg.QuickWait)
-	for time.Now().Add(wait).Before(deadline) {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return s.Check(ctx, req)
-		case <-t.C:
-		}
-		checked := s.Check(ctx, req)
-		if !checked.Pending {
-			if checked.HostKey == "" {
-				checked.HostKey = out.HostKey
-			}
-			return checked
-		}
-		wait *= 2
+	if st.State != sshexec.Running {
+		return r.reported(st, out.HostKey)
 	}
 	out.Pending, out.PollAfter = true, s.cfg.PollInterval
 	return out
@@ -364,16 +352,15 @@ func (r run) sync(ctx context.Context) automator.Output {
 // only polls.
 func (r run) detached(ctx context.Context) automator.Output {
 	runDir := r.base + "/run"
-	out, err := r.start(ctx)
+	out, st, err := r.start(ctx, max(r.shell.cfg.QuickWait, 0))
 	if err != nil {
 		out.Err = describe(err, string(r.req.Context.Action), r.req.Context)
 		return out
 	}
+	if st.State != sshexec.Running {
+		return r.reported(st, out.HostKey)
+	}
 	for {
-		st, err := r.poll(ctx, runDir)
-		if err == nil && st.State != sshexec.Running {
-			return r.ended(ctx, st, out.HostKey)
-		}
 		timer := time.NewTimer(r.shell.cfg.PollInterval)
 		select {
 		case <-ctx.Done():
@@ -385,26 +372,57 @@ func (r run) detached(ctx context.Context) automator.Output {
 		}
 		// A poll that could not reach the node is tried again at the next
 		// interval: a detached command outlives a network blip.
+		st, err := r.poll(ctx, runDir)
+		if err == nil && st.State != sshexec.Running {
+			return r.ended(ctx, st, out.HostKey)
+		}
 	}
 }
 
-// start uploads the context and the script and starts the script detached
-// (or finds it started).
-func (r run) start(ctx context.Context) (automator.Output, error) {
+// start writes the context and the script and starts the script detached
+// (or finds it started), all in one session, and follows it there for up
+// to wait: a command that ended within it comes back with its status and
+// its files already removed.
+func (r run) start(ctx context.Context, wait time.Duration) (automator.Output, sshexec.Status, error) {
 	dir := r.base
 	out := automator.Output{ExitCode: -1}
+	var st sshexec.Status
+	if dl, ok := ctx.Deadline(); ok && wait > 0 {
+		// The wait must end before the action's time does: a session cut
+		// by the deadline would leave the command running unstopped.
+		if room := (time.Until(dl) - time.Second).Truncate(time.Second); room < wait {
+			wait = max(room, 0)
+		}
+	}
 	err := r.shell.pool.Do(ctx, r.req.Target, func(c *sshexec.Client) error {
 		out.HostKey, _ = c.NewlyPinned()
-		if err := c.Upload(ctx, sshexec.File{Path: dir + "/context.json", Data: r.contextDoc}); err != nil {
-			return err
-		}
-		if err := c.Upload(ctx, sshexec.File{Path: dir + "/script", Data: []byte(r.body), Mode: 0o700}); err != nil {
-			return err
-		}
-		_, err := c.StartDetached(ctx, sshexec.Detached{Dir: dir + "/run", Script: detachedScript(r.body, dir+"/script"), Env: r.env(dir + "/context.json")})
+		s, err := c.StartAndWait(ctx, sshexec.Detached{
+			Dir:    dir + "/run",
+			Script: detachedScript(r.body, dir+"/script"),
+			Env:    r.env(dir + "/context.json"),
+			Files: []sshexec.File{
+				{Path: dir + "/context.json", Data: r.contextDoc},
+				{Path: dir + "/script", Data: []byte(r.body), Mode: 0o700},
+			},
+			Wait:        wait,
+			RemoveAfter: dir,
+			Secrets:     r.req.Secrets,
+		})
+		st = s.Status
 		return err
 	})
-	return out, err
+	return out, st, err
+}
+
+// reported is the output of a command that ended within the start's wait
+// (its files are already removed).
+func (r run) reported(st sshexec.Status, hostKey string) automator.Output {
+	out := automator.Output{ExitCode: st.ExitCode, Stdout: st.Stdout, Stderr: st.Stderr, HostKey: hostKey}
+	if st.State == sshexec.Lost {
+		out.ExitCode = -1
+	}
+	out.Err = describe(st.Err(), string(r.req.Context.Action), r.req.Context)
+	return out
 }
 
 // ended turns the status of a detached command that is no longer running

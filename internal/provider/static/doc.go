@@ -10,11 +10,15 @@
 // a repeated create (same token) finds its claim and returns the same host.
 // Hosts' login keys are sealed at rest (secrets) and never returned.
 //
-// Create installs the cluster's public key in the login user's
+// Create only takes the host (no SSH), so a bad host shows where a
+// booting machine's problems do: Confirm logs in with the host's own key
+// and installs the cluster's public key in the login user's
 // authorized_keys (a line whose comment names the node; edits are locked
 // with flock, or a lock directory where flock is missing, so concurrent
-// edits of one file lose nothing). Confirm logs in with the cluster's key
-// and pins the host key (or checks the registered one). Delete runs the
+// edits of one file lose nothing), pins the host key on first contact (or
+// checks the registered one), then logs in with the cluster's key. A host
+// that is unreachable, refuses its key or presents another host key fails
+// the confirm with the reason. Delete runs the
 // provider's wipe script as root, removes the node's key line and returns
 // the host to the pool in one transaction with the claim's deletion; a
 // failing wipe keeps the host out of the pool and fails the delete, so a
@@ -27,7 +31,7 @@
 // (Static.Register with check), and readmits a dirty or drained host
 // (Static.Readmit, which removes the old node's key line first). A host
 // registered without a host key has the key it presents to its first
-// node's create pinned on the host. With the node_homes field, each node's
+// node's confirm pinned on the host. With the node_homes field, each node's
 // scripts get a HOME of their own on the host, for hosts that several
 // nodes, pools or users share.
 package static

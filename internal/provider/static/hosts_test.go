@@ -155,8 +155,13 @@ func TestDrainAndReadmit(t *testing.T) {
 	_, err = f.pool.take(ctx, "acme", "rack1", "c1", "c1-1001", "tok-2")
 	require.ErrorIs(t, err, ErrNoHost, "a drained host is given to no new node")
 
+	undrained, err := f.static.Readmit(ctx, "acme", "rack1", "h0")
+	require.NoError(t, err, "a drained host its node still holds is undrained")
+	require.False(t, undrained.Drained)
+	require.Equal(t, StatusTaken, undrained.Status, "and stays with its node")
+	require.Equal(t, "c1-1000", undrained.Claim.NodeID)
 	_, err = f.static.Readmit(ctx, "acme", "rack1", "h0")
-	require.ErrorIs(t, err, ErrHostTaken, "a taken host cannot be readmitted")
+	require.ErrorIs(t, err, ErrHostTaken, "a taken host that is not drained cannot be readmitted")
 	h1, err := f.static.Readmit(ctx, "acme", "rack1", "h1")
 	require.NoError(t, err)
 	require.False(t, h1.Drained)
@@ -176,6 +181,8 @@ func TestReadmitDirtyHost(t *testing.T) {
 	req := request(key, uniqueNode(), map[string]string{FieldWipeScript: "exit 3"})
 	ctx := testCtx(t)
 	_, err := f.static.Create(ctx, req)
+	require.NoError(t, err)
+	_, err = confirm(t, f.static, req)
 	require.NoError(t, err)
 	require.Contains(t, readAuthorizedKeys(t), keyLine(req))
 	_, err = f.static.Delete(ctx, req)
@@ -203,7 +210,9 @@ func TestNodeHomes(t *testing.T) {
 	require.NoError(t, err)
 	home := filepath.Join(dir, "acme", "c1", req.Node.ID)
 	require.Equal(t, home, created.Properties[PropHome])
-	require.DirExists(t, home, "the create makes the node's home")
+	_, err = confirm(t, f.static, req)
+	require.NoError(t, err)
+	require.DirExists(t, home, "the confirm makes the node's home")
 	_, err = f.static.Delete(ctx, req)
 	require.NoError(t, err)
 	wiped, err := os.ReadFile(filepath.Join(dir, "wiped"))
@@ -248,8 +257,8 @@ func TestCheckAtRegistration(t *testing.T) {
 }
 
 // TestBadHostsFailTheNode: without a check, an unreachable host, a refused
-// key and a changed host key fail the node's create or confirm with the
-// reason.
+// key and a changed host key fail the node's confirm with the reason (the
+// create only takes the host).
 func TestBadHostsFailTheNode(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
@@ -270,7 +279,10 @@ func TestBadHostsFailTheNode(t *testing.T) {
 			f := setup(t)
 			_, err := f.pool.Register(ctx, "acme", "rack1", tc.spec)
 			require.NoError(t, err)
-			_, err = f.static.Create(ctx, request(key, uniqueNode(), nil))
+			req := request(key, uniqueNode(), nil)
+			_, err = f.static.Create(ctx, req)
+			require.NoError(t, err, "the create contacts no host")
+			_, err = confirm(t, f.static, req)
 			require.ErrorContains(t, err, "host h0")
 			require.ErrorContains(t, err, tc.want)
 		})

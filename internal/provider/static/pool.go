@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -535,12 +537,19 @@ func (p *Pool) Drain(ctx context.Context, tenant, provider, id string) (Host, er
 var ErrNotReadmittable = errors.New("static: only a dirty or drained host can be readmitted")
 
 // readmit returns a dirty host (an operator cleaned it) or a drained one
-// to the pool: free, undrained, its claim (if any) deleted with it. A taken
-// or wiping host is refused with a *BusyError. before runs with the record
+// to the pool: free, undrained, its claim (if any) deleted with it. A
+// drained host a node still holds is only undrained (it returns to the
+// pool when its node is deleted). A taken (undrained) or wiping host is
+// refused with a *BusyError. before runs with the record
 // read, before anything is written (to clean the host up).
 func (p *Pool) readmit(ctx context.Context, tenant, provider, id string, before func(hostRecord) error) (Host, error) {
 	return p.change(ctx, tenant, provider, id, func(rec *hostRecord) ([]store.Op, error) {
 		switch {
+		case rec.Status == StatusTaken && rec.Drained:
+			// Drained while a node holds it: undrained, the node keeps
+			// it (nothing to clean; the claim stays).
+			rec.Drained = false
+			return nil, nil
 		case rec.Status == StatusTaken || rec.Status == StatusWiping:
 			return nil, busy(rec.Host)
 		case rec.Status == StatusFree && !rec.Drained:
@@ -618,8 +627,17 @@ func (p *Pool) take(ctx context.Context, tenant, provider, clusterID, nodeID, to
 		if err != nil {
 			return taken{}, err
 		}
-		for _, it := range page.Items {
-			total++
+		total += len(page.Items)
+		// The first free host in id order; after a lost race, the page's
+		// other hosts from a place of the node's own (its id's hash): in
+		// order, the k-th of n concurrent creates would lose k-1
+		// conditional writes first, n²/2 in all.
+		order := make([]int, 0, len(page.Items))
+		for i := range page.Items {
+			order = append(order, i)
+		}
+		for n := 0; n < len(order); n++ {
+			it := page.Items[order[n]]
 			if it.Status != StatusFree {
 				continue
 			}
@@ -652,7 +670,13 @@ func (p *Pool) take(ctx context.Context, tenant, provider, clusterID, nodeID, to
 				return t, err
 			}
 			if errors.Is(err, store.ErrConditionFailed) {
-				continue // another node took this host: try the next
+				if n == order[n] {
+					// The first lost race: the rest from the node's place.
+					rest := order[n+1:]
+					k := spread(nodeID, len(rest))
+					order = append(order[:n+1], append(slices.Clone(rest[k:]), rest[:k]...)...)
+				}
+				continue
 			}
 			if err != nil {
 				return taken{}, err
@@ -666,6 +690,16 @@ func (p *Pool) take(ctx context.Context, tenant, provider, clusterID, nodeID, to
 		q.Cursor = page.Next
 	}
 	return taken{}, fmt.Errorf("%w %s (%d hosts registered, none free and undrained)", ErrNoHost, provider, total)
+}
+
+// spread maps id to [0, n) evenly.
+func spread(id string, n int) int {
+	if n == 0 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return int(h.Sum32() % uint32(n))
 }
 
 // held returns the host a node's claim names, checking the token.

@@ -77,8 +77,10 @@ func keyLine(req provider.Request) string {
 	return req.Key.AuthorizedKey() + marker(req.Tenant, req.ClusterID, req.Node.ID)
 }
 
-// Create takes a host for the node (or finds the one it took) and installs
-// the cluster's public key for the host's user.
+// Create takes a host for the node (or finds the one it took). It does not
+// contact the host: a host that cannot be reached, refuses its key or
+// presents another host key fails the node's confirm, with the reason,
+// where a booting machine's problems show too.
 func (s *Static) Create(ctx context.Context, req provider.Request) (provider.Node, error) {
 	if req.Key == nil || req.Token == "" || req.Provider == "" {
 		return provider.Node{}, errors.New("static: create needs the cluster's key, a token and the provider's name")
@@ -86,21 +88,6 @@ func (s *Static) Create(ctx context.Context, req provider.Request) (provider.Nod
 	t, err := s.pool.take(ctx, req.Tenant, req.Provider, req.ClusterID, req.Node.ID, req.Token)
 	if err != nil {
 		return provider.Node{}, err
-	}
-	// Installed with the host's own key: the cluster's is not in yet. A
-	// create retried after this failed installs it then (the edit is
-	// idempotent), as the host stays claimed by the node.
-	presented, err := s.editKeys(ctx, t, req.Node.ID, addKeyScript(keyLine(req), nodeHome(req)))
-	if err != nil {
-		return provider.Node{}, fmt.Errorf("static: install the cluster's key on host %s: %w", t.ID, err)
-	}
-	if t.HostKey == "" {
-		// First contact: the key is the host's from now on, for every
-		// later node too.
-		if err := s.pool.pin(ctx, req.Tenant, req.Provider, t.ID, presented); err != nil {
-			return provider.Node{}, fmt.Errorf("static: pin host %s's key: %w", t.ID, err)
-		}
-		t.HostKey = presented
 	}
 	return facts(req, t, t.HostKey), nil
 }
@@ -115,8 +102,13 @@ func nodeHome(req provider.Request) string {
 	return path.Join(dir, req.Tenant, req.ClusterID, req.Node.ID)
 }
 
-// Confirm logs in to the node's host with the cluster's key, once: a host
-// that does not answer yet is asked again after ProbeInterval.
+// Confirm installs the cluster's public key for the host's user (logging
+// in with the host's own key; the edit is idempotent, so a repeated
+// confirm does no harm), pins the host's key on first contact, then logs
+// in with the cluster's key, the login the node's tasks use. A host that
+// cannot be reached, refuses its key or presents a host key other than
+// the pinned one fails the confirm with the reason: a registered host is
+// meant to be up, and its attempts' retries cover a blip.
 func (s *Static) Confirm(ctx context.Context, req provider.Request) (provider.Progress, error) {
 	t, found, err := s.held(ctx, req)
 	if err != nil {
@@ -125,12 +117,27 @@ func (s *Static) Confirm(ctx context.Context, req provider.Request) (provider.Pr
 	if !found {
 		return provider.Progress{}, fmt.Errorf("static: node %s holds no host (was it created?)", req.Node.ID)
 	}
-	pinned := req.Node.HostKey
-	if pinned == "" {
-		pinned = t.HostKey
+	if req.Key == nil {
+		return provider.Progress{}, errors.New("static: confirm needs the cluster's key")
+	}
+	firstContact := t.HostKey == "" && req.Node.HostKey == ""
+	if req.Node.HostKey != "" {
+		t.HostKey = req.Node.HostKey // the node's pin rules
+	}
+	presented, err := s.editKeys(ctx, t, req.Node.ID, addKeyScript(keyLine(req), nodeHome(req)))
+	if err != nil {
+		return provider.Progress{}, fmt.Errorf("static: confirm: install the cluster's key on host %s as %s with the host's key: %w", t.ID, t.User, err)
+	}
+	if firstContact {
+		// First contact: the key is the host's from now on, for every
+		// later node too.
+		if err := s.pool.pin(ctx, req.Tenant, req.Provider, t.ID, presented); err != nil {
+			return provider.Progress{}, fmt.Errorf("static: pin host %s's key: %w", t.ID, err)
+		}
+		t.HostKey = presented
 	}
 	p, err := provider.ConfirmSSH(ctx, req.SSH, sshexec.Target{
-		Node: req.Node.ID, Address: t.address(), User: t.User, Key: req.Key.Signer(), HostKey: pinned,
+		Node: req.Node.ID, Address: t.address(), User: t.User, Key: req.Key.Signer(), HostKey: t.HostKey,
 	}, facts(req, t, ""), s.probe, "")
 	if err != nil {
 		return provider.Progress{}, fmt.Errorf("static: confirm: %w", err)

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,7 @@ type Server struct {
 
 	listener   net.Listener
 	authorized []byte
+	keysFile   atomic.Pointer[string]
 	config     *ssh.ServerConfig
 	mu         sync.Mutex
 	conns      map[net.Conn]bool
@@ -79,7 +81,7 @@ func Start(t testing.TB, addr string, hostKey ssh.Signer, authorized ssh.PublicK
 func (s *Server) ReplaceHostKey(hostKey ssh.Signer) {
 	config := &ssh.ServerConfig{
 		PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
-			if bytes.Equal(key.Marshal(), s.authorized) {
+			if bytes.Equal(key.Marshal(), s.authorized) || s.inKeysFile(key) {
 				return nil, nil
 			}
 			return nil, errors.New("key not authorized")
@@ -89,6 +91,27 @@ func (s *Server) ReplaceHostKey(hostKey ssh.Signer) {
 	s.mu.Lock()
 	s.HostKey, s.config = hostKey, config
 	s.mu.Unlock()
+}
+
+// AuthorizeKeysIn makes the server also accept every key listed in the
+// authorized_keys file at path, read at each login, as sshd reads the
+// login's ~/.ssh/authorized_keys: keys a test's code installs there log in.
+func (s *Server) AuthorizeKeysIn(path string) { s.keysFile.Store(&path) }
+
+func (s *Server) inKeysFile(key ssh.PublicKey) bool {
+	p := s.keysFile.Load()
+	if p == nil {
+		return false
+	}
+	data, err := os.ReadFile(*p)
+	for err == nil && len(data) > 0 {
+		var k ssh.PublicKey
+		k, _, _, data, err = ssh.ParseAuthorizedKey(data)
+		if err == nil && bytes.Equal(k.Marshal(), key.Marshal()) {
+			return true
+		}
+	}
+	return false
 }
 
 // Close stops listening and drops every connection.
