@@ -54,6 +54,11 @@ type Result struct {
 	// recorded; the final result's are.
 	PollAfter time.Duration
 	PollState string // opaque to the engine; at most a few hundred bytes
+	// Health is a check's verdict (set by the engine, see checkResult), and
+	// Note the error that led to it: a check that finds a fault still
+	// succeeds as a task, so the verification goes on to its end.
+	Health domain.CheckStatus
+	Note   string
 }
 
 // NodeFacts are node properties an executor reports. Empty fields leave the

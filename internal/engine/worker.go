@@ -186,6 +186,9 @@ func (e *Engine) runClaimed(ctx context.Context, ref TaskRef, claimed loadedTask
 		// Whatever the executor answered, the action ran past its timeout.
 		res.Err = fmt.Errorf("timed out after %s", lt.task.Timeout)
 	}
+	if lt.task.Action == domain.ActionCheck && (res.PollAfter == 0 || timedOut) {
+		res = checkResult(res, timedOut)
+	}
 	if ctx.Err() == nil && !lost {
 		e.cfg.Observer.Attempt(tenant, string(lt.task.Action), attemptOutcome(lt.task, res), took)
 	}
@@ -373,6 +376,12 @@ func (e *Engine) endAttempt(t *domain.Task, status domain.TaskStatus, res Result
 	a.Stdout, a.Stderr = boundTail(res.Stdout, maxTailBytes), boundTail(res.Stderr, maxTailBytes)
 	if res.Err != nil {
 		a.Error = boundHead(res.Err.Error(), maxErrorBytes)
+	}
+	if res.Health != "" {
+		a.Health = res.Health
+		if res.Note != "" {
+			a.Error = boundHead(res.Note, maxErrorBytes)
+		}
 	}
 	compactAttempts(t)
 }
