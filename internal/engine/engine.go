@@ -154,6 +154,12 @@ type Config struct {
 	// submitting the cluster's delete job (the engine cannot plan one). Nil:
 	// expired leases are only counted.
 	ExpireLease func(ctx context.Context, tenant string, c domain.Cluster) error
+	// Verify is called by the janitor for each cluster whose verification
+	// is due (after a create or scale that succeeded, and periodically where
+	// the template asks) and that no job holds; the cluster service submits
+	// the verification job. ErrNothingToVerify drops the due verification.
+	// Nil: due verifications wait.
+	Verify func(ctx context.Context, tenant string, c domain.Cluster) error
 	// WorkerID names this process in attempt records.
 	WorkerID string
 	Logger   *slog.Logger

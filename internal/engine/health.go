@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -105,4 +107,93 @@ func (e *Engine) healthOf(ctx context.Context, tenant, jobID string, total int, 
 	slices.SortStableFunc(h.Problems, func(a, b domain.CheckResult) int { return strings.Compare(a.Node+a.Service, b.Node+b.Service) })
 	h.Status = domain.SumHealth(h.Counts)
 	return h, nil
+}
+
+// ErrNothingToVerify: no service of the cluster defines a check action.
+var ErrNothingToVerify = errors.New("engine: no service of the cluster defines a check action")
+
+// A due verification is an item of its own per cluster (VERIFYDUE,
+// indexed in VERIFY#<shard> by when it is due), not a field of the cluster
+// item, whose one index entry already serves its lease. The job end that
+// makes one due writes it in its transaction; the janitor deletes it once
+// it has submitted the verification (whose end writes the next one when
+// the template asks for periodic verification).
+func verifyPartition(shard int) string { return fmt.Sprintf("VERIFY#%d", shard) }
+
+func verifyDueKey(tenant, cluster string) store.Key {
+	return store.Key{PK: store.TenantPK(tenant, "VERIFYDUE"), SK: cluster}
+}
+
+// verifySchedule is what a job's end does to c's due verification: make
+// one due now (a create or scale that succeeded, Effect.Verify), due a
+// period after a verification ended (the template's VerifyEvery), or none
+// (the cluster is gone).
+func verifySchedule(tenant string, c domain.Cluster, job domain.Job, effect Effect, succeeded bool, now time.Time) []store.Op {
+	key := verifyDueKey(tenant, c.ID)
+	if c.Status.Terminal() {
+		return []store.Op{store.Delete(key, store.Condition{})}
+	}
+	var due time.Time
+	switch {
+	case effect.Verify && succeeded:
+		due = now
+	case job.Operation == domain.OpVerify && c.Resolved != nil && c.Resolved.Administration.VerifyEvery > 0:
+		due = now.Add(c.Resolved.Administration.VerifyEvery.Std())
+	default:
+		return nil
+	}
+	return []store.Op{store.Put(store.Item{Key: key, Data: mustJSON(map[string]string{"cluster": c.ID}),
+		Index: &store.IndexKey{Partition: verifyPartition(shardOf(tenant + c.ID)), Sort: store.SortableTime(due)}}, store.Condition{})}
+}
+
+// startDueVerification hands a cluster whose verification is due to
+// Verify, unless a job holds it (a later pass looks again), then drops
+// the due item, on the version it read: a job end that made it due again
+// meanwhile wins.
+func (e *Engine) startDueVerification(ctx context.Context, indexed store.Item, r *JanitorReport) error {
+	tenant, rest, ok := store.TenantOf(indexed.PK)
+	if !ok || rest != "VERIFYDUE" {
+		return nil
+	}
+	it, err := e.store.Get(ctx, indexed.Key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if it.Index == nil || it.Index.Sort > store.SortableTime(e.now()) {
+		return nil // the index lagged: it is due later now
+	}
+	drop := func() error {
+		_, err := e.store.Write(ctx, store.Delete(it.Key, store.Condition{Version: it.Version}))
+		if errors.Is(err, store.ErrConditionFailed) {
+			return nil
+		}
+		return err
+	}
+	_, c, err := e.loadCluster(ctx, tenant, it.SK)
+	if errors.Is(err, store.ErrNotFound) {
+		return drop()
+	}
+	if err != nil {
+		return err
+	}
+	if c.Status.Terminal() {
+		return drop()
+	}
+	if c.ActiveJobID != "" || e.cfg.Verify == nil {
+		return nil
+	}
+	err = e.cfg.Verify(ctx, tenant, c)
+	switch {
+	case errors.Is(err, ErrClusterBusy):
+		return nil
+	case err != nil && !errors.Is(err, ErrNothingToVerify):
+		return fmt.Errorf("verifying cluster %s: %w", c.ID, err)
+	}
+	if err == nil {
+		r.Verifications++
+	}
+	return drop()
 }

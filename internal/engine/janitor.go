@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/events"
 	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/store"
 )
@@ -21,12 +22,15 @@ type JanitorReport struct {
 	LeasesExpired int // clusters past their lease handed to ExpireLease
 	IndexCleared  int // ready tasks of jobs that will not run them
 	Stuck         int // jobs failed because they could never end (see failIfStuck)
+	Verifications int // due verifications handed to Verify
+	EventsExpired int // events past their retention deleted
 }
 
 // Pass is the report as metrics name its figures.
 func (r JanitorReport) Pass() metrics.JanitorPass {
 	return metrics.JanitorPass{"timed_out": r.TimedOut, "resent": r.Resent, "jobs_moved_on": r.JobsMovedOn, "undone": r.Undone,
-		"leases_expired": r.LeasesExpired, "index_cleared": r.IndexCleared, "stuck": r.Stuck}
+		"leases_expired": r.LeasesExpired, "index_cleared": r.IndexCleared, "stuck": r.Stuck,
+		"verifications": r.Verifications, "events_expired": r.EventsExpired}
 }
 
 // RunJanitor makes one pass over every tenant: it fails running attempts past
@@ -63,6 +67,16 @@ func (e *Engine) RunJanitor(ctx context.Context) (JanitorReport, error) {
 		}); err != nil {
 			errs = append(errs, err)
 		}
+		if err := e.eachIndexed(ctx, verifyPartition(shard), store.SortableTime(now), func(it store.Item) error {
+			return e.startDueVerification(ctx, it, &r)
+		}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	n, err := events.Expire(ctx, e.store, now)
+	r.EventsExpired += n
+	if err != nil {
+		errs = append(errs, err)
 	}
 	return r, errors.Join(errs...)
 }
@@ -315,7 +329,9 @@ func (e *Engine) undoSubmission(ctx context.Context, tenant, cluster string, lj 
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	ops = append(ops, jobEvent(tenant, job.Job, domain.JobPending, job.EndedAt))
 	if err == nil && c.ActiveJobID == job.ID {
+		prev := c.Status
 		c.ActiveJobID = ""
 		c.Status, c.StatusMessage = job.PrevStatus, job.StatusMessage
 		c.NodeCount -= job.AddedNodeCount
@@ -325,6 +341,7 @@ func (e *Engine) undoSubmission(ctx context.Context, tenant, cluster string, lj 
 		next := clusterItem(tenant, c)
 		ops = append(ops, store.Update(cit.Key, store.Condition{Version: cit.Version},
 			store.Changes{Data: next.Data, Status: &next.Status, Index: next.Index, ClearIndex: next.Index == nil}))
+		ops = append(ops, clusterEvent(tenant, c, prev, job.ID, job.EndedAt)...)
 	}
 	if job.TakenClusters != 0 || job.TakenNodes != 0 {
 		ops = append(ops, store.Update(tenantKey(tenant), store.Condition{MustExist: true},

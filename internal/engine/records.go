@@ -25,6 +25,9 @@ type Effect struct {
 	// victims of a shrink, ACTIVE on the nodes of a create).
 	NodeStatus domain.NodeStatus `json:"nodeStatus,omitempty"`
 	Nodes      []string          `json:"nodes,omitempty"`
+	// Verify, on a success, makes a verification of the cluster due at
+	// once (a create or scale of a cluster whose services define checks).
+	Verify bool `json:"verify,omitempty"`
 }
 
 // jobRecord is the stored job: the API's view plus what the engine needs to
