@@ -79,6 +79,9 @@ func Build(p Parts) (*Services, error) {
 	ecfg.ExpireLease = func(ctx context.Context, tenant string, c domain.Cluster) error {
 		return clusters.ExpireLease(ctx, tenant, c)
 	}
+	ecfg.Verify = func(ctx context.Context, tenant string, c domain.Cluster) error {
+		return clusters.VerifyDue(ctx, tenant, c)
+	}
 	var exec *lateExecutor
 	var executor engine.Executor
 	if p.Automators != nil {
