@@ -22,9 +22,12 @@ func (s *Server) verifyCluster(w http.ResponseWriter, r *http.Request, p access.
 	if err != nil {
 		return err
 	}
-	var req struct{}
-	if err := decode(r, &req); err != nil {
-		return notFoundFirst(r, svc, p, id, err)
+	// No options: the body may be empty, or {}.
+	if r.ContentLength != 0 {
+		var req struct{}
+		if err := decode(r, &req); err != nil {
+			return notFoundFirst(r, svc, p, id, err)
+		}
 	}
 	res, err := svc.Verify(r.Context(), p, id)
 	var none *cluster.NoChecksError
