@@ -30,8 +30,18 @@ func (e *NoChecksError) Is(target error) bool { return target == engine.ErrNothi
 // every service on every node that carries it, as one job (see the engine's
 // health.go). It holds the cluster's lock like any job, so it waits for no
 // operation and none runs beside it; its end records the cluster's health.
+//
+// Asked while a verification of the cluster runs, it answers that one:
+// there is at most one at a time, and its result is what was asked for.
 func (s *Service) Verify(ctx context.Context, p access.Principal, id string) (*Result, error) {
 	l, err := s.loadLive(ctx, p, id)
+	if errors.Is(err, engine.ErrClusterBusy) {
+		if c, cerr := s.visible(ctx, p, id); cerr == nil && c.ActiveJobID != "" {
+			if job, jerr := s.cfg.Engine.Job(ctx, p.Tenant, id, c.ActiveJobID); jerr == nil && job.Operation == domain.OpVerify {
+				return &Result{Cluster: c, Job: &job}, nil
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// docSteps returns the command lines of the first sh block of a docs page
+// after marker, without comments.
+func docSteps(t *testing.T, path, marker string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	text := string(data)
+	at := strings.Index(text, marker)
+	require.GreaterOrEqual(t, at, 0, "%s has %q", path, marker)
+	block := text[at:]
+	start := strings.Index(block, "```sh\n")
+	require.GreaterOrEqual(t, start, 0)
+	block = block[start+len("```sh\n"):]
+	block = block[:strings.Index(block, "```")]
+	var steps []string
+	for _, line := range strings.Split(block, "\n") {
+		if i := strings.Index(line, " #"); i >= 0 {
+			line = line[:i]
+		}
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			steps = append(steps, line)
+		}
+	}
+	return steps
+}
+
+// TestDocsHealthAndEventsSteps runs docs/health-events-webhooks.md's "Try
+// it" commands as written, against a server, as the tenant's admin.
+func TestDocsHealthAndEventsSteps(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	admin := s.tenant("acme")
+	steps := docSteps(t, "../../docs/health-events-webhooks.md", "## Try it")
+	require.Len(t, steps, 8)
+	clusterID := ""
+	for _, line := range steps {
+		line = strings.ReplaceAll(line, "CLUSTER_ID", clusterID)
+		t.Logf("$ %s", line)
+		args, ok := strings.CutPrefix(line, "bin/heddle ")
+		require.True(t, ok, line)
+		argv := strings.Fields(args)
+		for i, a := range argv {
+			if strings.HasPrefix(a, "docs/") {
+				argv[i] = "../../" + a
+			}
+		}
+		if strings.Contains(line, "--follow") {
+			// Runs until interrupted: interrupt it once it has printed.
+			var out, errOut lockedBuffer
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			code := run(ctx, newRootCommand(), append([]string{"--endpoint", "http://" + s.addr, "--key", admin}, argv...), strings.NewReader(""), &out, &errOut)
+			cancel()
+			require.Zero(t, code, errOut.String())
+			require.Contains(t, out.String(), `"type":"cluster.verified"`)
+			continue
+		}
+		out := s.must(admin, argv...)
+		switch {
+		case strings.Contains(line, "clusters create"):
+			m := regexp.MustCompile(`(?m)^cluster\s+(\S+)`).FindStringSubmatch(out)
+			require.NotNil(t, m, out)
+			clusterID = m[1]
+		case strings.Contains(line, "clusters verify"):
+			require.Contains(t, out, "health   YELLOW")
+			require.Contains(t, out, "tired degraded")
+		case strings.Contains(line, "clusters list"):
+			require.Regexp(t, `probes .* ACTIVE +YELLOW`, out)
+		case strings.Contains(line, "clusters show"):
+			require.Contains(t, out, "health   YELLOW")
+		case strings.Contains(line, "clusters events"):
+			require.Contains(t, out, "cluster.verified")
+			require.Contains(t, out, "PENDING -> ACTIVE")
+		}
+	}
+}
