@@ -65,6 +65,11 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/v1/clusters/{cluster}/jobs/{job}/retry", user, s.controlJob(cluster.JobRetry)},
 
 		{http.MethodGet, "/v1/audit", admin, s.listAudit},
+		{http.MethodGet, "/v1/webhooks", admin, s.listWebhooks},
+		{http.MethodPost, "/v1/webhooks", admin, s.createWebhook},
+		{http.MethodGet, "/v1/webhooks/{webhook}", admin, s.getWebhook},
+		{http.MethodDelete, "/v1/webhooks/{webhook}", admin, s.deleteWebhook},
+		{http.MethodGet, "/v1/webhooks/{webhook}/deliveries", admin, s.listDeliveries},
 		{http.MethodGet, "/v1/metrics", superadmin, s.getMetrics},
 		{http.MethodGet, "/v1/usage", user, s.getUsage},
 

@@ -23,6 +23,7 @@ import (
 	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/usage"
+	"github.com/heddle-io/heddle/internal/webhooks"
 )
 
 // MaxBodyBytes is the largest request body accepted.
@@ -63,6 +64,9 @@ type Config struct {
 	// Metrics serves GET /v1/metrics (the Prometheus text format); nil
 	// answers 503 there (the Lambdas publish theirs to CloudWatch).
 	Metrics http.Handler
+	// Webhooks and Deliveries serve /v1/webhooks; nil answers 503 there.
+	Webhooks   *webhooks.Registry
+	Deliveries *webhooks.Deliverer
 }
 
 // Server is the /v1 API as an http.Handler.
@@ -82,6 +86,8 @@ type Server struct {
 	observer  metrics.Observer   // see Config.Observer; never nil
 	metrics   http.Handler       // see Config.Metrics
 	usage     *usage.Reader      // see Config.Usage
+	hooks     *webhooks.Registry  // see Config.Webhooks
+	delivered *webhooks.Deliverer // see Config.Deliveries
 	cursors   cursorSigner
 }
 
@@ -95,6 +101,7 @@ func New(cfg Config) *Server {
 	s.observer = metrics.OrNop(cfg.Observer)
 	s.metrics = cfg.Metrics
 	s.usage = cfg.Usage
+	s.hooks, s.delivered = cfg.Webhooks, cfg.Deliveries
 	if s.onboarder == nil {
 		s.onboarder = onboard.Nop{}
 	}

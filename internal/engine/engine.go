@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
@@ -232,6 +233,8 @@ type Engine struct {
 	// inlineBatches is the most step-2 transactions Submit writes itself
 	// before it stages the rest (defaultInlineBatches; tests lower it).
 	inlineBatches int
+	// hooks delivers webhooks (SetHooks); nil: none.
+	hooks atomic.Pointer[hooksBox]
 }
 
 // New returns an engine over the unscoped store s.

@@ -23,14 +23,18 @@ type JanitorReport struct {
 	IndexCleared  int // ready tasks of jobs that will not run them
 	Stuck         int // jobs failed because they could never end (see failIfStuck)
 	Verifications int // due verifications handed to Verify
-	EventsExpired int // events past their retention deleted
+	EventsExpired int // events (and webhook delivery records) past their retention deleted
+	// HookDeliveries counts webhook deliveries made from new events, and
+	// HooksResent the delivery messages sent again.
+	HookDeliveries, HooksResent int
 }
 
 // Pass is the report as metrics name its figures.
 func (r JanitorReport) Pass() metrics.JanitorPass {
 	return metrics.JanitorPass{"timed_out": r.TimedOut, "resent": r.Resent, "jobs_moved_on": r.JobsMovedOn, "undone": r.Undone,
 		"leases_expired": r.LeasesExpired, "index_cleared": r.IndexCleared, "stuck": r.Stuck,
-		"verifications": r.Verifications, "events_expired": r.EventsExpired}
+		"verifications": r.Verifications, "events_expired": r.EventsExpired,
+		"hook_deliveries": r.HookDeliveries, "hooks_resent": r.HooksResent}
 }
 
 // RunJanitor makes one pass over every tenant: it fails running attempts past
@@ -70,6 +74,18 @@ func (e *Engine) RunJanitor(ctx context.Context) (JanitorReport, error) {
 		if err := e.eachIndexed(ctx, verifyPartition(shard), store.SortableTime(now), func(it store.Item) error {
 			return e.startDueVerification(ctx, it, &r)
 		}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if h := e.hooksOrNil(); h != nil {
+		n, err := h.Dispatch(ctx)
+		r.HookDeliveries += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+		n, err = h.ResendLost(ctx)
+		r.HooksResent += n
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}

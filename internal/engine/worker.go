@@ -46,6 +46,9 @@ func (e *Engine) handle(ctx context.Context, tenant string, d queue.Delivery, la
 		e.log.WarnContext(ctx, "dropping a malformed message", "tenant", tenant, "body", d.TaskID)
 		return Disposition{}, nil
 	}
+	if ref.Cluster == hookCluster {
+		return e.deliverHook(ctx, ref)
+	}
 	lt, err := e.loadTaskOrDeferred(ctx, ref)
 	if errors.Is(err, store.ErrNotFound) {
 		return Disposition{}, nil

@@ -13,7 +13,10 @@
 // processes, up to the clocks' skew, which is far below the time between
 // two transitions of one cluster).
 //
-// Every event is indexed by when it expires (EVENTEXP#<shard>, Retention
-// after its time), and the janitor deletes those past it (Expire): the same
-// pass in the local server and in AWS, with no scan of the clusters.
+// A new event is indexed in the outbox (OUTBOX#<shard>): the webhook
+// dispatcher reads it there, makes the deliveries its subscribers asked
+// for, and moves the event's index entry to when it expires
+// (EVENTEXP#<shard>, Retention after its time), where the janitor deletes
+// it (Expire): the same passes in the local server and in AWS, with no
+// scan of the clusters.
 package events

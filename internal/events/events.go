@@ -109,8 +109,44 @@ func Op(tenant string, ev Event) store.Op {
 	}
 	data, _ := json.Marshal(ev) // plain fields: cannot fail
 	it := store.Item{Key: store.Key{PK: partition(tenant, ev.Cluster), SK: ev.ID}, Data: data,
-		Index: &store.IndexKey{Partition: expiryPartition(shardOf(ev.ID)), Sort: store.SortableTime(ev.At.Add(Retention))}}
+		Index: &store.IndexKey{Partition: OutboxPartition(shardOf(ev.ID)), Sort: store.SortableTime(ev.At)}}
 	return store.Put(it, store.Condition{MustNotExist: true})
+}
+
+// An event is first indexed in the outbox (OUTBOX#<shard>, by its time):
+// what the webhook dispatcher has not handed on yet. Handing it on moves
+// its index entry to the expiry partition (Dispatched), so the outbox
+// holds only what waits, and every event expires Retention after its time.
+
+// OutboxShards is how many outbox partitions there are.
+const OutboxShards = expiryShards
+
+// OutboxPartition names one outbox partition of the index.
+func OutboxPartition(shard int) string { return fmt.Sprintf("OUTBOX#%d", shard) }
+
+// ExpiryIndex is the index entry that has the janitor delete an item
+// (an event, a webhook delivery record) Retention after at.
+func ExpiryIndex(key string, at time.Time) *store.IndexKey {
+	return &store.IndexKey{Partition: expiryPartition(shardOf(key)), Sort: store.SortableTime(at.Add(Retention))}
+}
+
+// Decode reads an event item.
+func Decode(it store.Item) (Event, error) {
+	var ev Event
+	if err := json.Unmarshal(it.Data, &ev); err != nil {
+		return Event{}, fmt.Errorf("reading event %s: %w", it.SK, err)
+	}
+	return ev, nil
+}
+
+// Dispatched moves an outbox item to the expiry partition, on the version
+// read: of two dispatchers, one moves it.
+func Dispatched(ctx context.Context, s store.Store, it store.Item, ev Event) error {
+	_, err := s.Write(ctx, store.Update(it.Key, store.Condition{Version: it.Version}, store.Changes{Index: ExpiryIndex(ev.ID, ev.At)}))
+	if errors.Is(err, store.ErrConditionFailed) {
+		return nil
+	}
+	return err
 }
 
 // Log reads a tenant's events.
