@@ -47,6 +47,7 @@ import (
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/usage"
+	"github.com/heddle-io/heddle/internal/webhooks"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -88,7 +89,8 @@ func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (lambd
 		if err != nil {
 			return nil, err
 		}
-		svc = services{store: a.Store, catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder, audit: built.Audit, usage: built.Usage, observer: obs}
+		svc = services{store: a.Store, catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder, audit: built.Audit, usage: built.Usage, observer: obs,
+			webhooks: built.Webhooks, deliveries: built.Deliveries}
 	}
 	return newServicesHandler(ctx, svc, "dynamodb", os.Getenv("HEDDLE_BOOTSTRAP_KEY"), log)
 }
@@ -116,6 +118,9 @@ type services struct {
 	audit     *audit.Log
 	usage     *usage.Reader
 	observer  metrics.Observer // nil: nothing measured
+	// webhooks and deliveries serve /v1/webhooks; nil answers 503.
+	webhooks   *webhooks.Registry
+	deliveries *webhooks.Deliverer
 }
 
 // catalogOnly serves the catalog, tenants, users and keys.
@@ -141,18 +146,20 @@ func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey
 		return nil, err
 	}
 	var h http.Handler = api.New(api.Config{
-		CursorKey: cursorKey,
-		Catalog:   svc.catalog,
-		Access:    svc.access,
-		Clusters:  svc.clusters,
-		Providers: svc.providers,
-		Onboarder: svc.onboarder,
-		Audit:     svc.audit,
-		Usage:     svc.usage,
-		Observer:  svc.observer,
-		Backend:   backend,
-		Version:   version,
-		Logger:    log,
+		CursorKey:  cursorKey,
+		Catalog:    svc.catalog,
+		Access:     svc.access,
+		Clusters:   svc.clusters,
+		Providers:  svc.providers,
+		Onboarder:  svc.onboarder,
+		Audit:      svc.audit,
+		Usage:      svc.usage,
+		Webhooks:   svc.webhooks,
+		Deliveries: svc.deliveries,
+		Observer:   svc.observer,
+		Backend:    backend,
+		Version:    version,
+		Logger:     log,
 	})
 	return refuseMalformedPaths(httpadapter.NewV2(h).ProxyWithContext), nil
 }

@@ -21,9 +21,9 @@ import (
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/onboard"
+	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
-	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/usage"
 	"github.com/heddle-io/heddle/internal/webhooks"
 )

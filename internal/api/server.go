@@ -80,12 +80,12 @@ type Server struct {
 	mux      *http.ServeMux
 	started  time.Time
 
-	providers *provider.Registry // see Config.Providers
-	onboarder onboard.Onboarder  // see Config.Onboarder; never nil
-	audit     *audit.Log         // see Config.Audit
-	observer  metrics.Observer   // see Config.Observer; never nil
-	metrics   http.Handler       // see Config.Metrics
-	usage     *usage.Reader      // see Config.Usage
+	providers *provider.Registry  // see Config.Providers
+	onboarder onboard.Onboarder   // see Config.Onboarder; never nil
+	audit     *audit.Log          // see Config.Audit
+	observer  metrics.Observer    // see Config.Observer; never nil
+	metrics   http.Handler        // see Config.Metrics
+	usage     *usage.Reader       // see Config.Usage
 	hooks     *webhooks.Registry  // see Config.Webhooks
 	delivered *webhooks.Deliverer // see Config.Deliveries
 	cursors   cursorSigner

@@ -335,9 +335,20 @@ func (e *Engine) moveJobOn(ctx context.Context, indexed store.Item, r *JanitorRe
 // TERMINATED). The first write is conditional on PENDING, so a submitter that
 // was only slow then fails its own start instead of racing this.
 func (e *Engine) undoSubmission(ctx context.Context, tenant, cluster string, lj loadedJob) error {
+	msg := "the submission did not finish (the server stopped while writing the job); nothing ran, try again"
+	if lj.job.AwaitingPreStart {
+		msg = "the pre-start hooks were not asked in time (no worker took the request); nothing ran, try again"
+	}
+	return e.failPending(ctx, tenant, cluster, lj, msg)
+}
+
+// failPending ends a PENDING job as FAILED with msg: nothing of it ran, so
+// the lock and quota go back and the cluster is as it was (one being
+// created ends TERMINATED).
+func (e *Engine) failPending(ctx context.Context, tenant, cluster string, lj loadedJob, msg string) error {
 	job := lj.job
 	job.Status, job.EndedAt = domain.JobFailed, e.now()
-	job.StatusMessage = "the submission did not finish (the server stopped while writing the job); nothing ran, try again"
+	job.StatusMessage = msg
 	failed := string(domain.JobFailed)
 	ops := []store.Op{store.Update(lj.item.Key, store.Condition{Version: lj.item.Version, StatusIn: []string{string(domain.JobPending)}},
 		store.Changes{Status: &failed, Data: mustJSON(job), ClearIndex: true})}

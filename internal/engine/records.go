@@ -59,6 +59,9 @@ type jobRecord struct {
 	// StagedChunks, on a PENDING job, counts the items that hold its
 	// staged step 2 (stage.go).
 	StagedChunks int `json:"stagedChunks,omitempty"`
+	// AwaitingPreStart, on a PENDING job, says its pre-start hooks were
+	// asked (hooks.go): a worker starts or fails it when they answer.
+	AwaitingPreStart bool `json:"awaitingPreStart,omitempty"`
 }
 
 const (

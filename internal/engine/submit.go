@@ -228,8 +228,18 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 	return job.Job, nil
 }
 
-// start is step 3: the job PENDING -> RUNNING, then its ready roots sent.
+// start is step 3: the job PENDING -> RUNNING, then its ready roots sent;
+// or, when the tenant has pre-start hooks, the job left PENDING for a
+// worker to ask them (hooks.go).
 func (e *Engine) start(ctx context.Context, tenant, cluster string, job *jobRecord, ready []domain.Task) error {
+	if gated, err := e.gateOnPreStart(ctx, tenant, cluster, job); gated || err != nil {
+		return err
+	}
+	return e.startNow(ctx, tenant, cluster, job, ready)
+}
+
+// startNow is start past the pre-start hooks.
+func (e *Engine) startNow(ctx context.Context, tenant, cluster string, job *jobRecord, ready []domain.Task) error {
 	job.Status, job.StartedAt = domain.JobRunning, e.now()
 	running := string(domain.JobRunning)
 	err := e.store.Transact(ctx, []store.Op{

@@ -46,8 +46,11 @@ func (e *Engine) handle(ctx context.Context, tenant string, d queue.Delivery, la
 		e.log.WarnContext(ctx, "dropping a malformed message", "tenant", tenant, "body", d.TaskID)
 		return Disposition{}, nil
 	}
-	if ref.Cluster == hookCluster {
+	switch ref.Cluster {
+	case hookCluster:
 		return e.deliverHook(ctx, ref)
+	case preStartCluster:
+		return e.askPreStart(ctx, tenant, ref.Job, ref.Task)
 	}
 	lt, err := e.loadTaskOrDeferred(ctx, ref)
 	if errors.Is(err, store.ErrNotFound) {

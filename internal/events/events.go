@@ -69,9 +69,9 @@ var clock struct {
 	last int64
 }
 
-// newID makes an id that sorts after every id this process made before,
+// NewID makes an id that sorts after every id this process made before,
 // and near at in time.
-func newID(at time.Time) string {
+func NewID(at time.Time) string {
 	clock.Lock()
 	n := max(at.UnixNano(), clock.last+1)
 	clock.last = n
@@ -103,7 +103,7 @@ func Op(tenant string, ev Event) store.Op {
 		ev.At = time.Now()
 	}
 	ev.At = ev.At.UTC()
-	ev.ID = newID(ev.At)
+	ev.ID = NewID(ev.At)
 	if len(ev.Message) > MaxMessage {
 		ev.Message = strings.ToValidUTF8(ev.Message[:MaxMessage], "")
 	}

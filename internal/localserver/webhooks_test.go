@@ -174,3 +174,72 @@ func TestWebhooksRetryAFailingThenHangingEndpointUntilItAccepts(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, b.call(b.admin, "DELETE", "/v1/webhooks/"+created.ID, nil, nil))
 	require.Equal(t, http.StatusNotFound, b.call(b.admin, "GET", "/v1/webhooks/"+created.ID, nil, nil))
 }
+
+// TestAPreStartHookVetoesAJob: a job waits for the tenant's pre-start hook;
+// a refusal fails it with the hook's answer and nothing runs, an
+// acceptance lets it run.
+func TestAPreStartHookVetoesAJob(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	frozen := true
+	var calls []webhooks.Body
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var b webhooks.Body
+		_ = json.Unmarshal(body, &b)
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, b)
+		if frozen {
+			http.Error(w, "change freeze until Monday", http.StatusForbidden)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(hook.Close)
+	b := setupWithWebhooks(t, webhooks.Config{Policy: webhooks.Policy{Timeout: 2 * time.Second}})
+	b.admin = demotest.TenantWithCatalog(t, b.srv.URL(), b.super, "acme", 10, "../../docs/examples/health-catalog.yaml")
+	var created struct {
+		ID string `json:"id"`
+	}
+	require.Equal(t, http.StatusCreated, b.call(b.admin, "POST", "/v1/webhooks",
+		map[string]any{"url": hook.URL, "preStart": true}, &created))
+
+	var c result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters",
+		map[string]any{"name": "frozen", "template": "health", "size": 1}, &c))
+	v := b.settleTo(b.admin, c.Cluster.ID, "TERMINATED")
+	require.Equal(t, "FAILED", v.Progress.Status)
+	require.Zero(t, v.Progress.Done, "nothing ran")
+	var job struct {
+		StatusMessage string `json:"statusMessage"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+c.Cluster.ID+"/jobs/"+c.Job.ID, nil, &job))
+	require.Contains(t, job.StatusMessage, "refused the job: 403: change freeze until Monday")
+	require.Zero(t, b.srv.local.Nodes(), "no node was made")
+
+	mu.Lock()
+	frozen = false
+	require.Len(t, calls, 1)
+	require.Equal(t, webhooks.JobPreStart, calls[0].Event.Type)
+	require.Equal(t, c.Job.ID, calls[0].Event.Job)
+	mu.Unlock()
+
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters",
+		map[string]any{"name": "thawed", "template": "health", "size": 1}, &c))
+	b.settleTo(b.admin, c.Cluster.ID, "ACTIVE")
+
+	var log struct {
+		Items []webhooks.Delivery `json:"items"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/webhooks/"+created.ID+"/deliveries", nil, &log))
+	// The pre-start calls of the two creates (the thawed one's
+	// verification, due after its create, asks too, later).
+	require.GreaterOrEqual(t, len(log.Items), 2)
+	last := log.Items[len(log.Items)-1]
+	require.Equal(t, webhooks.GaveUp, last.Status)
+	require.Equal(t, http.StatusForbidden, last.Attempts[0].Status)
+	require.Equal(t, webhooks.Delivered, log.Items[len(log.Items)-2].Status)
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "DELETE", "/v1/clusters/"+c.Cluster.ID, nil, nil))
+	require.Equal(t, "TERMINATED", b.settle(b.admin, c.Cluster.ID).Status)
+}

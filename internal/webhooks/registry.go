@@ -21,9 +21,13 @@ import (
 type Endpoint struct {
 	ID          string        `json:"id"`
 	URL         string        `json:"url"`
-	Types       []events.Type `json:"types,omitempty"` // empty: every type
-	Description string        `json:"description,omitempty"`
-	CreatedAt   time.Time     `json:"createdAt"`
+	Types       []events.Type `json:"types,omitempty"` // empty: every type (none for a pre-start hook)
+	// PreStart makes the endpoint a pre-start hook: every job of the
+	// tenant waits, before it starts, for it to answer 2xx within the
+	// timeout, and fails with its answer otherwise.
+	PreStart    bool      `json:"preStart,omitempty"`
+	Description string    `json:"description,omitempty"`
+	CreatedAt   time.Time `json:"createdAt"`
 	CreatedBy   string        `json:"createdBy"`
 	// Secret is the signing secret, sealed; the API never shows it but in
 	// the answer to the registration.
@@ -31,12 +35,18 @@ type Endpoint struct {
 }
 
 // Wants reports whether e subscribes to t.
-func (e Endpoint) Wants(t events.Type) bool { return len(e.Types) == 0 || slices.Contains(e.Types, t) }
+func (e Endpoint) Wants(t events.Type) bool {
+	if len(e.Types) == 0 {
+		return !e.PreStart
+	}
+	return slices.Contains(e.Types, t)
+}
 
 // Request registers an endpoint.
 type Request struct {
 	URL         string        `json:"url"`
 	Types       []events.Type `json:"types,omitempty"`
+	PreStart    bool          `json:"preStart,omitempty"`
 	Description string        `json:"description,omitempty"`
 }
 
@@ -112,7 +122,7 @@ func (r *Registry) Create(ctx context.Context, tenant, user string, req Request)
 	if err != nil {
 		return Endpoint{}, "", fmt.Errorf("sealing the secret of webhook %s: %w", id, err)
 	}
-	e := Endpoint{ID: id, URL: req.URL, Types: req.Types, Description: req.Description, CreatedAt: time.Now().UTC(), CreatedBy: user, Secret: sealed}
+	e := Endpoint{ID: id, URL: req.URL, Types: req.Types, PreStart: req.PreStart, Description: req.Description, CreatedAt: time.Now().UTC(), CreatedBy: user, Secret: sealed}
 	data, _ := json.Marshal(e)
 	if _, err := r.s.Write(ctx, store.Put(store.Item{Key: store.Key{PK: endpointsPK(tenant), SK: id}, Data: data}, store.Condition{MustNotExist: true})); err != nil {
 		return Endpoint{}, "", fmt.Errorf("registering webhook %s: %w", id, err)
