@@ -19,16 +19,16 @@ import (
 
 // Endpoint is one registered receiver.
 type Endpoint struct {
-	ID          string        `json:"id"`
-	URL         string        `json:"url"`
-	Types       []events.Type `json:"types,omitempty"` // empty: every type (none for a pre-start hook)
+	ID    string        `json:"id"`
+	URL   string        `json:"url"`
+	Types []events.Type `json:"types,omitempty"` // empty: every type (none for a pre-start hook)
 	// PreStart makes the endpoint a pre-start hook: every job of the
 	// tenant waits, before it starts, for it to answer 2xx within the
 	// timeout, and fails with its answer otherwise.
 	PreStart    bool      `json:"preStart,omitempty"`
 	Description string    `json:"description,omitempty"`
 	CreatedAt   time.Time `json:"createdAt"`
-	CreatedBy   string        `json:"createdBy"`
+	CreatedBy   string    `json:"createdBy"`
 	// Secret is the signing secret, sealed; the API never shows it but in
 	// the answer to the registration.
 	Secret secrets.Sealed `json:"secret,omitempty"`
