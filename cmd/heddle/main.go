@@ -97,7 +97,8 @@ func newRootCommand() *cobra.Command {
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(newServerCommand(), newWorkerCommand(), newKeygenCommand(), newVersionCommand(),
 		newConfigCommand(a), newApplyCommand(a), newTenantsCommand(a), newClustersCommand(a), newJobsCommand(a),
-		newScriptsCommand(a), newAuditCommand(a), newUsageCommand(a), newHostsCommand(a))
+		newScriptsCommand(a), newAuditCommand(a), newUsageCommand(a), newHostsCommand(a),
+		newWebhooksCommand(a))
 	return root
 }
 
