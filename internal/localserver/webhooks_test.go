@@ -240,6 +240,9 @@ func TestAPreStartHookVetoesAJob(t *testing.T) {
 	require.Equal(t, webhooks.GaveUp, last.Status)
 	require.Equal(t, http.StatusForbidden, last.Attempts[0].Status)
 	require.Equal(t, webhooks.Delivered, log.Items[len(log.Items)-2].Status)
+	// The create's success made a verification due; it asks the hook too.
+	// Once it has ended the cluster is free to delete.
+	b.healthAfter(c.Cluster.ID, "")
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "DELETE", "/v1/clusters/"+c.Cluster.ID, nil, nil))
 	require.Equal(t, "TERMINATED", b.settle(b.admin, c.Cluster.ID).Status)
 }
