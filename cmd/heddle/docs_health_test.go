@@ -86,3 +86,24 @@ func TestDocsHealthAndEventsSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyWaitExitsTwoWhenRed: a script can act on a failing cluster by
+// the exit status alone.
+func TestVerifyWaitExitsTwoWhenRed(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	admin := s.tenant("acme")
+	s.must(admin, "apply", "-f", "../../docs/examples/health-catalog.yaml")
+	out := s.must(admin, "clusters", "create", "sick", "--template", "health", "--size", "1", "--services", "steady,broken", "--wait")
+	m := regexp.MustCompile(`(?m)^cluster\s+(\S+)`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	id := m[1]
+	r := s.cli(admin, "clusters", "verify", id, "--wait")
+	require.Equal(t, exitRed, r.code, "%s\n%s", r.stdout, r.stderr)
+	require.Contains(t, r.stdout, "health   RED")
+	require.Contains(t, r.stdout, "broken failing")
+	require.Contains(t, s.must(admin, "clusters", "list"), "RED")
+	bad := s.cli(admin, "clusters", "events", id, "--since", "not-an-id")
+	require.Equal(t, 1, bad.code)
+	require.Contains(t, bad.stderr, "since")
+}
