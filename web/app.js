@@ -14,6 +14,7 @@ import { renderScripts, renderScript } from './scripts.js';
 import { renderUsers, renderKeys } from './users.js';
 import { renderTenants, renderTenant } from './tenants.js';
 import { renderHosts } from './hosts.js';
+import { renderWebhooks, renderDeliveries } from './webhooks.js';
 import { View, flash, clearFlash } from './ui.js';
 
 const routes = [
@@ -28,6 +29,8 @@ const routes = [
   [/^#\/providers\/([^/]+)\/hosts$/, (m) => [renderHosts, { provider: m[1] }]],
   [/^#\/users\/([^/]+)\/keys$/, (m) => [renderKeys, { user: m[1] }]],
   [/^#\/users$/, () => renderUsers],
+  [/^#\/webhooks\/([^/]+)$/, (m) => [renderDeliveries, { id: m[1] }]],
+  [/^#\/webhooks$/, () => renderWebhooks],
   [/^#\/tenants\/([^/]+)$/, (m) => [renderTenant, { tenant: m[1] }]],
   [/^#\/tenants$/, () => renderTenants],
 ];
@@ -78,6 +81,7 @@ function showHeader(who) {
   me = who;
   document.getElementById('nav').hidden = !me;
   document.getElementById('nav-users').hidden = !me || !ADMINS.has(me.role);
+  document.getElementById('nav-webhooks').hidden = !me || !ADMINS.has(me.role);
   document.getElementById('nav-tenants').hidden = !me || me.role !== 'superadmin';
   document.getElementById('logout').hidden = !me;
   document.getElementById('whoami').textContent = me ? `${me.user} · ${me.role} · tenant ${me.tenant}` : '';

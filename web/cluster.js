@@ -4,6 +4,10 @@
 import { get, post, del, enc } from './api.js';
 import { h, replace, badge, progressBar, stageView, when, errorBox } from './dom.js';
 import { confirmAction } from './ui.js';
+import { healthCard, eventList } from './health.js';
+
+// EVENTS is how many of the latest events the page shows.
+const EVENTS = 20;
 
 const ENDED = new Set(['SUCCEEDED', 'FAILED', 'ABORTED']);
 
@@ -15,9 +19,11 @@ export function renderCluster(view, { id }) {
   const refresh = async () => {
     try {
       const [c, jobs] = await Promise.all([get(base), get(`${base}/jobs`)]);
+      const evs = await latestEvents(base);
       if (view.stopped) return;
       replace(top, clusterInfo(c));
-      replace(live, progressCard(c), nodeGroups(c), jobList(id, jobs.items || []));
+      replace(live, progressCard(c), healthCard(c, () => run('Verify', () => post(`${base}/verify`, {}))),
+        nodeGroups(c), jobList(id, jobs.items || []), eventList(evs));
     } catch (err) {
       if (!view.stopped) replace(top, errorBox(err));
     }
@@ -41,6 +47,19 @@ export function renderCluster(view, { id }) {
     result,
     live);
   view.every(2000, refresh);
+}
+
+// latestEvents reads the cluster's events, oldest first, and keeps the
+// last EVENTS (a cluster keeps 30 days of them: the pages are followed).
+async function latestEvents(base) {
+  let out = [];
+  let cursor = '';
+  for (;;) {
+    const page = await get(`${base}/events?limit=1000${cursor ? `&cursor=${enc(cursor)}` : ''}`);
+    out = out.concat(page.items || []).slice(-EVENTS);
+    if (!page.nextCursor) return out;
+    cursor = page.nextCursor;
+  }
 }
 
 function clusterInfo(c) {

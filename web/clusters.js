@@ -2,6 +2,7 @@
 
 import { get, post, enc } from './api.js';
 import { h, replace, badge, progressBar, when, errorBox, NAME_PATTERN } from './dom.js';
+import { healthBadge } from './health.js';
 
 // renderClusters lists the clusters, polled every 2 s. Busy clusters (with
 // an active job) are read one by one for their progress.
@@ -34,10 +35,11 @@ function clusterTable(items, progress) {
     return h('p', { class: 'muted' }, 'No clusters yet. ', h('a', { href: '#/clusters/new' }, 'Create one.'));
   }
   return h('table', {},
-    h('thead', {}, h('tr', {}, ['Name', 'Status', 'Nodes', 'Template', 'Owner', 'Progress', 'Lease expires'].map((t) => h('th', {}, t)))),
+    h('thead', {}, h('tr', {}, ['Name', 'Status', 'Health', 'Nodes', 'Template', 'Owner', 'Progress', 'Lease expires'].map((t) => h('th', {}, t)))),
     h('tbody', {}, items.map((c, i) => h('tr', { dataset: { cluster: c.id, name: c.name } },
       h('td', {}, h('a', { href: `#/clusters/${enc(c.id)}` }, c.name), h('div', { class: 'muted' }, c.id)),
       h('td', {}, badge(c.status), c.statusMessage ? h('div', { class: 'muted' }, c.statusMessage) : null),
+      h('td', { class: 'health' }, healthBadge(c.health)),
       h('td', {}, String(c.nodeCount ?? 0)),
       h('td', {}, c.template ? `${c.template.name} v${c.template.version}` : '—'),
       h('td', {}, c.owner || '—'),

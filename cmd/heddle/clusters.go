@@ -42,6 +42,8 @@ func newClustersCommand(a *app) *cobra.Command {
 		newServiceActionCommand(a, "restart", "Restart services (all when --services is not given)"),
 		newServiceActionCommand(a, "rolling-restart", "Restart services a batch of nodes at a time"),
 		newClustersExtendCommand(a),
+		newClustersVerifyCommand(a),
+		newClustersEventsCommand(a),
 	)
 	return cmd
 }
@@ -308,10 +310,10 @@ func printClusters(w io.Writer, clusters []domain.Cluster, now time.Time) {
 		return
 	}
 	tw := newTable(w)
-	fmt.Fprintf(tw, "ID\tNAME\tTEMPLATE\tSTATUS\tNODES\tOWNER\tEXPIRES\n")
+	fmt.Fprintf(tw, "ID\tNAME\tTEMPLATE\tSTATUS\tHEALTH\tNODES\tOWNER\tEXPIRES\n")
 	for i := range clusters {
 		cl := &clusters[i]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cl.ID, cl.Name, templateName(cl.Template), cl.Status, cl.NodeCount, cl.Owner, clusterExpiry(cl, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cl.ID, cl.Name, templateName(cl.Template), cl.Status, healthWord(cl.Health), cl.NodeCount, cl.Owner, clusterExpiry(cl, now))
 	}
 	_ = tw.Flush()
 }
@@ -369,6 +371,7 @@ func printCluster(w io.Writer, v *cluster.View, now time.Time) {
 		fmt.Fprintf(tw, "nodes\t%s\n", statusCounts(v.NodeStatus))
 	}
 	_ = tw.Flush()
+	printHealth(w, v.Health)
 	fmt.Fprintln(w)
 	if len(v.Nodes) == 0 {
 		fmt.Fprintln(w, "no nodes")

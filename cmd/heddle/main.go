@@ -100,7 +100,8 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newServerCommand(), newWorkerCommand(), newKeygenCommand(), newVersionCommand(),
 		newConfigCommand(a), newApplyCommand(a), newTenantsCommand(a), newClustersCommand(a), newJobsCommand(a),
 		newScriptsCommand(a), newAuditCommand(a), newUsageCommand(a), newHostsCommand(a), newExportCommand(a),
-		newBackupCommand(a), newRestoreCommand(), newLoginCommand(a), newLogoutCommand(a), newIssuersCommand(a))
+		newBackupCommand(a), newRestoreCommand(), newLoginCommand(a), newLogoutCommand(a), newIssuersCommand(a),
+		newWebhooksCommand(a))
 	return root
 }
 

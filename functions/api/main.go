@@ -62,6 +62,7 @@ import (
 	"github.com/heddle-io/heddle/internal/ratelimit"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/usage"
+	"github.com/heddle-io/heddle/internal/webhooks"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -108,7 +109,7 @@ func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (lambd
 			return nil, err
 		}
 		svc = services{store: a.Store, catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder, audit: built.Audit, usage: built.Usage, observer: obs,
-			identity: identity.New(a.Store, built.Access, identity.Config{Logger: log})}
+			identity: identity.New(a.Store, built.Access, identity.Config{Logger: log}), webhooks: built.Webhooks, deliveries: built.Deliveries}
 	}
 	svc.throttle = throttle
 	return newServicesHandler(ctx, svc, "dynamodb", os.Getenv("HEDDLE_BOOTSTRAP_KEY"), log)
@@ -139,6 +140,9 @@ type services struct {
 	observer  metrics.Observer   // nil: nothing measured
 	throttle  *api.Throttle      // nil: nothing limited
 	identity  *identity.Identity // sign-in with the tenants' identity providers
+	// webhooks and deliveries serve /v1/webhooks; nil answers 503.
+	webhooks   *webhooks.Registry
+	deliveries *webhooks.Deliverer
 }
 
 // catalogOnly serves the catalog, tenants, users and keys.
@@ -165,20 +169,22 @@ func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey
 		return nil, err
 	}
 	var h http.Handler = api.New(api.Config{
-		CursorKey: cursorKey,
-		Catalog:   svc.catalog,
-		Access:    svc.access,
-		Clusters:  svc.clusters,
-		Providers: svc.providers,
-		Onboarder: svc.onboarder,
-		Audit:     svc.audit,
-		Usage:     svc.usage,
-		Observer:  svc.observer,
-		Throttle:  svc.throttle,
-		Identity:  svc.identity,
-		Backend:   backend,
-		Version:   version,
-		Logger:    log,
+		CursorKey:  cursorKey,
+		Catalog:    svc.catalog,
+		Access:     svc.access,
+		Clusters:   svc.clusters,
+		Providers:  svc.providers,
+		Onboarder:  svc.onboarder,
+		Audit:      svc.audit,
+		Usage:      svc.usage,
+		Observer:   svc.observer,
+		Throttle:   svc.throttle,
+		Identity:   svc.identity,
+		Webhooks:   svc.webhooks,
+		Deliveries: svc.deliveries,
+		Backend:    backend,
+		Version:    version,
+		Logger:     log,
 	})
 	return trustAuthorizer(refuseMalformedPaths(httpadapter.NewV2(h).ProxyWithContext)), nil
 }

@@ -22,9 +22,11 @@ import (
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/identity"
 	"github.com/heddle-io/heddle/internal/onboard"
+	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
 	"github.com/heddle-io/heddle/internal/usage"
+	"github.com/heddle-io/heddle/internal/webhooks"
 )
 
 type testBundle struct {
@@ -69,8 +71,12 @@ func serveBundle(t testing.TB, db store.Store, o onboard.Onboarder) *testBundle 
 	var clusters *cluster.Service
 	cat := catalog.New(db, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) })
 	clusters = newClusterService(t, db, acc, cat)
+	key, err := secrets.NewLocalKey(make([]byte, 32))
+	require.NoError(t, err)
+	hooks := webhooks.NewRegistry(db, secrets.NewKeyring(key), webhooks.Policy{Local: true})
 	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Onboarder: o, Backend: "bolt", Version: "test", Logger: testLogger(t), Audit: audit.New(db), Usage: usage.NewReader(db),
-		Identity: identity.New(db, acc, identity.Config{})})
+		Identity: identity.New(db, acc, identity.Config{}),
+		Webhooks: hooks, Deliveries: webhooks.NewDeliverer(db, hooks, func(context.Context, string, string, string, int) error { return nil }, webhooks.Config{})})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return &testBundle{srv: srv, api: s, rootKey: root}
@@ -412,7 +418,11 @@ func TestAnotherTenantsIDsAnswer404(t *testing.T) {
 	jobID := body["job"].(map[string]any)["id"].(string)
 	clusterBefore := b.clusterOf(t, b.acmeKey, clusterID)
 
-	acmeIDs := strings.NewReplacer("{kind}", "services", "{name}", "kv", "{version}", "1", "{tenant}", "acme", "{user}", "alice", "{key}", aliceKeyID,
+	status, body = b.do(t, b.acmeKey, http.MethodPost, "/v1/webhooks", map[string]any{"url": "https://hooks.example.com/heddle"})
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	webhookID := body["id"].(string)
+
+	acmeIDs := strings.NewReplacer("{webhook}", webhookID, "{kind}", "services", "{name}", "kv", "{version}", "1", "{tenant}", "acme", "{user}", "alice", "{key}", aliceKeyID,
 		"{cluster}", clusterID, "{job}", jobID, "{provider}", "local", "{host}", "h0", "{issuer}", "corp")
 	walked := 0
 	for _, rt := range b.api.routes() {

@@ -36,7 +36,7 @@ func TestEveryChangeIsAudited(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	fill := map[string]string{"kind": "services", "name": "audited", "cluster": "c-none", "job": "j-none",
-		"tenant": "acme", "user": "nobody", "key": "k-none", "version": "1", "provider": "pool", "host": "h-none", "task": "t-none", "issuer": "i-none"}
+		"tenant": "acme", "user": "nobody", "key": "k-none", "version": "1", "provider": "pool", "host": "h-none", "task": "t-none", "issuer": "i-none", "webhook": "wh-none"}
 	want := map[string]string{} // request id -> route
 	for i, rt := range b.api.routes() {
 		if rt.Method == http.MethodGet || rt.Role == "" {

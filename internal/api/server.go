@@ -24,6 +24,7 @@ import (
 	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/usage"
+	"github.com/heddle-io/heddle/internal/webhooks"
 )
 
 // MaxBodyBytes is the largest request body accepted, but for a catalog
@@ -75,6 +76,9 @@ type Config struct {
 	// Identity accepts tokens of the tenants' trusted identity providers
 	// beside API keys and serves /v1/issuers; nil accepts API keys only.
 	Identity *identity.Identity
+	// Webhooks and Deliveries serve /v1/webhooks; nil answers 503 there.
+	Webhooks   *webhooks.Registry
+	Deliveries *webhooks.Deliverer
 }
 
 // Server is the /v1 API as an http.Handler.
@@ -88,12 +92,14 @@ type Server struct {
 	mux      *http.ServeMux
 	started  time.Time
 
-	providers *provider.Registry // see Config.Providers
-	onboarder onboard.Onboarder  // see Config.Onboarder; never nil
-	audit     *audit.Log         // see Config.Audit
-	observer  metrics.Observer   // see Config.Observer; never nil
-	metrics   http.Handler       // see Config.Metrics
-	usage     *usage.Reader      // see Config.Usage
+	providers *provider.Registry  // see Config.Providers
+	onboarder onboard.Onboarder   // see Config.Onboarder; never nil
+	audit     *audit.Log          // see Config.Audit
+	observer  metrics.Observer    // see Config.Observer; never nil
+	metrics   http.Handler        // see Config.Metrics
+	usage     *usage.Reader       // see Config.Usage
+	hooks     *webhooks.Registry  // see Config.Webhooks
+	delivered *webhooks.Deliverer // see Config.Deliveries
 	cursors   cursorSigner
 	throttle  *throttler         // nil: nothing limited
 	backup    BackupFunc         // see Config.Backup
@@ -112,6 +118,7 @@ func New(cfg Config) *Server {
 	s.usage = cfg.Usage
 	s.backup = cfg.Backup
 	s.identity = cfg.Identity
+	s.hooks, s.delivered = cfg.Webhooks, cfg.Deliveries
 	if s.onboarder == nil {
 		s.onboarder = onboard.Nop{}
 	}

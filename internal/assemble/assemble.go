@@ -31,6 +31,7 @@ import (
 	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/usage"
+	"github.com/heddle-io/heddle/internal/webhooks"
 )
 
 // Parts are what a process brings.
@@ -48,7 +49,9 @@ type Parts struct {
 	SSH *sshexec.Pool
 	// Engine tunes the engine; its ExpireLease is set by Build.
 	Engine engine.Config
-	Logger *slog.Logger
+	// Webhooks tunes webhook deliveries (the SSRF policy among them).
+	Webhooks webhooks.Config
+	Logger   *slog.Logger
 }
 
 // Services are what Build makes.
@@ -60,6 +63,10 @@ type Services struct {
 	Providers *provider.Registry // Parts.Providers, for the API and the EC2 sweep
 	Audit     *audit.Log         // who changed what, for the API
 	Usage     *usage.Reader      // node lifetimes, for the API
+	// Webhooks registers endpoints and Deliveries delivers to them (the
+	// engine's workers and janitor run it) and reads the delivery log.
+	Webhooks   *webhooks.Registry
+	Deliveries *webhooks.Deliverer
 }
 
 // Build assembles the services over p.
@@ -78,6 +85,9 @@ func Build(p Parts) (*Services, error) {
 	ecfg.Logger = p.Logger
 	ecfg.ExpireLease = func(ctx context.Context, tenant string, c domain.Cluster) error {
 		return clusters.ExpireLease(ctx, tenant, c)
+	}
+	ecfg.Verify = func(ctx context.Context, tenant string, c domain.Cluster) error {
+		return clusters.VerifyDue(ctx, tenant, c)
 	}
 	var exec *lateExecutor
 	var executor engine.Executor
@@ -99,7 +109,11 @@ func Build(p Parts) (*Services, error) {
 			return nil, err
 		}
 	}
-	return &Services{Access: acc, Catalog: cat, Engine: eng, Clusters: clusters, Providers: p.Providers, Audit: audit.New(p.Store), Usage: usage.NewReader(p.Store)}, nil
+	hooks := webhooks.NewRegistry(p.Store, p.Keyring, p.Webhooks.Policy)
+	deliveries := webhooks.NewDeliverer(p.Store, hooks, eng.SendHook, p.Webhooks)
+	eng.SetHooks(deliveries)
+	return &Services{Access: acc, Catalog: cat, Engine: eng, Clusters: clusters, Providers: p.Providers, Audit: audit.New(p.Store), Usage: usage.NewReader(p.Store),
+		Webhooks: hooks, Deliveries: deliveries}, nil
 }
 
 // lateExecutor lets the engine be built before the dispatcher, which needs

@@ -28,6 +28,7 @@ import (
 	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/dynamostore"
+	"github.com/heddle-io/heddle/internal/webhooks"
 )
 
 // AWS are the parts of a Lambda or of `heddle worker` on Fargate, read from
@@ -181,7 +182,10 @@ func BuildAWS(a *AWS, cfg engine.Config, r Receives, runsTasks bool, log *slog.L
 			cfg.ReceiveWait = queue.MaxWait
 		}
 	}
-	p := Parts{Store: a.Store, Queue: a.EngineQueue(r), Keyring: a.Keyring, Providers: registry, Engine: cfg, Logger: log}
+	// Webhook endpoints must be https on public addresses unless the
+	// operator allows private ones (template.yaml, WebhooksAllowPrivate).
+	hooks := webhooks.Config{Policy: webhooks.Policy{AllowPrivate: os.Getenv("HEDDLE_WEBHOOKS_ALLOW_PRIVATE") == "true"}}
+	p := Parts{Store: a.Store, Queue: a.EngineQueue(r), Keyring: a.Keyring, Providers: registry, Engine: cfg, Webhooks: hooks, Logger: log}
 	if runsTasks {
 		// One pool for the process (a warm Lambda keeps it between
 		// invocations): confirms and actions share their connections.

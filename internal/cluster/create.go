@@ -191,7 +191,7 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 		Tenant: tenant, Cluster: c, Create: true, ClusterStatus: domain.ClusterPending,
 		NewNodes: layout.Nodes, Operation: domain.OpCreate, RequestedBy: p.User, Plan: plan,
 		TakeClusters: 1, TakeNodes: len(ids),
-		OnSuccess:  engine.Effect{ClusterStatus: domain.ClusterActive, NodeStatus: domain.NodeActive, Nodes: ids},
+		OnSuccess:  engine.Effect{ClusterStatus: domain.ClusterActive, NodeStatus: domain.NodeActive, Nodes: ids, Verify: hasChecks(sp, layout.Nodes)},
 		OnFailure:  engine.Effect{ClusterStatus: domain.ClusterFailed},
 		OnRollback: onRollback,
 		Checks:     []store.Op{revisionCheck(tenant, rev)},

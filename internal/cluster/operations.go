@@ -104,6 +104,9 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 	if op.onSuccess.ClusterStatus == "" {
 		op.onSuccess.ClusterStatus = domain.ClusterActive
 	}
+	if verifiesAfterOp(op.req.Operation) && hasChecks(l.sp, op.req.New) {
+		op.onSuccess.Verify = true
+	}
 	job, err := s.cfg.Engine.Submit(ctx, engine.Submission{
 		Tenant: p.Tenant, Cluster: c, ClusterStatus: op.status, NewNodes: op.newNodes, RetiringNodes: op.retiring, UpdatedNodes: op.updated, Checks: op.checks,
 		Operation: op.req.Operation, RequestedBy: p.User, Plan: plan, TakeNodes: op.takeNodes,

@@ -284,6 +284,9 @@ type Quantity struct {
 // Administration holds the template's operational policies.
 type Administration struct {
 	Lease LeasePolicy `json:"lease"`
+	// VerifyEvery, when set, has the janitor verify the cluster's health
+	// this long after the last verification ended (at least a minute).
+	VerifyEvery Duration `json:"verifyEvery,omitempty"`
 }
 
 // LeasePolicy: Initial is the lease a new cluster gets, Max the longest a

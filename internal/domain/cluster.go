@@ -162,7 +162,9 @@ type Cluster struct {
 	LatestJobID string    `json:"latestJobId,omitempty"`
 	CreatedAt   time.Time `json:"createdAt"`
 	ExpiresAt   time.Time `json:"expiresAt,omitzero"` // zero: never
-	Version     int64     `json:"version"`
+	// Health is what the latest verification found; nil until one ended.
+	Health  *ClusterHealth `json:"health,omitempty"`
+	Version int64          `json:"version"`
 }
 
 // Operation is what a job does to a cluster.
@@ -182,6 +184,9 @@ const (
 	OpRollingRestart  Operation = "rolling-restart"
 	OpSyncTemplate    Operation = "sync-template"
 	OpRollback        Operation = "rollback"
+	// OpVerify runs every service's check action on every node that carries
+	// it and records the cluster's health (health.go); it changes nothing.
+	OpVerify Operation = "verify"
 )
 
 // JobStatus is a job's lifecycle.
@@ -292,4 +297,7 @@ type TaskAttempt struct {
 	Error     string     `json:"error,omitempty"`
 	Stdout    string     `json:"stdout,omitempty"` // bounded tail, secrets redacted
 	Stderr    string     `json:"stderr,omitempty"`
+	// Health is a check attempt's verdict (see CheckStatus); empty for
+	// every other action.
+	Health CheckStatus `json:"health,omitempty"`
 }

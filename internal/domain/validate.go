@@ -320,6 +320,9 @@ func (c checker) sections(s TemplateSections) {
 	if lease.Max > 0 && lease.Initial > lease.Max {
 		c.add("administration.lease.initial", CodeConflict, "%s is longer than the maximum lease %s", lease.Initial, lease.Max)
 	}
+	if every := s.Administration.VerifyEvery; every != 0 && every < MinVerifyEvery {
+		c.add("administration.verifyEvery", CodeOutOfRange, "%s is too often; verify at most once a minute (1m), or leave it out for no periodic verification", every)
+	}
 	c.links(s.Links)
 }
 
@@ -385,7 +388,7 @@ var (
 	jobStatuses     = []JobStatus{JobPending, JobRunning, JobPaused, JobSucceeded, JobFailed, JobAborted, JobFailing, JobRollingBack}
 	taskStatuses    = []TaskStatus{TaskBlocked, TaskReady, TaskRunning, TaskSucceeded, TaskFailed, TaskCanceled}
 	operations      = []Operation{OpCreate, OpDelete, OpExpand, OpShrink, OpReconfigure, OpAddServices, OpRemoveServices,
-		OpStartServices, OpStopServices, OpRestartServices, OpRollingRestart, OpSyncTemplate, OpRollback}
+		OpStartServices, OpStopServices, OpRestartServices, OpRollingRestart, OpSyncTemplate, OpRollback, OpVerify}
 	// taskActions are the actions a work task may carry: the node-level ones
 	// and every service action.
 	taskActions = append([]Action{ActionCreate, ActionConfirm, ActionBootstrap, ActionDelete}, ServiceActions...)

@@ -56,8 +56,13 @@ func (e *Engine) moveJob(ctx context.Context, tenant, cluster, jobID string, fro
 			edit(&job)
 		}
 		status := string(to)
-		_, err = e.store.Write(ctx, store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
-			store.Changes{Status: &status, Data: mustJSON(job), Index: jobIndex(jobID, e.now())}))
+		moved := job.Job
+		moved.Status = to
+		err = e.store.Transact(ctx, []store.Op{
+			store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
+				store.Changes{Status: &status, Data: mustJSON(job), Index: jobIndex(jobID, e.now())}),
+			jobEvent(tenant, moved, lj.job.Status, e.now()),
+		})
 		if errors.Is(err, store.ErrConditionFailed) {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
@@ -54,6 +55,11 @@ type Result struct {
 	// recorded; the final result's are.
 	PollAfter time.Duration
 	PollState string // opaque to the engine; at most a few hundred bytes
+	// Health is a check's verdict (set by the engine, see checkResult), and
+	// Note the error that led to it: a check that finds a fault still
+	// succeeds as a task, so the verification goes on to its end.
+	Health domain.CheckStatus
+	Note   string
 }
 
 // NodeFacts are node properties an executor reports. Empty fields leave the
@@ -154,6 +160,12 @@ type Config struct {
 	// leaves it alone; tests set it lower to stand in for the release
 	// before a format change, which is exactly that code's behaviour.
 	MaxFormat int
+	// Verify is called by the janitor for each cluster whose verification
+	// is due (after a create or scale that succeeded, and periodically where
+	// the template asks) and that no job holds; the cluster service submits
+	// the verification job. ErrNothingToVerify drops the due verification.
+	// Nil: due verifications wait.
+	Verify func(ctx context.Context, tenant string, c domain.Cluster) error
 	// WorkerID names this process in attempt records.
 	WorkerID string
 	Logger   *slog.Logger
@@ -229,6 +241,8 @@ type Engine struct {
 	// inlineBatches is the most step-2 transactions Submit writes itself
 	// before it stages the rest (defaultInlineBatches; tests lower it).
 	inlineBatches int
+	// hooks delivers webhooks (SetHooks); nil: none.
+	hooks atomic.Pointer[hooksBox]
 }
 
 // New returns an engine over the unscoped store s.

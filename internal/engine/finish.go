@@ -99,6 +99,12 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 			return err
 		}
 		now := e.now()
+		var health *domain.ClusterHealth
+		if job.Operation == domain.OpVerify {
+			if health, err = e.healthOf(ctx, tenant, jobID, job.TaskTotal, now); err != nil {
+				return fmt.Errorf("summing up verification %s: %w", jobID, err)
+			}
+		}
 		job.Status, job.EndedAt = final, now
 		if final == domain.JobSucceeded {
 			job.TaskDone = job.TaskTotal
@@ -106,7 +112,9 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 		finalStatus := string(final)
 		ops := []store.Op{store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
 			store.Changes{Status: &finalStatus, Data: mustJSON(job), ClearIndex: true})}
+		ops = append(ops, jobEvent(tenant, job.Job, from, now))
 		if c.ActiveJobID == jobID {
+			prev := c.Status
 			c.ActiveJobID = ""
 			c.Status = effect.ClusterStatus
 			c.StatusMessage = effect.Message
@@ -117,9 +125,15 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 			if c.Status.Terminal() {
 				c.NodeCount = 0
 			}
+			if health != nil {
+				c.Health = health
+				ops = append(ops, verifiedEvent(tenant, cluster, health))
+			}
 			next := clusterItem(tenant, c)
 			ch := store.Changes{Data: next.Data, Status: &next.Status, Index: next.Index, ClearIndex: next.Index == nil}
 			ops = append(ops, store.Update(cit.Key, store.Condition{Version: cit.Version}, ch))
+			ops = append(ops, clusterEvent(tenant, c, prev, jobID, now)...)
+			ops = append(ops, verifySchedule(tenant, c, job.Job, effect, final == domain.JobSucceeded, now)...)
 		} else {
 			e.log.ErrorContext(ctx, "a job ended without holding its cluster's lock", "job", jobID, "cluster", cluster, "lock", c.ActiveJobID)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/events"
 	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/store"
 )
@@ -21,12 +22,19 @@ type JanitorReport struct {
 	LeasesExpired int // clusters past their lease handed to ExpireLease
 	IndexCleared  int // ready tasks of jobs that will not run them
 	Stuck         int // jobs failed because they could never end (see failIfStuck)
+	Verifications int // due verifications handed to Verify
+	EventsExpired int // events (and webhook delivery records) past their retention deleted
+	// HookDeliveries counts webhook deliveries made from new events, and
+	// HooksResent the delivery messages sent again.
+	HookDeliveries, HooksResent int
 }
 
 // Pass is the report as metrics name its figures.
 func (r JanitorReport) Pass() metrics.JanitorPass {
 	return metrics.JanitorPass{"timed_out": r.TimedOut, "resent": r.Resent, "jobs_moved_on": r.JobsMovedOn, "undone": r.Undone,
-		"leases_expired": r.LeasesExpired, "index_cleared": r.IndexCleared, "stuck": r.Stuck}
+		"leases_expired": r.LeasesExpired, "index_cleared": r.IndexCleared, "stuck": r.Stuck,
+		"verifications": r.Verifications, "events_expired": r.EventsExpired,
+		"hook_deliveries": r.HookDeliveries, "hooks_resent": r.HooksResent}
 }
 
 // RunJanitor makes one pass over every tenant: it fails running attempts past
@@ -63,6 +71,28 @@ func (e *Engine) RunJanitor(ctx context.Context) (JanitorReport, error) {
 		}); err != nil {
 			errs = append(errs, err)
 		}
+		if err := e.eachIndexed(ctx, verifyPartition(shard), store.SortableTime(now), func(it store.Item) error {
+			return e.startDueVerification(ctx, it, &r)
+		}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if h := e.hooksOrNil(); h != nil {
+		n, err := h.Dispatch(ctx)
+		r.HookDeliveries += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+		n, err = h.ResendLost(ctx)
+		r.HooksResent += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	n, err := events.Expire(ctx, e.store, now)
+	r.EventsExpired += n
+	if err != nil {
+		errs = append(errs, err)
 	}
 	return r, errors.Join(errs...)
 }
@@ -314,9 +344,20 @@ func (e *Engine) moveJobOn(ctx context.Context, indexed store.Item, r *JanitorRe
 // TERMINATED). The first write is conditional on PENDING, so a submitter that
 // was only slow then fails its own start instead of racing this.
 func (e *Engine) undoSubmission(ctx context.Context, tenant, cluster string, lj loadedJob) error {
+	msg := "the submission did not finish (the server stopped while writing the job); nothing ran, try again"
+	if lj.job.AwaitingPreStart {
+		msg = "the pre-start hooks were not asked in time (no worker took the request); nothing ran, try again"
+	}
+	return e.failPending(ctx, tenant, cluster, lj, msg)
+}
+
+// failPending ends a PENDING job as FAILED with msg: nothing of it ran, so
+// the lock and quota go back and the cluster is as it was (one being
+// created ends TERMINATED).
+func (e *Engine) failPending(ctx context.Context, tenant, cluster string, lj loadedJob, msg string) error {
 	job := lj.job
 	job.Status, job.EndedAt = domain.JobFailed, e.now()
-	job.StatusMessage = "the submission did not finish (the server stopped while writing the job); nothing ran, try again"
+	job.StatusMessage = msg
 	failed := string(domain.JobFailed)
 	ops := []store.Op{store.Update(lj.item.Key, store.Condition{Version: lj.item.Version, StatusIn: []string{string(domain.JobPending)}},
 		store.Changes{Status: &failed, Data: mustJSON(job), ClearIndex: true})}
@@ -324,7 +365,9 @@ func (e *Engine) undoSubmission(ctx context.Context, tenant, cluster string, lj 
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
+	ops = append(ops, jobEvent(tenant, job.Job, domain.JobPending, job.EndedAt))
 	if err == nil && c.ActiveJobID == job.ID {
+		prev := c.Status
 		c.ActiveJobID = ""
 		c.Status, c.StatusMessage = job.PrevStatus, job.StatusMessage
 		c.NodeCount -= job.AddedNodeCount
@@ -334,6 +377,7 @@ func (e *Engine) undoSubmission(ctx context.Context, tenant, cluster string, lj 
 		next := clusterItem(tenant, c)
 		ops = append(ops, store.Update(cit.Key, store.Condition{Version: cit.Version},
 			store.Changes{Data: next.Data, Status: &next.Status, Index: next.Index, ClearIndex: next.Index == nil}))
+		ops = append(ops, clusterEvent(tenant, c, prev, job.ID, job.EndedAt)...)
 	}
 	if job.TakenClusters != 0 || job.TakenNodes != 0 {
 		ops = append(ops, store.Update(tenantKey(tenant), store.Condition{MustExist: true},

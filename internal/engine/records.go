@@ -25,6 +25,9 @@ type Effect struct {
 	// victims of a shrink, ACTIVE on the nodes of a create).
 	NodeStatus domain.NodeStatus `json:"nodeStatus,omitempty"`
 	Nodes      []string          `json:"nodes,omitempty"`
+	// Verify, on a success, makes a verification of the cluster due at
+	// once (a create or scale of a cluster whose services define checks).
+	Verify bool `json:"verify,omitempty"`
 }
 
 // jobRecord is the stored job: the API's view plus what the engine needs to
@@ -56,6 +59,9 @@ type jobRecord struct {
 	// StagedChunks, on a PENDING job, counts the items that hold its
 	// staged step 2 (stage.go).
 	StagedChunks int `json:"stagedChunks,omitempty"`
+	// AwaitingPreStart, on a PENDING job, says its pre-start hooks were
+	// asked (hooks.go): a worker starts or fails it when they answer.
+	AwaitingPreStart bool `json:"awaitingPreStart,omitempty"`
 }
 
 const (

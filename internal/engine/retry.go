@@ -116,6 +116,7 @@ func (e *Engine) reopenJob(ctx context.Context, tenant, cluster, jobID string, r
 		status := string(next)
 		ops := []store.Op{store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
 			store.Changes{Status: &status, Data: mustJSON(job), Index: jobIndex(jobID, e.now())})}
+		prevJob, prevCluster := lj.job.Status, c.Status
 		c.ActiveJobID, c.LatestJobID = jobID, jobID
 		if job.RunningStatus != "" {
 			c.Status = job.RunningStatus
@@ -133,6 +134,8 @@ func (e *Engine) reopenJob(ctx context.Context, tenant, cluster, jobID string, r
 				store.Condition{StatusIn: []string{"active"}, CountersAtLeast: map[string]int64{"freeClusters": int64(effect.ReleaseClusters), "freeNodes": int64(effect.ReleaseNodes)}},
 				store.Changes{Add: map[string]int64{"freeClusters": -int64(effect.ReleaseClusters), "freeNodes": -int64(effect.ReleaseNodes)}}))
 		}
+		ops = append(ops, jobEvent(tenant, job.Job, prevJob, e.now()))
+		ops = append(ops, clusterEvent(tenant, c, prevCluster, jobID, e.now())...)
 		err = e.store.Transact(ctx, ops)
 		if err == nil {
 			return job, nil

@@ -253,38 +253,59 @@ func (e *Engine) fail(ctx context.Context, ref TaskRef, lt loadedTask, res Resul
 		return e.send(ctx, ref.Tenant, []domain.Task{t})
 	}
 	t.Status = domain.TaskFailed
-	lj, err := e.loadJob(ctx, ref.Tenant, ref.Cluster, ref.Job)
-	if err != nil {
-		return err
-	}
-	job := lj.job
-	from := []string{string(domain.JobRunning), string(domain.JobPaused), string(domain.JobFailing)}
-	next := domain.JobFailing
-	if t.Rollback {
-		from = []string{string(domain.JobRollingBack)}
-	}
-	msg := fmt.Sprintf("task %s failed after %d attempts: %v", t.ID, t.Attempt, res.Err)
-	if job.StatusMessage == "" || t.Rollback {
-		job.StatusMessage = msg
-	}
-	ops := []store.Op{store.Update(key, store.Condition{Version: lt.item.Version}, taskChanges(key, t))}
-	if !t.Rollback {
-		status := string(next)
-		ops = append(ops, store.Update(lj.item.Key, store.Condition{StatusIn: from},
-			store.Changes{Status: &status, Data: mustJSON(job), Index: jobIndex(job.ID, e.now())}))
-	}
-	err = e.store.Transact(ctx, ops)
-	var terr *store.TransactionError
-	if errors.As(err, &terr) {
-		if terr.Reasons[0] != nil {
-			return nil // not ours any more
-		}
-		// The job already left the states a failure moves: record the task.
-		if _, err := e.store.Write(ctx, ops[0]); err != nil && !errors.Is(err, store.ErrConditionFailed) {
+	msg := ""
+	for attempt := 0; ; attempt++ {
+		lj, err := e.loadJob(ctx, ref.Tenant, ref.Cluster, ref.Job)
+		if err != nil {
 			return err
 		}
-	} else if err != nil {
-		return fmt.Errorf("failing %s: %w", t.ID, err)
+		job := lj.job
+		from := []string{string(domain.JobRunning), string(domain.JobPaused), string(domain.JobFailing)}
+		next := domain.JobFailing
+		if t.Rollback {
+			from = []string{string(domain.JobRollingBack)}
+		}
+		msg = fmt.Sprintf("task %s failed after %d attempts: %v", t.ID, t.Attempt, res.Err)
+		if job.StatusMessage == "" || t.Rollback {
+			job.StatusMessage = msg
+		}
+		ops := []store.Op{store.Update(key, store.Condition{Version: lt.item.Version}, taskChanges(key, t))}
+		// The job's move to FAILING carries its event; a job already
+		// FAILING moves nowhere and gets none. The condition names the
+		// status read, so the event says what the move was (a job that
+		// moved meanwhile is read again).
+		narrowed := false
+		if !t.Rollback {
+			status := string(next)
+			cond := from
+			var event []store.Op
+			if prev := job.Status; prev != next && slices.Contains(from, string(prev)) && attempt < maxSettleAttempts {
+				cond, narrowed = []string{string(prev)}, true
+				moved := job.Job
+				moved.Status = next
+				event = append(event, jobEvent(ref.Tenant, moved, prev, e.now()))
+			}
+			ops = append(ops, store.Update(lj.item.Key, store.Condition{StatusIn: cond},
+				store.Changes{Status: &status, Data: mustJSON(job), Index: jobIndex(job.ID, e.now())}))
+			ops = append(ops, event...)
+		}
+		err = e.store.Transact(ctx, ops)
+		var terr *store.TransactionError
+		if errors.As(err, &terr) {
+			if terr.Reasons[0] != nil {
+				return nil // not ours any more
+			}
+			if narrowed {
+				continue // the job moved between the read and the write
+			}
+			// The job already left the states a failure moves: record the task.
+			if _, err := e.store.Write(ctx, ops[0]); err != nil && !errors.Is(err, store.ErrConditionFailed) {
+				return err
+			}
+		} else if err != nil {
+			return fmt.Errorf("failing %s: %w", t.ID, err)
+		}
+		break
 	}
 	if t.Rollback {
 		return e.finish(ctx, ref.Tenant, ref.Cluster, ref.Job, domain.JobRollingBack, endRollbackFailed, msg)
@@ -318,8 +339,13 @@ func (e *Engine) settleFailing(ctx context.Context, tenant, cluster, jobID strin
 			return err
 		}
 		status := string(domain.JobRollingBack)
-		_, err = e.store.Write(ctx, store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
-			store.Changes{Status: &status, Index: jobIndex(jobID, e.now())}))
+		moved := lj.job.Job
+		moved.Status = domain.JobRollingBack
+		err = e.store.Transact(ctx, []store.Op{
+			store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
+				store.Changes{Status: &status, Index: jobIndex(jobID, e.now())}),
+			jobEvent(tenant, moved, domain.JobFailing, e.now()),
+		})
 		if errors.Is(err, store.ErrConditionFailed) {
 			continue
 		}

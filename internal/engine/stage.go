@@ -65,7 +65,7 @@ func (e *Engine) ContinueSubmission(ctx context.Context, tenant, cluster, jobID 
 		return err
 	}
 	job := lj.job
-	if job.Status != domain.JobPending || job.StagedChunks == 0 {
+	if job.Status != domain.JobPending || job.StagedChunks == 0 || job.AwaitingPreStart {
 		return nil
 	}
 	var ops []store.Op

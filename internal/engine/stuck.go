@@ -118,8 +118,13 @@ func (e *Engine) failIfStuck(ctx context.Context, tenant, cluster, jobID string,
 	job := lj.job
 	job.StatusMessage = why
 	failing := string(domain.JobFailing)
-	_, err = e.store.Write(ctx, store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
-		store.Changes{Status: &failing, Data: mustJSON(job), Index: jobIndex(jobID, e.now())}))
+	moved := job.Job
+	moved.Status = domain.JobFailing
+	err = e.store.Transact(ctx, []store.Op{
+		store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
+			store.Changes{Status: &failing, Data: mustJSON(job), Index: jobIndex(jobID, e.now())}),
+		jobEvent(tenant, moved, lj.job.Status, e.now()),
+	})
 	if errors.Is(err, store.ErrConditionFailed) {
 		return nil
 	}

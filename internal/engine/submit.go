@@ -165,6 +165,13 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 	}
 	checksAt := len(ops)
 	ops = append(ops, sub.Checks...)
+	checksEnd := len(ops)
+	ops = append(ops, jobEvent(sub.Tenant, job.Job, "", now))
+	prevStatus := sub.Cluster.Status
+	if sub.Create {
+		prevStatus = ""
+	}
+	ops = append(ops, clusterEvent(sub.Tenant, cluster, prevStatus, job.ID, now)...)
 	if err := e.store.Transact(ctx, ops); err != nil {
 		var terr *store.TransactionError
 		if errors.As(err, &terr) {
@@ -174,7 +181,7 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 			case quotaAt >= 0 && terr.Reasons[quotaAt] != nil:
 				return domain.Job{}, ErrQuota
 			}
-			for i := checksAt; i < len(ops); i++ {
+			for i := checksAt; i < checksEnd; i++ {
 				if terr.Reasons[i] != nil {
 					return domain.Job{}, ErrStale
 				}
@@ -221,12 +228,25 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 	return job.Job, nil
 }
 
-// start is step 3: the job PENDING -> RUNNING, then its ready roots sent.
+// start is step 3: the job PENDING -> RUNNING, then its ready roots sent;
+// or, when the tenant has pre-start hooks, the job left PENDING for a
+// worker to ask them (hooks.go).
 func (e *Engine) start(ctx context.Context, tenant, cluster string, job *jobRecord, ready []domain.Task) error {
+	if gated, err := e.gateOnPreStart(ctx, tenant, cluster, job); gated || err != nil {
+		return err
+	}
+	return e.startNow(ctx, tenant, cluster, job, ready)
+}
+
+// startNow is start past the pre-start hooks.
+func (e *Engine) startNow(ctx context.Context, tenant, cluster string, job *jobRecord, ready []domain.Task) error {
 	job.Status, job.StartedAt = domain.JobRunning, e.now()
 	running := string(domain.JobRunning)
-	_, err := e.store.Write(ctx, store.Update(jobKey(tenant, cluster, job.ID), store.Condition{StatusIn: []string{string(domain.JobPending)}},
-		store.Changes{Status: &running, Data: mustJSON(job), Index: jobIndex(job.ID, job.StartedAt)}))
+	err := e.store.Transact(ctx, []store.Op{
+		store.Update(jobKey(tenant, cluster, job.ID), store.Condition{StatusIn: []string{string(domain.JobPending)}},
+			store.Changes{Status: &running, Data: mustJSON(job), Index: jobIndex(job.ID, job.StartedAt)}),
+		jobEvent(tenant, job.Job, domain.JobPending, job.StartedAt),
+	})
 	if errors.Is(err, store.ErrConditionFailed) {
 		return ErrSubmitAborted
 	}

@@ -49,6 +49,12 @@ func (e *Engine) handle(ctx context.Context, tenant string, d queue.Delivery, la
 	if f := messageFormat(d.Format); e.newer(f) {
 		return e.handBack(tenant, "message "+d.TaskID, f), nil
 	}
+	switch ref.Cluster {
+	case hookCluster:
+		return e.deliverHook(ctx, ref)
+	case preStartCluster:
+		return e.askPreStart(ctx, tenant, ref.Job, ref.Task)
+	}
 	lt, err := e.loadTaskOrDeferred(ctx, ref)
 	if errors.Is(err, store.ErrNotFound) {
 		return Disposition{}, nil
@@ -195,6 +201,9 @@ func (e *Engine) runClaimed(ctx context.Context, ref TaskRef, claimed loadedTask
 	if timedOut {
 		// Whatever the executor answered, the action ran past its timeout.
 		res.Err = fmt.Errorf("timed out after %s", lt.task.Timeout)
+	}
+	if lt.task.Action == domain.ActionCheck && (res.PollAfter == 0 || timedOut) {
+		res = checkResult(res, timedOut)
 	}
 	if ctx.Err() == nil && !lost {
 		e.cfg.Observer.Attempt(tenant, string(lt.task.Action), attemptOutcome(lt.task, res), took)
@@ -383,6 +392,12 @@ func (e *Engine) endAttempt(t *domain.Task, status domain.TaskStatus, res Result
 	a.Stdout, a.Stderr = boundTail(res.Stdout, maxTailBytes), boundTail(res.Stderr, maxTailBytes)
 	if res.Err != nil {
 		a.Error = boundHead(res.Err.Error(), maxErrorBytes)
+	}
+	if res.Health != "" {
+		a.Health = res.Health
+		if res.Note != "" {
+			a.Error = boundHead(res.Note, maxErrorBytes)
+		}
 	}
 	compactAttempts(t)
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
+	"github.com/heddle-io/heddle/internal/webhooks"
 )
 
 // Config says where the server keeps its data and listens.
@@ -61,6 +62,15 @@ type Config struct {
 	// Engine tunes the engine; zero fields take local defaults (short leases
 	// and resend delays: a local heddle has no reason to wait minutes).
 	Engine engine.Config
+	// Webhooks tunes webhook deliveries; the local server always takes
+	// http to loopback URLs (Policy.Local). Policy.AllowPrivate lets
+	// endpoints on private and link-local addresses be reached.
+	Webhooks webhooks.Config
+}
+
+func localWebhooks(c webhooks.Config) webhooks.Config {
+	c.Policy.Local = true
+	return c
 }
 
 // Server is a running local heddle.
@@ -158,7 +168,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// Provider entities are checked against their type in the registry and
 	// their sensitive fields sealed with the local master key.
 	svc, err := assemble.Build(assemble.Parts{Store: st, Queue: s.queue, Keyring: keyring, Providers: registry, SSH: s.ssh,
-		Automators: map[string]automator.Automator{shell.Type: s.shell}, Engine: ecfg, Logger: cfg.Logger})
+		Automators: map[string]automator.Automator{shell.Type: s.shell}, Engine: ecfg, Logger: cfg.Logger,
+		Webhooks: localWebhooks(cfg.Webhooks)})
 	if err != nil {
 		return fail(err)
 	}
@@ -173,19 +184,21 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return fail(err)
 	}
 	handler := api.New(api.Config{
-		CursorKey: cursorKey,
-		Catalog:   svc.Catalog,
-		Access:    s.access,
-		Clusters:  svc.Clusters,
-		Providers: registry,
-		Audit:     svc.Audit,
-		Usage:     svc.Usage,
-		Observer:  s.metrics,
-		Metrics:   s.metrics.Handler(),
-		Identity:  identity.New(db, s.access, identity.Config{Logger: cfg.Logger}),
-		Backend:   "bolt",
-		Version:   cfg.Version,
-		Logger:    cfg.Logger,
+		CursorKey:  cursorKey,
+		Catalog:    svc.Catalog,
+		Access:     s.access,
+		Clusters:   svc.Clusters,
+		Providers:  registry,
+		Audit:      svc.Audit,
+		Usage:      svc.Usage,
+		Webhooks:   svc.Webhooks,
+		Deliveries: svc.Deliveries,
+		Observer:   s.metrics,
+		Metrics:    s.metrics.Handler(),
+		Identity:   identity.New(db, s.access, identity.Config{Logger: cfg.Logger}),
+		Backend:    "bolt",
+		Version:    cfg.Version,
+		Logger:     cfg.Logger,
 		// One process: its counts live in memory, no store write per request.
 		Throttle: &api.Throttle{Limiter: ratelimit.NewMemory(),
 			PerTenant:    ratelimit.Limit{Requests: cfg.TenantRequestsPerMinute, Window: time.Minute},

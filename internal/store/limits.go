@@ -151,3 +151,13 @@ func CheckPartition(what, pk string) error {
 	}
 	return nil
 }
+
+// CheckAfter refuses a Query whose After cannot be honored: After starts an
+// ascending range, which neither a prefix nor a descending order can carry
+// (DynamoDB takes one condition on the sort key).
+func CheckAfter(q Query) error {
+	if q.After != "" && (q.Prefix != "" || q.Descending) {
+		return fmt.Errorf("%w: After applies to ascending queries without a prefix", ErrInvalidOp)
+	}
+	return nil
+}

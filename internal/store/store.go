@@ -178,6 +178,10 @@ type Query struct {
 	Limit      int    // at most this many items per page; 0 means DefaultPageSize
 	Cursor     string // from a previous Page.Next; empty for the first page
 	Descending bool
+	// After, when set, starts the query after this sort key (ascending
+	// queries without Prefix only): a reader that remembers the last key
+	// it saw resumes there without a cursor. A Cursor takes precedence.
+	After string
 }
 
 // IndexQuery selects items of one index partition in index sort order.

@@ -296,7 +296,13 @@ func (s *Store) Query(ctx context.Context, pk string, q store.Query) (store.Page
 	if err != nil {
 		return store.Page{}, err
 	}
+	if err := store.CheckAfter(q); err != nil {
+		return store.Page{}, err
+	}
 	var after []byte // the last key already returned, when resuming
+	if q.After != "" {
+		after = joinKey(pk, q.After)
+	}
 	if q.Cursor != "" {
 		c, err := queryCursorFor(q.Cursor, pk, q)
 		if err != nil {

@@ -369,6 +369,9 @@ func (s *Store) Query(ctx context.Context, pk string, q store.Query) (store.Page
 	if err != nil {
 		return store.Page{}, err
 	}
+	if err := store.CheckAfter(q); err != nil {
+		return store.Page{}, err
+	}
 	var start map[string]types.AttributeValue
 	if q.Cursor != "" {
 		c, err := queryCursorFor(q.Cursor, pk, q)
@@ -381,6 +384,9 @@ func (s *Store) Query(ctx context.Context, pk string, q store.Query) (store.Page
 	keyCond := e.name(attrPK) + " = " + e.value(str(pk))
 	if q.Prefix != "" {
 		keyCond += " AND begins_with(" + e.name(attrSK) + ", " + e.value(str(q.Prefix)) + ")"
+	}
+	if q.After != "" {
+		keyCond += " AND " + e.name(attrSK) + " > " + e.value(str(q.After))
 	}
 	in := &dynamodb.QueryInput{
 		TableName:                 s.table,

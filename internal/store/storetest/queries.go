@@ -343,3 +343,31 @@ func testIndexBadCursor(t *testing.T, s store.Store) {
 		require.ErrorIs(t, err, store.ErrBadCursor, tc.name)
 	}
 }
+
+func testQueryAfter(t *testing.T, s store.Store) {
+	seedQuery(t, s)
+	cases := []struct {
+		name  string
+		q     store.Query
+		want  []string
+		pages int
+	}{
+		{"after a key that exists", store.Query{After: "a#5", Limit: 2}, []string{"b#1", "b#2", "b#3", "c"}, 2},
+		{"after a key between two", store.Query{After: "a#55", Limit: 10}, []string{"b#1", "b#2", "b#3", "c"}, 1},
+		{"after the last key", store.Query{After: "c", Limit: 10}, nil, 1},
+		{"after a key before the first", store.Query{After: "0", Limit: 4}, []string{"a#1", "a#2", "a#3", "a#4", "a#5", "b#1", "b#2", "b#3", "c"}, 3},
+	}
+	for _, tc := range cases {
+		q := tc.q
+		items, pages := collect(t, q.Limit, func(c string) (store.Page, error) {
+			q.Cursor = c
+			return s.Query(t.Context(), "q", q)
+		})
+		require.Equal(t, sortKeys("q", tc.want...), keysOf(items), tc.name)
+		require.Equal(t, tc.pages, pages, tc.name)
+	}
+	for _, q := range []store.Query{{After: "a", Prefix: "a#"}, {After: "a", Descending: true}} {
+		_, err := s.Query(t.Context(), "q", q)
+		require.ErrorIs(t, err, store.ErrInvalidOp, "%+v", q)
+	}
+}

@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"QueryResumesAfterDeletedCursorItem", testQueryResumesAfterDeletedCursorItem},
 		{"QueryBadCursor", testQueryBadCursor},
 		{"QueryKeysWithNUL", testQueryKeysWithNUL},
+		{"QueryAfter", testQueryAfter},
 		{"Index", testIndex},
 		{"IndexPagination", testIndexPagination},
 		{"IndexTiesPaginate", testIndexTiesPaginate},

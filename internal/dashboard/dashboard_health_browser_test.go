@@ -1,0 +1,85 @@
+package dashboard_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/demotest"
+)
+
+// TestDashboardShowsHealthAndEventsInBrowser: the clusters list shows each
+// cluster's health, the cluster page its latest verification (with the
+// checks that did not pass) and its events, and "Verify now" runs another.
+func TestDashboardShowsHealthAndEventsInBrowser(t *testing.T) {
+	ctx, problems := browser(t)
+	s := startServer(t)
+	s.admin = demotest.TenantWithCatalog(t, s.srv.URL(), s.super, "acme", 10, "../../docs/examples/health-catalog.yaml")
+	var created struct {
+		Cluster struct{ ID string } `json:"cluster"`
+	}
+	require.Equal(t, http.StatusAccepted, s.call(s.admin, "POST", "/v1/clusters",
+		map[string]any{"name": "probes", "template": "health", "size": 1, "services": []string{"steady", "broken"}}, &created))
+	id := created.Cluster.ID
+	shot := newShots(t)
+	step, value := steps(t, ctx, time.Now())
+
+	step("log in", chromedp.Navigate(s.srv.URL()+"/"), login(s.admin, "ann"))
+	// The create's success makes a verification due; the janitor runs it.
+	step("health in the list", until(fmt.Sprintf(`(() => {
+		const cell = document.querySelector('tr[data-cluster=%q] td.health .status');
+		return !!cell && cell.dataset.status === 'RED';
+	})()`, id)), shot.take("clusters-health"))
+
+	step("open the cluster", chromedp.Navigate(s.srv.URL()+"/#/clusters/"+id),
+		until(`(() => { const c = document.querySelector('#health'); return !!c && c.dataset.status === 'RED'; })()`),
+		until(`!!document.querySelector('#health-problems tr[data-service="broken"][data-status="failing"]')`),
+		until(`!!document.querySelector('#events tr[data-type="cluster.verified"][data-status="RED"]')`),
+		shot.take("cluster-health-events"))
+	verified := value("verifications so far", chromedp.Evaluate[string](
+		`String(document.querySelectorAll('#events tr[data-type="cluster.verified"]').length)`))
+	require.Equal(t, "1", verified)
+
+	step("verify again", chromedp.Click(css("#verify")),
+		until(`document.querySelectorAll('#events tr[data-type="cluster.verified"]').length === 2`),
+		shot.take("verified-again"))
+	require.Empty(t, problems())
+}
+
+// TestDashboardWebhooksInBrowser: an admin registers an endpoint, sees its
+// secret once, and reads its delivery log as events are delivered.
+func TestDashboardWebhooksInBrowser(t *testing.T) {
+	ctx, problems := browser(t)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(receiver.Close)
+	s := startServer(t)
+	s.admin = demotest.TenantWithCatalog(t, s.srv.URL(), s.super, "acme", 10, "../../docs/examples/health-catalog.yaml")
+	shot := newShots(t)
+	step, value := steps(t, ctx, time.Now())
+
+	step("log in", chromedp.Navigate(s.srv.URL()+"/"), login(s.admin, "ann"))
+	step("register", chromedp.Click(css("#nav-webhooks")), chromedp.WaitVisible(css("#create-webhook-form")),
+		chromedp.SendKeys(css("#webhook-url"), receiver.URL+"/heddle"),
+		chromedp.Click(css(`input.webhook-type[value="cluster.status"]`)),
+		chromedp.Click(css("#create-webhook")),
+		chromedp.WaitVisible(css("#new-webhook-secret")),
+		until(`document.querySelectorAll('#webhooks tr[data-webhook]').length === 1`),
+		shot.take("webhook-registered"))
+	secret := value("the secret", chromedp.Evaluate[string](`document.querySelector('#new-webhook-secret').textContent`))
+	require.Regexp(t, `^whsec_`, secret)
+
+	var created struct {
+		Cluster struct{ ID string } `json:"cluster"`
+	}
+	require.Equal(t, http.StatusAccepted, s.call(s.admin, "POST", "/v1/clusters",
+		map[string]any{"name": "hooked", "template": "health", "size": 1}, &created))
+	step("delivery log", chromedp.Click(css(`#webhooks tr[data-webhook] a`)),
+		until(`document.querySelectorAll('#deliveries tr[data-status="DELIVERED"]').length === 2`),
+		shot.take("webhook-deliveries"))
+	require.Empty(t, problems())
+}
