@@ -20,7 +20,10 @@ import (
 //	2  chunked submissions (deferred task chunk items, staged lists), and the
 //	   marker itself: a "fmt" counter on job and task items, Format on
 //	   messages
-const FormatVersion = 2
+//	3  webhook deliveries and pre-start hooks: messages for the ~hook and
+//	   ~prestart pseudo-clusters, which code of format 2 would take for
+//	   tasks it cannot find and drop, and jobs held PENDING for their hooks
+const FormatVersion = 3
 
 // counterFormat holds an item's format version. A counter, not a field of
 // the document, so that code reads it without decoding a format it may not

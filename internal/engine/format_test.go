@@ -130,3 +130,25 @@ func TestReadingANewerJobSaysSo(t *testing.T) {
 	require.ErrorIs(t, err, ErrNewerFormat)
 	require.ErrorContains(t, err, "newer than this heddle handles")
 }
+
+// TestFormatTwoHandsBackHookMessages: a webhook delivery's message names a
+// pseudo-cluster that code of format 2 never heard of; that release (an
+// engine handling formats up to 2) must hand it back for a newer worker
+// rather than look for the task, miss it and drop the delivery.
+func TestFormatTwoHandsBackHookMessages(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T) {
+		b := setup(t, nil, Config{})
+		require.NoError(t, b.eng.SendHook(b.ctx, tenant, "wh-1", "ev-1", 0))
+		counts := store.NewCounting(b.db)
+		old := New(counts, b.q, b.rec, Config{MaxFormat: 2})
+		deliveries, err := b.q.Receive(b.ctx, tenant, queue.MaxBatch, 2*time.Second, 30*time.Second)
+		require.NoError(t, err)
+		require.Len(t, deliveries, 1)
+		require.Equal(t, FormatVersion, deliveries[0].Format)
+		disp, err := old.Handle(b.ctx, tenant, deliveries[0])
+		require.NoError(t, err)
+		require.Equal(t, newerFormatDelay, disp.Delay, "handed back, not dropped")
+		require.Zero(t, counts.Counts().Writes)
+	})
+}

@@ -51,6 +51,7 @@ func (e *Engine) SendHook(ctx context.Context, tenant, endpoint, eventID string,
 	ref := TaskRef{Tenant: tenant, Cluster: hookCluster, Job: endpoint, Task: eventID}
 	return e.queue.Send(ctx, tenant, queue.Message{
 		TaskID: ref.String(),
+		Format: FormatVersion,
 		// A group per delivery: a failing delivery's backoff holds no other
 		// (receivers order events by their ids, which sort by time).
 		Group: hookCluster + "#" + endpoint + "#" + eventID,
@@ -115,7 +116,7 @@ func (e *Engine) gateOnPreStart(ctx context.Context, tenant, cluster string, job
 		return true, fmt.Errorf("marking job %s for its pre-start hooks: %w", job.ID, err)
 	}
 	ref := TaskRef{Tenant: tenant, Cluster: preStartCluster, Job: cluster, Task: job.ID}
-	if err := e.queue.Send(ctx, tenant, queue.Message{TaskID: ref.String(), Group: preStartCluster + "#" + cluster, Dedup: "prestart#" + job.ID}); err != nil {
+	if err := e.queue.Send(ctx, tenant, queue.Message{TaskID: ref.String(), Format: FormatVersion, Group: preStartCluster + "#" + cluster, Dedup: "prestart#" + job.ID}); err != nil {
 		// The job is PENDING: the janitor fails it after SubmitTimeout.
 		e.log.WarnContext(ctx, "queueing the pre-start hooks failed", "job", job.ID, "error", err)
 	}
