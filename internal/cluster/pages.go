@@ -21,7 +21,7 @@ import (
 // job view carry; both views also count all of them.
 // PreviewItems bounds each list of a dry run's preview (planner.Bounded).
 const (
-	FirstNodes   = 100
+	FirstNodes   = engine.FirstNodes
 	FirstTasks   = 100
 	PreviewItems = 100
 )
@@ -56,6 +56,39 @@ func (v *View) summarize(live []domain.Node) {
 		v.Nodes = []domain.Node{}
 	}
 	v.NodesOmitted = len(live) - len(v.Nodes)
+}
+
+// nodeView fills the view's node counts and first nodes: from the node
+// summary the engine wrote when the latest job started or ended, when it
+// holds for that job as it is now, else by reading every node. Nodes are
+// read after the job, so the statuses a job's end writes are then in.
+func (s *Service) nodeView(ctx context.Context, tenant string, v *View, job *domain.Job) error {
+	if job != nil {
+		sum, ok, err := s.cfg.Engine.NodeSummaryFor(ctx, tenant, v.ID, *job)
+		if err != nil {
+			return err
+		}
+		if ok {
+			first, err := s.cfg.Engine.NodesByID(ctx, tenant, v.ID, sum.First)
+			if err != nil {
+				return err
+			}
+			v.NodeStatus = sum.Status
+			v.Layout = make([]LayoutGroup, len(sum.Layout))
+			for i, g := range sum.Layout {
+				v.Layout[i] = LayoutGroup{NodeLayout: g.NodeLayout, Count: g.Count}
+			}
+			v.Nodes = first
+			v.NodesOmitted = sum.Live - len(first)
+			return nil
+		}
+	}
+	nodes, err := s.cfg.Engine.Nodes(ctx, tenant, v.ID)
+	if err != nil {
+		return err
+	}
+	v.summarize(liveNodes(nodes))
+	return nil
 }
 
 // NodeFilter narrows a node listing.

@@ -71,13 +71,10 @@ func (s *Service) Get(ctx context.Context, p access.Principal, id string) (*View
 			}
 		}
 	}
-	// Nodes after the job: the statuses a job's end writes are then in.
-	nodes, err := s.cfg.Engine.Nodes(ctx, p.Tenant, id)
-	if err != nil {
+	v := &View{Cluster: c}
+	if err := s.nodeView(ctx, p.Tenant, v, job); err != nil {
 		return nil, err
 	}
-	v := &View{Cluster: c}
-	v.summarize(liveNodes(nodes))
 	if job != nil {
 		stages, err := s.progress(ctx, p.Tenant, job.ID)
 		if err != nil {

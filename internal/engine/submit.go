@@ -225,8 +225,17 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 func (e *Engine) start(ctx context.Context, tenant, cluster string, job *jobRecord, ready []domain.Task) error {
 	job.Status, job.StartedAt = domain.JobRunning, e.now()
 	running := string(domain.JobRunning)
-	_, err := e.store.Write(ctx, store.Update(jobKey(tenant, cluster, job.ID), store.Condition{StatusIn: []string{string(domain.JobPending)}},
-		store.Changes{Status: &running, Data: mustJSON(job), Index: jobIndex(job.ID, job.StartedAt)}))
+	// The nodes are all written (step 2): count them for the cluster view
+	// in the write that starts the job (nodesummary.go).
+	summary, err := e.nodeSummaryPut(ctx, tenant, cluster, job.ID, SummaryStarted)
+	if err != nil {
+		return err
+	}
+	err = e.store.Transact(ctx, []store.Op{
+		store.Update(jobKey(tenant, cluster, job.ID), store.Condition{StatusIn: []string{string(domain.JobPending)}},
+			store.Changes{Status: &running, Data: mustJSON(job), Index: jobIndex(job.ID, job.StartedAt)}),
+		summary,
+	})
 	if errors.Is(err, store.ErrConditionFailed) {
 		return ErrSubmitAborted
 	}
