@@ -154,6 +154,25 @@ func (f TaskFilter) matches(t domain.Task, stage map[string]int) bool {
 // changes between pages may move past it or back before it, so a listing
 // of a running job is a sequence of fresh views, not one snapshot.
 func (s *Service) Tasks(ctx context.Context, p access.Principal, cluster, jobID string, f TaskFilter, limit int, after string) ([]domain.Task, string, error) {
+	if after == "" && f == (TaskFilter{}) && limit <= FirstTasks {
+		// The first page, unfiltered: a big job's summary holds it.
+		job, err := s.visibleJob(ctx, p, cluster, jobID)
+		if err != nil {
+			return nil, "", err
+		}
+		sum, err := s.jobSummaryOf(ctx, p.Tenant, cluster, job)
+		if err != nil {
+			return nil, "", err
+		}
+		if sum != nil {
+			out := sum.First[:min(limit, len(sum.First))]
+			next := ""
+			if len(out) < sum.Tasks && len(out) > 0 {
+				next = TaskOrder(out[len(out)-1])
+			}
+			return out, next, nil
+		}
+	}
 	_, tasks, err := s.jobTasks(ctx, p, cluster, jobID)
 	if err != nil {
 		return nil, "", err
@@ -203,10 +222,7 @@ func (s *Service) Task(ctx context.Context, p access.Principal, cluster, jobID, 
 // jobTasks reads a job of a cluster the caller may see, and every task of
 // it by id.
 func (s *Service) jobTasks(ctx context.Context, p access.Principal, cluster, jobID string) (domain.Job, []domain.Task, error) {
-	if _, err := s.visible(ctx, p, cluster); err != nil {
-		return domain.Job{}, nil, err
-	}
-	job, err := s.cfg.Engine.Job(ctx, p.Tenant, cluster, jobID)
+	job, err := s.visibleJob(ctx, p, cluster, jobID)
 	if err != nil {
 		return domain.Job{}, nil, err
 	}
@@ -218,6 +234,14 @@ func (s *Service) jobTasks(ctx context.Context, p access.Principal, cluster, job
 		tasks = []domain.Task{}
 	}
 	return job, tasks, nil
+}
+
+// visibleJob reads a job of a cluster the caller may see.
+func (s *Service) visibleJob(ctx context.Context, p access.Principal, cluster, jobID string) (domain.Job, error) {
+	if _, err := s.visible(ctx, p, cluster); err != nil {
+		return domain.Job{}, err
+	}
+	return s.cfg.Engine.Job(ctx, p.Tenant, cluster, jobID)
 }
 
 // statusRank puts what needs a person's eyes first.

@@ -38,6 +38,9 @@ type Config struct {
 	Estimates planner.Estimator
 	Clock     func() time.Time
 	Logger    *slog.Logger
+	// SummaryMinTasks is the job size (work tasks) from which the job's
+	// views read its summary instead of its tasks (jobsummary.go); 0: 2,000.
+	SummaryMinTasks int
 }
 
 // Service runs cluster operations. It is safe for concurrent use.
@@ -45,6 +48,10 @@ type Service struct {
 	cfg    Config
 	log    *slog.Logger
 	stages *stageCache // stage views of recent jobs
+	// summaryMinTasks is the job size from which views read a job summary
+	// (jobsummary.go); tests lower it.
+	summaryMinTasks int
+	refreshes       summaryRefreshes
 }
 
 var _ provision.Clusters = (*Service)(nil)
@@ -60,10 +67,13 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.SummaryMinTasks <= 0 {
+		cfg.SummaryMinTasks = summaryMinTasks
+	}
 	if cfg.Estimates == nil {
 		cfg.Estimates = planner.ActionEstimates(nil, 10*time.Second)
 	}
-	return &Service{cfg: cfg, log: cfg.Logger, stages: newStageCache(1024)}, nil
+	return &Service{cfg: cfg, log: cfg.Logger, stages: newStageCache(1024), summaryMinTasks: cfg.SummaryMinTasks}, nil
 }
 
 func (s *Service) now() time.Time { return s.cfg.Clock().UTC() }
