@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,7 +30,7 @@ func benchStores(b *testing.B, fn func(b *testing.B, db store.Store)) {
 		db, err := boltstore.Open(filepath.Join(b.TempDir(), "heddle.db"), boltstore.Options{})
 		require.NoError(b, err)
 		b.Cleanup(func() { _ = db.Close() })
-		fn(b, db)
+		fn(b, store.NewCounting(db))
 	})
 	b.Run("dynamodb", func(b *testing.B) {
 		endpoint := os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")
@@ -39,7 +40,7 @@ func benchStores(b *testing.B, fn func(b *testing.B, db store.Store)) {
 		client := dynamostore.NewEmulatorClient(endpoint)
 		table := fmt.Sprintf("api-bench-%d", time.Now().UnixNano())
 		require.NoError(b, dynamostore.CreateTable(context.Background(), client, table))
-		fn(b, dynamostore.New(client, table))
+		fn(b, store.NewCounting(dynamostore.New(client, table)))
 	})
 }
 
@@ -58,8 +59,14 @@ func bigTenant(b testing.TB, db store.Store) (*testBundle, string) {
 	return bundle, key
 }
 
-// timed runs one request b.N times and reports its percentiles and size.
-func timed(b *testing.B, want int, send func(i int) *http.Response) {
+// timed runs one request b.N times and reports its percentiles and size
+// and, when db counts its traffic (benchStores' stores do), the store's
+// reads and writes per request (background writers' included).
+func timed(b *testing.B, db store.Store, want int, send func(i int) *http.Response) {
+	counting, _ := db.(*store.Counting)
+	if counting != nil {
+		counting.Reset()
+	}
 	lat := make([]time.Duration, 0, b.N)
 	size := 0
 	b.ResetTimer()
@@ -80,6 +87,11 @@ func timed(b *testing.B, want int, send func(i int) *http.Response) {
 	b.ReportMetric(at(0.5), "p50-ms")
 	b.ReportMetric(at(0.99), "p99-ms")
 	b.ReportMetric(float64(size)/1024, "answer-KiB")
+	if counting != nil {
+		c := counting.Counts()
+		b.ReportMetric(float64(c.ItemsRead)/float64(b.N), "items-read/op")
+		b.ReportMetric(float64(c.Writes)/float64(b.N), "writes/op")
+	}
 }
 
 var hugeCreate = map[string]any{"name": "huge", "template": "big", "size": 10000}
@@ -87,7 +99,7 @@ var hugeCreate = map[string]any{"name": "huge", "template": "big", "size": 10000
 func BenchmarkDryRun10000Nodes(b *testing.B) {
 	benchStores(b, func(b *testing.B, db store.Store) {
 		bundle, key := bigTenant(b, db)
-		timed(b, http.StatusOK, func(int) *http.Response {
+		timed(b, db, http.StatusOK, func(int) *http.Response {
 			return bundle.raw(b, key, http.MethodPost, "/v1/clusters?dryRun=true", hugeCreate)
 		})
 	})
@@ -96,7 +108,7 @@ func BenchmarkDryRun10000Nodes(b *testing.B) {
 func BenchmarkCreate10000Nodes(b *testing.B) {
 	benchStores(b, func(b *testing.B, db store.Store) {
 		bundle, key := bigTenant(b, db)
-		timed(b, http.StatusAccepted, func(i int) *http.Response {
+		timed(b, db, http.StatusAccepted, func(i int) *http.Response {
 			return bundle.raw(b, key, http.MethodPost, "/v1/clusters", map[string]any{"name": fmt.Sprint("c", i), "template": "big", "size": 10000})
 		})
 	})
@@ -113,13 +125,20 @@ func BenchmarkGet10000NodeCluster(b *testing.B) {
 			_, jv := bundle.do(b, key, http.MethodGet, "/v1/clusters/"+id+"/jobs/"+job, nil)
 			return jv["status"] == "RUNNING"
 		}, 10*time.Minute, 100*time.Millisecond, "the job, written in the background, starts")
+		// The second page of tasks follows a cursor, which the job summary
+		// does not hold: it still reads the whole job.
+		_, first := bundle.do(b, key, http.MethodGet, "/v1/clusters/"+id+"/jobs/"+job+"/tasks", nil)
+		next, _ := first["nextCursor"].(string)
+		require.NotEmpty(b, next)
 		for _, target := range []struct{ name, path string }{
 			{"cluster", "/v1/clusters/" + id},
+			{"job", "/v1/clusters/" + id + "/jobs/" + job},
 			{"tasks-page", "/v1/clusters/" + id + "/jobs/" + job + "/tasks"},
+			{"tasks-second-page", "/v1/clusters/" + id + "/jobs/" + job + "/tasks?cursor=" + url.QueryEscape(next)},
 			{"nodes-page", "/v1/clusters/" + id + "/nodes"},
 		} {
 			b.Run(target.name, func(b *testing.B) {
-				timed(b, http.StatusOK, func(int) *http.Response { return bundle.raw(b, key, http.MethodGet, target.path, nil) })
+				timed(b, db, http.StatusOK, func(int) *http.Response { return bundle.raw(b, key, http.MethodGet, target.path, nil) })
 			})
 		}
 	})

@@ -56,6 +56,9 @@ type jobRecord struct {
 	// StagedChunks, on a PENDING job, counts the items that hold its
 	// staged step 2 (stage.go).
 	StagedChunks int `json:"stagedChunks,omitempty"`
+	// Replan, on a PENDING job, says its step 2 is planned and written in
+	// the background from its inputs (replan.go).
+	Replan bool `json:"replan,omitempty"`
 }
 
 const (
