@@ -154,12 +154,15 @@ func (f TaskFilter) matches(t domain.Task, stage map[string]int) bool {
 // changes between pages may move past it or back before it, so a listing
 // of a running job is a sequence of fresh views, not one snapshot.
 func (s *Service) Tasks(ctx context.Context, p access.Principal, cluster, jobID string, f TaskFilter, limit int, after string) ([]domain.Task, string, error) {
+	job, err := s.visibleJob(ctx, p, cluster, jobID)
+	if err != nil {
+		return nil, "", err
+	}
+	if job.Status == domain.JobPending {
+		return []domain.Task{}, "", nil // its tasks may still be being written; none has run
+	}
 	if after == "" && f == (TaskFilter{}) && limit <= FirstTasks {
 		// The first page, unfiltered: a big job's summary holds it.
-		job, err := s.visibleJob(ctx, p, cluster, jobID)
-		if err != nil {
-			return nil, "", err
-		}
 		sum, err := s.jobSummaryOf(ctx, p.Tenant, cluster, job)
 		if err != nil {
 			return nil, "", err
@@ -173,7 +176,7 @@ func (s *Service) Tasks(ctx context.Context, p access.Principal, cluster, jobID 
 			return out, next, nil
 		}
 	}
-	_, tasks, err := s.jobTasks(ctx, p, cluster, jobID)
+	tasks, err := s.cfg.Engine.Tasks(ctx, p.Tenant, jobID)
 	if err != nil {
 		return nil, "", err
 	}

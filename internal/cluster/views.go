@@ -94,6 +94,9 @@ func (s *Service) Get(ctx context.Context, p access.Principal, id string) (*View
 // from its tasks once and kept; later views read only the tasks' statuses.
 // A big job's come from its summary, counted at countedAt (jobsummary.go).
 func (s *Service) progress(ctx context.Context, tenant, cluster string, job domain.Job) ([]StageProgress, *time.Time, error) {
+	if job.Status == domain.JobPending {
+		return nil, nil, nil // its tasks may still be being written; none has run
+	}
 	sum, err := s.jobSummaryOf(ctx, tenant, cluster, job)
 	if err != nil {
 		return nil, nil, err
@@ -322,6 +325,11 @@ func (s *Service) Job(ctx context.Context, p access.Principal, cluster, jobID st
 	job, err := s.visibleJob(ctx, p, cluster, jobID)
 	if err != nil {
 		return nil, err
+	}
+	if job.Status == domain.JobPending {
+		// Its tasks may still be being written (a staged or replanned
+		// submission): none has run, so none is shown, and nothing read.
+		return &JobView{Job: job, TaskStatus: map[domain.TaskStatus]int{}, Tasks: []domain.Task{}}, nil
 	}
 	sum, err := s.jobSummaryOf(ctx, p.Tenant, cluster, job)
 	if err != nil {
