@@ -177,6 +177,7 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 		// the rest is planned and written in the background (replan.go).
 		sub.Replan = mustJSON(in)
 		sub.PlannedNodes = len(layout.Nodes)
+		sub.PlannedTasks, _, _ = plan.Counts()
 		sub.NewNodes, sub.Plan = nil, nil
 		sub.OnSuccess.Nodes, sub.OnRollback.Nodes = nil, nil
 	}

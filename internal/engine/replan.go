@@ -87,7 +87,12 @@ func (e *Engine) continueReplanned(ctx context.Context, tenant, cluster string, 
 		return fmt.Errorf("planning job %s again gave %d new nodes where the request planned %d", job.ID, len(sub.NewNodes), job.AddedNodeCount)
 	}
 	job.OnSuccess, job.OnFailure, job.OnRollback = sub.OnSuccess, sub.OnFailure, sub.OnRollback
+	planned := job.TaskTotal
+	job.TaskTotal = 0 // stepTwo counts them
 	ops, ready, sinks, rbSinks, total := e.stepTwo(sub, &job, job.CreatedAt)
+	if planned != 0 && job.TaskTotal != planned {
+		return fmt.Errorf("planning job %s again gave %d tasks where the request planned %d", job.ID, job.TaskTotal, planned)
+	}
 	pending := store.Check(lj.item.Key, store.Condition{StatusIn: []string{string(domain.JobPending)}})
 	var batches [][]store.Op
 	for _, b := range transactBatchesOf(ops, store.MaxTransactItems-1, store.MaxTransactBytes-store.TransactSize([]store.Op{pending})) {

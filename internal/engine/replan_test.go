@@ -25,6 +25,7 @@ func planLater(t *testing.T, cluster string, n int) (Submission, Replanner) {
 		return createSubmission(t, cluster, n, nil), nil
 	}
 	sub.Replan, sub.PlannedNodes = inputs, len(sub.NewNodes)
+	sub.PlannedTasks, _, _ = sub.Plan.Counts()
 	sub.NewNodes, sub.Plan = nil, nil
 	sub.OnSuccess.Nodes, sub.OnRollback.Nodes = nil, nil
 	return sub, replanner
@@ -42,6 +43,7 @@ func TestReplannedSubmissionRunsToTheEnd(t *testing.T) {
 		job, err := b.eng.Submit(b.ctx, sub)
 		require.NoError(t, err)
 		require.Equal(t, domain.JobPending, job.Status, "answered after step 1")
+		require.Equal(t, sub.PlannedTasks, job.TaskTotal, "the answer counts the planned tasks")
 		stop := b.run(t, 4, 50*time.Millisecond)
 		final := b.waitJob(t, "c1", job.ID, 60*time.Second)
 		stop()

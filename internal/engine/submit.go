@@ -75,6 +75,9 @@ type Submission struct {
 	// PlannedNodes says how many new nodes the plan makes.
 	Replan       []byte
 	PlannedNodes int
+	// PlannedTasks is the plan's work task count (the job's TaskTotal from
+	// the start, so the answer shows it).
+	PlannedTasks int
 }
 
 // NewJobID returns a job id that sorts by creation time.
@@ -96,7 +99,7 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 		AddedNodeCount: len(sub.NewNodes),
 	}
 	if sub.Replan != nil {
-		job.AddedNodeCount = sub.PlannedNodes
+		job.AddedNodeCount, job.TaskTotal = sub.PlannedNodes, sub.PlannedTasks
 		return e.submitForReplan(ctx, sub, job)
 	}
 	ops2, ready, sinks, rbSinks, all := e.stepTwo(sub, &job, now)
