@@ -39,9 +39,14 @@ import (
 // summaryMinTasks is the job size (forward work tasks) from which views
 // read a job summary. summaryMaxAge is how old a running job's summary
 // may be before a view recounts it in the background.
+//
+// A recount that took T is not redone before summaryCostFactor*T either,
+// so background recounts of a job people keep looking at take at most a
+// tenth of a core (a 55,000-task job under load takes seconds to count).
 const (
-	summaryMinTasks = 2000
-	summaryMaxAge   = 5 * time.Second
+	summaryMinTasks   = 2000
+	summaryMaxAge     = 5 * time.Second
+	summaryCostFactor = 10
 )
 
 // jobSummary is what a job's views need of its tasks.
@@ -50,8 +55,10 @@ type jobSummary struct {
 	JobStatus domain.JobStatus `json:"jobStatus"`
 	// EndedAt is the job's end the summary was counted after (zero while
 	// it runs): a retried job that ended again has another.
-	EndedAt        time.Time                 `json:"endedAt"`
-	CountedAt      time.Time                 `json:"countedAt"`
+	EndedAt   time.Time `json:"endedAt"`
+	CountedAt time.Time `json:"countedAt"`
+	// Took is how long the recount took.
+	Took           domain.Duration           `json:"took"`
 	TaskStatus     map[domain.TaskStatus]int `json:"taskStatus"`
 	RollbackStatus map[domain.TaskStatus]int `json:"rollbackStatus,omitempty"`
 	Stages         []StageProgress           `json:"stages,omitempty"`
@@ -129,7 +136,7 @@ func (s *Service) jobSummaryOf(ctx context.Context, tenant, cluster string, job 
 		// a view never pairs the job's new status with counts from
 		// before. An ended job's recount then holds for good.
 		return s.recountJob(ctx, tenant, cluster, job.ID, &it)
-	case s.now().Sub(sum.CountedAt) >= summaryMaxAge:
+	case s.now().Sub(sum.CountedAt) >= max(summaryMaxAge, summaryCostFactor*time.Duration(sum.Took)):
 		s.refreshes.start(tenant+"/"+job.ID, func() {
 			bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
@@ -150,7 +157,7 @@ func (s *Service) recountJob(ctx context.Context, tenant, cluster, jobID string,
 	if err != nil {
 		return nil, err
 	}
-	countedAt := s.now()
+	countedAt, start := s.now(), time.Now()
 	tasks, err := s.cfg.Engine.Tasks(ctx, tenant, jobID)
 	if err != nil {
 		return nil, err
@@ -167,6 +174,7 @@ func (s *Service) recountJob(ctx context.Context, tenant, cluster, jobID string,
 	for i, t := range first {
 		sum.First[i] = listed(t)
 	}
+	sum.Took = domain.Duration(time.Since(start))
 	cond := store.Condition{MustNotExist: true}
 	if prev != nil {
 		cond = store.Condition{Version: prev.Version}
