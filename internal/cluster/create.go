@@ -172,7 +172,7 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 	sub := createSubmission(tenant, c, p.User, layout, plan)
 	sub.TakeClusters, sub.TakeNodes = 1, len(layout.Nodes)
 	sub.Checks = []store.Op{revisionCheck(tenant, rev)}
-	if len(layout.Nodes) >= s.planLaterNodes {
+	if s.planLaterNodes > 0 && len(layout.Nodes) >= s.planLaterNodes {
 		// Large: the request writes the job and its inputs and answers;
 		// the rest is planned and written in the background (replan.go).
 		sub.Replan = mustJSON(in)

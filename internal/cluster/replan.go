@@ -20,10 +20,6 @@ import (
 // gets the plan the request made (the solver and planner are
 // deterministic; the engine refuses a different node count).
 
-// defaultPlanLaterNodes is about where building and staging a create's
-// tasks in the request stops fitting in 200 ms on the embedded store.
-const defaultPlanLaterNodes = 1000
-
 // createInputs are what a create's plan is made from, besides the cluster
 // (template, provider, config) and its spec.
 type createInputs struct {

@@ -43,7 +43,8 @@ type Config struct {
 	SummaryMinTasks int
 	// PlanLaterNodes is the create size from which the request writes only
 	// the job and its inputs and the background plans and writes the rest
-	// (replan.go); 0: 1,000.
+	// (replan.go); 0: never (creates are staged as before). Off by default
+	// for now: see docs/architecture.md, "Creates planned in the background".
 	PlanLaterNodes int
 }
 
@@ -71,9 +72,6 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.PlanLaterNodes <= 0 {
-		cfg.PlanLaterNodes = defaultPlanLaterNodes
 	}
 	if cfg.SummaryMinTasks <= 0 {
 		cfg.SummaryMinTasks = summaryMinTasks
