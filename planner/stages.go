@@ -23,6 +23,23 @@ func (p *Plan) Stages() ([]Stage, error) {
 	if err != nil {
 		return nil, err
 	}
+	return p.ids(p.stages(ix)), nil
+}
+
+// ids names the tasks of each stage.
+func (p *Plan) ids(stages [][]int32) []Stage {
+	out := make([]Stage, len(stages))
+	for i, st := range stages {
+		out[i] = make(Stage, len(st))
+		for k, t := range st {
+			out[i][k] = p.Tasks[t].ID
+		}
+	}
+	return out
+}
+
+// stages is Stages on an index, each stage as task positions.
+func (p *Plan) stages(ix indexed) [][]int32 {
 	pending := make([]int, len(p.Tasks))
 	var ready []int32
 	for i := range p.Tasks {
@@ -40,7 +57,7 @@ func (p *Plan) Stages() ([]Stage, error) {
 		}
 		return into
 	}
-	var stages []Stage
+	var stages [][]int32
 	busy := map[string]bool{}
 	for len(ready) > 0 {
 		// Pass joins through first: their dependents are sources now too.
@@ -49,7 +66,6 @@ func (p *Plan) Stages() ([]Stage, error) {
 				ready = release(t, ready)
 			}
 		}
-		var stage Stage
 		var next, taken []int32
 		clear(busy)
 		slices.Sort(ready) // plan order, so a stage reads like the plan
@@ -63,19 +79,18 @@ func (p *Plan) Stages() ([]Stage, error) {
 				if task.NodeID != "" {
 					busy[task.NodeID] = true
 				}
-				stage = append(stage, task.ID)
 				taken = append(taken, t)
 			}
+		}
+		if len(taken) > 0 {
+			stages = append(stages, slices.Clone(taken))
 		}
 		for _, t := range taken {
 			next = release(t, next)
 		}
-		if len(stage) > 0 {
-			stages = append(stages, stage)
-		}
 		ready = next
 	}
-	return stages, nil
+	return stages
 }
 
 // Estimator guesses how long a work task takes. Joins take no time whatever it
@@ -136,6 +151,11 @@ func (p *Plan) CriticalPath(est Estimator) (CriticalPath, error) {
 	if err != nil {
 		return CriticalPath{}, err
 	}
+	return p.criticalPath(ix, est), nil
+}
+
+// criticalPath is CriticalPath on an index.
+func (p *Plan) criticalPath(ix indexed, est Estimator) CriticalPath {
 	finish := make([]time.Duration, len(p.Tasks))
 	via := make([]int32, len(p.Tasks))
 	end := -1
@@ -153,7 +173,7 @@ func (p *Plan) CriticalPath(est Estimator) (CriticalPath, error) {
 		}
 	}
 	if end < 0 {
-		return CriticalPath{}, nil
+		return CriticalPath{}
 	}
 	var path []string
 	for t := int32(end); t >= 0; t = via[t] {
@@ -164,5 +184,20 @@ func (p *Plan) CriticalPath(est Estimator) (CriticalPath, error) {
 	for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
 		path[i], path[j] = path[j], path[i]
 	}
-	return CriticalPath{Length: finish[end], Tasks: path}, nil
+	return CriticalPath{Length: finish[end], Tasks: path}
+}
+
+// stageMakespan is StageMakespan on stages as task positions.
+func (p *Plan) stageMakespan(stages [][]int32, est Estimator) time.Duration {
+	var total time.Duration
+	for _, st := range stages {
+		var longest time.Duration
+		for _, t := range st {
+			if d := p.duration(est, int(t)); d > longest {
+				longest = d
+			}
+		}
+		total += longest
+	}
+	return total
 }

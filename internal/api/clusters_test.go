@@ -38,7 +38,10 @@ func newClusterService(t testing.TB, db store.Store, acc *access.Access, cat *ca
 	registry := provider.NewRegistry()
 	require.NoError(t, registry.Register(local.Type(), nodes))
 	svc, err := cluster.New(cluster.Config{Store: db, Catalog: cat, Access: acc,
-		Engine: engine.New(db, q, engine.Simulation{}, engine.Config{}), Keyring: secrets.NewKeyring(key), Providers: registry})
+		Engine: engine.New(db, q, engine.Simulation{}, engine.Config{}), Keyring: secrets.NewKeyring(key), Providers: registry,
+		// Creates of 1,000 nodes or more planned in the background, so the
+		// 10,000-node tests and benchmarks take that path.
+		PlanLaterNodes: 1000})
 	require.NoError(t, err)
 	return svc
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/domain"
-	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/planner"
@@ -123,28 +122,14 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 
 	now := s.now()
 	id := newClusterID(now)
-	layout, err := solver.Create(solver.CreateRequest{
-		ClusterID: id, Template: tmpl, Catalog: sp.solverCatalog(), Provider: providerName, Size: req.Size,
-		Services: req.Services, HardwareType: req.HardwareType, ImageType: req.ImageType,
-	})
-	if err != nil {
-		return nil, err
-	}
 	config := req.Config
 	if len(config) == 0 {
 		config = tmpl.Defaults.Config
 	}
-	services := sp.plannerServices(servicesOn(layout.Nodes))
-	refs, err := configReferences(services, config)
+	in := createInputs{Size: req.Size, Services: req.Services, HardwareType: req.HardwareType, ImageType: req.ImageType, KeepOnFailure: req.KeepOnFailure}
+	layout, plan, err := createPlan(id, tmpl, sp, providerName, in, config)
 	if err != nil {
 		return nil, err
-	}
-	plan, err := planner.Build(planner.Request{Operation: domain.OpCreate, New: layout.Nodes, Services: services, ConfigReferences: refs})
-	if err != nil {
-		return nil, err
-	}
-	if req.KeepOnFailure {
-		plan.Rollback = nil
 	}
 	c := domain.Cluster{
 		ID: id, TenantID: tenant, Owner: p.User, Name: req.Name, Description: req.Description,
@@ -184,22 +169,23 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 	if _, err := s.cfg.Store.Write(ctx, store.Put(store.Item{Key: specKey(tenant, id), Data: mustJSON(sp)}, store.Condition{MustNotExist: true})); err != nil {
 		return nil, fmt.Errorf("writing the spec of cluster %s: %w", id, err)
 	}
-	ids := nodeIDs(layout.Nodes)
-	onRollback := engine.Effect{ClusterStatus: domain.ClusterTerminated, Message: "create failed; everything it made was deleted",
-		ReleaseClusters: 1, ReleaseNodes: len(ids), NodeStatus: domain.NodeDeleted, Nodes: ids}
-	job, err := s.cfg.Engine.Submit(ctx, engine.Submission{
-		Tenant: tenant, Cluster: c, Create: true, ClusterStatus: domain.ClusterPending,
-		NewNodes: layout.Nodes, Operation: domain.OpCreate, RequestedBy: p.User, Plan: plan,
-		TakeClusters: 1, TakeNodes: len(ids),
-		OnSuccess:  engine.Effect{ClusterStatus: domain.ClusterActive, NodeStatus: domain.NodeActive, Nodes: ids, Verify: hasChecks(sp, layout.Nodes)},
-		OnFailure:  engine.Effect{ClusterStatus: domain.ClusterFailed},
-		OnRollback: onRollback,
-		Checks:     []store.Op{revisionCheck(tenant, rev)},
-	})
-	if err != nil {
-		return nil, s.submitError(ctx, tenant, err, 1, len(ids))
+	sub := createSubmission(tenant, c, p.User, sp, layout, plan)
+	sub.TakeClusters, sub.TakeNodes = 1, len(layout.Nodes)
+	sub.Checks = []store.Op{revisionCheck(tenant, rev)}
+	if s.planLaterNodes > 0 && len(layout.Nodes) >= s.planLaterNodes {
+		// Large: the request writes the job and its inputs and answers;
+		// the rest is planned and written in the background (replan.go).
+		sub.Replan = mustJSON(in)
+		sub.PlannedNodes = len(layout.Nodes)
+		sub.PlannedTasks, _, _ = plan.Counts()
+		sub.NewNodes, sub.Plan = nil, nil
+		sub.OnSuccess.Nodes, sub.OnRollback.Nodes = nil, nil
 	}
-	s.log.InfoContext(ctx, "cluster create submitted", "tenant", tenant, "cluster", id, "nodes", len(ids), "job", job.ID)
+	job, err := s.cfg.Engine.Submit(ctx, sub)
+	if err != nil {
+		return nil, s.submitError(ctx, tenant, err, 1, len(layout.Nodes))
+	}
+	s.log.InfoContext(ctx, "cluster create submitted", "tenant", tenant, "cluster", id, "nodes", len(layout.Nodes), "job", job.ID)
 	c, _ = s.cfg.Engine.Cluster(ctx, tenant, id)
 	return &Result{Cluster: c, Job: &job, Layout: layout.Groups}, nil
 }

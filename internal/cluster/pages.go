@@ -21,7 +21,7 @@ import (
 // job view carry; both views also count all of them.
 // PreviewItems bounds each list of a dry run's preview (planner.Bounded).
 const (
-	FirstNodes   = 100
+	FirstNodes   = engine.FirstNodes
 	FirstTasks   = 100
 	PreviewItems = 100
 )
@@ -56,6 +56,39 @@ func (v *View) summarize(live []domain.Node) {
 		v.Nodes = []domain.Node{}
 	}
 	v.NodesOmitted = len(live) - len(v.Nodes)
+}
+
+// nodeView fills the view's node counts and first nodes: from the node
+// summary the engine wrote when the latest job started or ended, when it
+// holds for that job as it is now, else by reading every node. Nodes are
+// read after the job, so the statuses a job's end writes are then in.
+func (s *Service) nodeView(ctx context.Context, tenant string, v *View, job *domain.Job) error {
+	if job != nil {
+		sum, ok, err := s.cfg.Engine.NodeSummaryFor(ctx, tenant, v.ID, *job)
+		if err != nil {
+			return err
+		}
+		if ok {
+			first, err := s.cfg.Engine.NodesByID(ctx, tenant, v.ID, sum.First)
+			if err != nil {
+				return err
+			}
+			v.NodeStatus = sum.Status
+			v.Layout = make([]LayoutGroup, len(sum.Layout))
+			for i, g := range sum.Layout {
+				v.Layout[i] = LayoutGroup{NodeLayout: g.NodeLayout, Count: g.Count}
+			}
+			v.Nodes = first
+			v.NodesOmitted = sum.Live - len(first)
+			return nil
+		}
+	}
+	nodes, err := s.cfg.Engine.Nodes(ctx, tenant, v.ID)
+	if err != nil {
+		return err
+	}
+	v.summarize(liveNodes(nodes))
+	return nil
 }
 
 // NodeFilter narrows a node listing.
@@ -121,7 +154,29 @@ func (f TaskFilter) matches(t domain.Task, stage map[string]int) bool {
 // changes between pages may move past it or back before it, so a listing
 // of a running job is a sequence of fresh views, not one snapshot.
 func (s *Service) Tasks(ctx context.Context, p access.Principal, cluster, jobID string, f TaskFilter, limit int, after string) ([]domain.Task, string, error) {
-	_, tasks, err := s.jobTasks(ctx, p, cluster, jobID)
+	job, err := s.visibleJob(ctx, p, cluster, jobID)
+	if err != nil {
+		return nil, "", err
+	}
+	if job.Status == domain.JobPending {
+		return []domain.Task{}, "", nil // its tasks may still be being written; none has run
+	}
+	if after == "" && f == (TaskFilter{}) && limit <= FirstTasks {
+		// The first page, unfiltered: a big job's summary holds it.
+		sum, err := s.jobSummaryOf(ctx, p.Tenant, cluster, job)
+		if err != nil {
+			return nil, "", err
+		}
+		if sum != nil {
+			out := sum.First[:min(limit, len(sum.First))]
+			next := ""
+			if len(out) < sum.Tasks && len(out) > 0 {
+				next = TaskOrder(out[len(out)-1])
+			}
+			return out, next, nil
+		}
+	}
+	tasks, err := s.cfg.Engine.Tasks(ctx, p.Tenant, jobID)
 	if err != nil {
 		return nil, "", err
 	}
@@ -170,10 +225,7 @@ func (s *Service) Task(ctx context.Context, p access.Principal, cluster, jobID, 
 // jobTasks reads a job of a cluster the caller may see, and every task of
 // it by id.
 func (s *Service) jobTasks(ctx context.Context, p access.Principal, cluster, jobID string) (domain.Job, []domain.Task, error) {
-	if _, err := s.visible(ctx, p, cluster); err != nil {
-		return domain.Job{}, nil, err
-	}
-	job, err := s.cfg.Engine.Job(ctx, p.Tenant, cluster, jobID)
+	job, err := s.visibleJob(ctx, p, cluster, jobID)
 	if err != nil {
 		return domain.Job{}, nil, err
 	}
@@ -185,6 +237,14 @@ func (s *Service) jobTasks(ctx context.Context, p access.Principal, cluster, job
 		tasks = []domain.Task{}
 	}
 	return job, tasks, nil
+}
+
+// visibleJob reads a job of a cluster the caller may see.
+func (s *Service) visibleJob(ctx context.Context, p access.Principal, cluster, jobID string) (domain.Job, error) {
+	if _, err := s.visible(ctx, p, cluster); err != nil {
+		return domain.Job{}, err
+	}
+	return s.cfg.Engine.Job(ctx, p.Tenant, cluster, jobID)
 }
 
 // statusRank puts what needs a person's eyes first.

@@ -38,6 +38,14 @@ type Config struct {
 	Estimates planner.Estimator
 	Clock     func() time.Time
 	Logger    *slog.Logger
+	// SummaryMinTasks is the job size (work tasks) from which the job's
+	// views read its summary instead of its tasks (jobsummary.go); 0: 2,000.
+	SummaryMinTasks int
+	// PlanLaterNodes is the create size from which the request writes only
+	// the job and its inputs and the background plans and writes the rest
+	// (replan.go); 0: never (creates are staged as before). Off by default
+	// for now: see docs/architecture.md, "Creates planned in the background".
+	PlanLaterNodes int
 }
 
 // Service runs cluster operations. It is safe for concurrent use.
@@ -45,6 +53,11 @@ type Service struct {
 	cfg    Config
 	log    *slog.Logger
 	stages *stageCache // stage views of recent jobs
+	// summaryMinTasks is the job size from which views read a job summary
+	// (jobsummary.go); tests lower it.
+	summaryMinTasks int
+	planLaterNodes  int
+	refreshes       summaryRefreshes
 }
 
 var _ provision.Clusters = (*Service)(nil)
@@ -60,10 +73,15 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.SummaryMinTasks <= 0 {
+		cfg.SummaryMinTasks = summaryMinTasks
+	}
 	if cfg.Estimates == nil {
 		cfg.Estimates = planner.ActionEstimates(nil, 10*time.Second)
 	}
-	return &Service{cfg: cfg, log: cfg.Logger, stages: newStageCache(1024)}, nil
+	svc := &Service{cfg: cfg, log: cfg.Logger, stages: newStageCache(1024), summaryMinTasks: cfg.SummaryMinTasks, planLaterNodes: cfg.PlanLaterNodes}
+	cfg.Engine.SetReplanner(svc.replan)
+	return svc, nil
 }
 
 func (s *Service) now() time.Time { return s.cfg.Clock().UTC() }

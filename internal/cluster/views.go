@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/domain"
@@ -37,6 +38,9 @@ type Progress struct {
 	Done      int              `json:"done"`
 	Total     int              `json:"total"`
 	Stages    []StageProgress  `json:"stages,omitempty"`
+	// CountedAt, set on big jobs, is when the stages were counted (a job
+	// summary; see jobsummary.go).
+	CountedAt *time.Time `json:"countedAt,omitempty"`
 }
 
 // StageProgress counts one stage's tasks by status.
@@ -71,19 +75,16 @@ func (s *Service) Get(ctx context.Context, p access.Principal, id string) (*View
 			}
 		}
 	}
-	// Nodes after the job: the statuses a job's end writes are then in.
-	nodes, err := s.cfg.Engine.Nodes(ctx, p.Tenant, id)
-	if err != nil {
+	v := &View{Cluster: c}
+	if err := s.nodeView(ctx, p.Tenant, v, job); err != nil {
 		return nil, err
 	}
-	v := &View{Cluster: c}
-	v.summarize(liveNodes(nodes))
 	if job != nil {
-		stages, err := s.progress(ctx, p.Tenant, job.ID)
+		stages, countedAt, err := s.progress(ctx, p.Tenant, id, *job)
 		if err != nil {
 			return nil, err
 		}
-		v.Progress = &Progress{JobID: job.ID, Operation: job.Operation, Status: job.Status, Done: job.TaskDone, Total: job.TaskTotal, Stages: stages}
+		v.Progress = &Progress{JobID: job.ID, Operation: job.Operation, Status: job.Status, Done: job.TaskDone, Total: job.TaskTotal, Stages: stages, CountedAt: countedAt}
 	}
 	return v, nil
 }
@@ -91,23 +92,35 @@ func (s *Service) Get(ctx context.Context, p access.Principal, id string) (*View
 // progress is a job's stage view with each stage's tasks counted by status.
 // A job's stages never change once it is submitted, so they are computed
 // from its tasks once and kept; later views read only the tasks' statuses.
-func (s *Service) progress(ctx context.Context, tenant, jobID string) ([]StageProgress, error) {
+// A big job's come from its summary, counted at countedAt (jobsummary.go).
+func (s *Service) progress(ctx context.Context, tenant, cluster string, job domain.Job) ([]StageProgress, *time.Time, error) {
+	if job.Status == domain.JobPending {
+		return nil, nil, nil // its tasks may still be being written; none has run
+	}
+	sum, err := s.jobSummaryOf(ctx, tenant, cluster, job)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sum != nil {
+		return sum.Stages, &sum.CountedAt, nil
+	}
+	jobID := job.ID
 	key := tenant + "/" + jobID
 	stages, ok := s.stages.get(key)
 	if !ok {
 		tasks, err := s.cfg.Engine.Tasks(ctx, tenant, jobID)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		stages = stagesOf(tasks)
 		s.stages.put(key, stages)
-		return countStages(stages, statusesOf(tasks)), nil
+		return countStages(stages, statusesOf(tasks)), nil, nil
 	}
 	status, err := s.cfg.Engine.TaskStatuses(ctx, tenant, jobID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return countStages(stages, status), nil
+	return countStages(stages, status), nil, nil
 }
 
 func statusesOf(tasks []domain.Task) map[string]domain.TaskStatus {
@@ -300,26 +313,39 @@ type JobView struct {
 	Stages         []StageProgress           `json:"stages,omitempty"`
 	Tasks          []domain.Task             `json:"tasks"`
 	TasksOmitted   int                       `json:"tasksOmitted,omitempty"`
+	// CountedAt, set on big jobs' views, is when their tasks were counted
+	// (a job summary; see jobsummary.go); a running job's view may be a few
+	// seconds behind it.
+	CountedAt *time.Time `json:"countedAt,omitempty"`
 }
 
 // Job returns one job of a cluster the caller may see, with its first
 // FirstTasks tasks.
 func (s *Service) Job(ctx context.Context, p access.Principal, cluster, jobID string) (*JobView, error) {
-	job, tasks, err := s.jobTasks(ctx, p, cluster, jobID)
+	job, err := s.visibleJob(ctx, p, cluster, jobID)
 	if err != nil {
 		return nil, err
 	}
-	v := &JobView{Job: job, TaskStatus: map[domain.TaskStatus]int{}, Stages: countStages(s.stagesFor(p.Tenant, jobID, tasks), statusesOf(tasks))}
-	for _, t := range tasks {
-		if t.Rollback {
-			if v.RollbackStatus == nil {
-				v.RollbackStatus = map[domain.TaskStatus]int{}
-			}
-			v.RollbackStatus[t.Status]++
-		} else {
-			v.TaskStatus[t.Status]++
-		}
+	if job.Status == domain.JobPending {
+		// Its tasks may still be being written (a staged or replanned
+		// submission): none has run, so none is shown, and nothing read.
+		return &JobView{Job: job, TaskStatus: map[domain.TaskStatus]int{}, Tasks: []domain.Task{}}, nil
 	}
+	sum, err := s.jobSummaryOf(ctx, p.Tenant, cluster, job)
+	if err != nil {
+		return nil, err
+	}
+	if sum != nil {
+		countedAt := sum.CountedAt
+		return &JobView{Job: job, TaskStatus: sum.TaskStatus, RollbackStatus: sum.RollbackStatus, Stages: sum.Stages,
+			Tasks: sum.First, TasksOmitted: sum.Tasks - len(sum.First), CountedAt: &countedAt}, nil
+	}
+	tasks, err := s.cfg.Engine.Tasks(ctx, p.Tenant, jobID)
+	if err != nil {
+		return nil, err
+	}
+	v := &JobView{Job: job, Stages: countStages(s.stagesFor(p.Tenant, jobID, tasks), statusesOf(tasks))}
+	v.TaskStatus, v.RollbackStatus = countTasks(tasks)
 	sortForView(tasks)
 	first := tasks[:min(len(tasks), FirstTasks)]
 	v.Tasks = make([]domain.Task, len(first))

@@ -589,7 +589,7 @@ func TestDashboardLargeJobInBrowser(t *testing.T) {
 		var job struct{ Status string }
 		s.call(s.admin, "GET", fmt.Sprintf("/v1/clusters/%s/jobs/%s", created.Cluster.ID, created.Job.ID), nil, &job)
 		return job.Status == "RUNNING"
-	}, 2*time.Minute, 100*time.Millisecond, "the job, written in the background, starts")
+	}, 10*time.Minute, 100*time.Millisecond, "the job, planned and written in the background, starts (minutes under -race on a loaded machine: a liveness bound)")
 	shot := newShots(t)
 	step, value := steps(t, ctx, time.Now())
 

@@ -18,7 +18,24 @@ import (
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
 // ValidName reports whether s may name an entity.
-func ValidName(s string) bool { return namePattern.MatchString(s) }
+//
+// It is namePattern written out: a dry run of 10,000 nodes checks some
+// 20,000 names, and the regexp took a tenth of its time.
+func ValidName(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case i > 0 && (c == '_' || c == '.' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // MaxActionTimeout is the longest an action may run: the SQS visibility limit,
 // past which a task's message could not be held by one worker.

@@ -44,6 +44,7 @@ func checkInvariants(t *testing.T, b *testBundle) {
 			usedNodes += c.NodeCount
 		}
 		require.Empty(t, c.ActiveJobID, "cluster %s still locked", c.ID)
+		requireSummaryIsARecount(t, b, c.ID)
 		jobs, err := b.db.Query(ctx, store.TenantPK(tenant, "JOBS#"+c.ID), store.Query{Limit: store.MaxPageSize})
 		require.NoError(t, err)
 		for _, jit := range jobs.Items {

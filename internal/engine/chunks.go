@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -57,22 +56,28 @@ func taskChunks(tenant, kind, job string, tasks []domain.Task) []store.Item {
 // each, a JSON array per item, each counting the items of its set.
 func packChunks[T any](tenant, kind, job string, values []T) []store.Item {
 	var items []store.Item
-	var chunk []json.RawMessage
-	size := 0
+	// The array is joined by hand: each value is already JSON, and
+	// encoding a []json.RawMessage would check and compact every one of
+	// them again (a tenth of a 10,000-node submission's time).
+	var chunk []byte
 	flush := func() {
 		if len(chunk) > 0 {
 			key := store.Key{PK: chunkPK(tenant, kind, job), SK: fmt.Sprintf("%06d", len(items))}
-			items = append(items, store.Item{Key: key, Data: mustJSON(chunk)})
-			chunk, size = nil, 0
+			items = append(items, store.Item{Key: key, Data: append(chunk, ']')})
+			chunk = nil
 		}
 	}
 	for _, v := range values {
 		b := mustJSON(v)
-		if size+len(b)+1 > maxChunkBytes {
+		if len(chunk)+len(b)+1 > maxChunkBytes {
 			flush()
 		}
-		chunk = append(chunk, b)
-		size += len(b) + 1
+		if len(chunk) == 0 {
+			chunk = append(make([]byte, 0, min(maxChunkBytes+1, 64<<10)), '[')
+		} else {
+			chunk = append(chunk, ',')
+		}
+		chunk = append(chunk, b...)
 	}
 	flush()
 	// Each chunk knows how many there are, so a reader can tell a complete

@@ -231,7 +231,9 @@ type Engine struct {
 	queue queue.Queue
 	exec  Executor
 	cfg   Config
-	log   *slog.Logger
+	// replanner rebuilds submissions planned later (replan.go); set once.
+	replanner Replanner
+	log       *slog.Logger
 
 	deferred deferredCache
 	jobs     jobCache

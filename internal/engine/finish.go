@@ -47,6 +47,7 @@ func (e *Engine) checkJobEnd(ctx context.Context, tenant, cluster, jobID string)
 // several callers, only the first passes the condition on the job.
 func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from domain.JobStatus, how ending, msg string) error {
 	nodesWritten := false
+	var summary store.Op
 	for range maxSettleAttempts {
 		lj, err := e.loadJob(ctx, tenant, cluster, jobID)
 		if err != nil {
@@ -74,6 +75,21 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 		// every attempt (a retry comes from a progress count or the cluster
 		// changing under the transaction below).
 		if !nodesWritten {
+			// The node summary counted at the job's start stops holding
+			// once the ending's statuses land: it goes first, with a check
+			// that this finisher still holds the job, so a finisher that
+			// dies midway leaves readers recounting, not reading a stale
+			// count (nodesummary.go).
+			err := e.store.Transact(ctx, []store.Op{
+				store.Check(lj.item.Key, store.Condition{StatusIn: []string{string(from)}}),
+				store.Delete(nodeSummaryKey(tenant, cluster), store.Condition{}),
+			})
+			if errors.Is(err, store.ErrConditionFailed) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("retiring the node summary of cluster %s: %w", cluster, err)
+			}
 			lists, err := e.jobListsOf(ctx, tenant, job)
 			if err != nil {
 				return err
@@ -93,6 +109,11 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 				return err
 			}
 			nodesWritten = true
+			// Counted once the ending's statuses are in, and written with
+			// the job's end (nodesummary.go).
+			if summary, err = e.nodeSummaryPut(ctx, tenant, cluster, jobID, SummaryEnded); err != nil {
+				return err
+			}
 		}
 		cit, c, err := e.loadCluster(ctx, tenant, cluster)
 		if err != nil {
@@ -137,6 +158,7 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 		} else {
 			e.log.ErrorContext(ctx, "a job ended without holding its cluster's lock", "job", jobID, "cluster", cluster, "lock", c.ActiveJobID)
 		}
+		ops = append(ops, summary)
 		if effect.ReleaseClusters != 0 || effect.ReleaseNodes != 0 {
 			ops = append(ops, store.Update(tenantKey(tenant), store.Condition{MustExist: true},
 				store.Changes{Add: map[string]int64{"freeClusters": int64(effect.ReleaseClusters), "freeNodes": int64(effect.ReleaseNodes)}}))

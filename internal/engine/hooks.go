@@ -94,7 +94,7 @@ func (e *Engine) preStarter() PreStarter {
 // has a worker ask the tenant's pre-start hooks, when it has any: nothing
 // slow happens in the request that submitted the job. gated false: start
 // it now.
-func (e *Engine) gateOnPreStart(ctx context.Context, tenant, cluster string, job *jobRecord) (bool, error) {
+func (e *Engine) gateOnPreStart(ctx context.Context, tenant, cluster string, job *jobRecord, counters map[string]int64) (bool, error) {
 	ps := e.preStarter()
 	if ps == nil || job.AwaitingPreStart {
 		return false, nil
@@ -108,7 +108,7 @@ func (e *Engine) gateOnPreStart(ctx context.Context, tenant, cluster string, job
 	}
 	job.AwaitingPreStart = true
 	_, err = e.store.Write(ctx, store.Update(jobKey(tenant, cluster, job.ID), store.Condition{StatusIn: []string{string(domain.JobPending)}},
-		store.Changes{Data: mustJSON(job)}))
+		store.Changes{Data: mustJSON(job), Set: counters}))
 	if errors.Is(err, store.ErrConditionFailed) {
 		return true, ErrSubmitAborted
 	}
@@ -159,7 +159,7 @@ func (e *Engine) askPreStart(ctx context.Context, tenant, cluster, jobID string)
 		}
 	}
 	job := lj.job
-	err = e.startNow(ctx, tenant, cluster, &job, ready)
+	err = e.startNow(ctx, tenant, cluster, &job, ready, nil) // counters were set with the mark
 	if errors.Is(err, ErrSubmitAborted) {
 		return Disposition{}, nil
 	}

@@ -62,6 +62,9 @@ type jobRecord struct {
 	// AwaitingPreStart, on a PENDING job, says its pre-start hooks were
 	// asked (hooks.go): a worker starts or fails it when they answer.
 	AwaitingPreStart bool `json:"awaitingPreStart,omitempty"`
+	// Replan, on a PENDING job, says its step 2 is planned and written in
+	// the background from its inputs (replan.go).
+	Replan bool `json:"replan,omitempty"`
 }
 
 const (

@@ -68,6 +68,9 @@ func (e *Engine) ContinueSubmission(ctx context.Context, tenant, cluster, jobID 
 	if job.Status != domain.JobPending || job.StagedChunks == 0 || job.AwaitingPreStart {
 		return nil
 	}
+	if job.Replan {
+		return e.continueReplanned(ctx, tenant, cluster, lj)
+	}
 	var ops []store.Op
 	read := 0
 	cursor := ""
@@ -115,7 +118,7 @@ func (e *Engine) ContinueSubmission(ctx context.Context, tenant, cluster, jobID 
 			ready = append(ready, t)
 		}
 	}
-	err = e.start(ctx, tenant, cluster, &job, ready)
+	err = e.start(ctx, tenant, cluster, &job, ready, nil)
 	if errors.Is(err, ErrSubmitAborted) {
 		return nil
 	}

@@ -68,6 +68,16 @@ type Submission struct {
 	Checks []store.Op
 	// Params are copied to every work task (the simulation plugin's inputs).
 	Params func(planner.Task) map[string]string
+	// Replan, when set, makes Submit write only step 1 and Replan (the
+	// planning's inputs, small) and answer; the engine's Replanner rebuilds
+	// the whole submission from them in the background (replan.go). Plan,
+	// the node lists and the effects' node lists are then left empty, and
+	// PlannedNodes says how many new nodes the plan makes.
+	Replan       []byte
+	PlannedNodes int
+	// PlannedTasks is the plan's work task count (the job's TaskTotal from
+	// the start, so the answer shows it).
+	PlannedTasks int
 }
 
 // NewJobID returns a job id that sorts by creation time.
@@ -88,6 +98,67 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 		Created: sub.Create, PrevStatus: sub.Cluster.Status, TakenClusters: sub.TakeClusters, TakenNodes: sub.TakeNodes,
 		AddedNodeCount: len(sub.NewNodes),
 	}
+	if sub.Replan != nil {
+		job.AddedNodeCount, job.TaskTotal = sub.PlannedNodes, sub.PlannedTasks
+		return e.submitForReplan(ctx, sub, job)
+	}
+	ops2, ready, sinks, rbSinks, all := e.stepTwo(sub, &job, now)
+	var staged []store.Item
+	if batches := transactBatches(ops2); len(batches) > e.inlineBatches {
+		staged = stageItems(sub.Tenant, job.ID, ops2)
+		job.StagedChunks = len(staged)
+	}
+
+	// Step 1: lock, quota, checks, job.
+	cluster, err := e.stepOne(ctx, sub, &job, map[string]int64{counterSinks: int64(sinks), counterRollbackSinks: int64(rbSinks)}, nil)
+	if err != nil {
+		return domain.Job{}, err
+	}
+
+	if staged != nil {
+		// Step 2, staged: the request writes the staged ops (a few large
+		// items) and answers; the rest goes on in the background.
+		if err := e.transactAll(ctx, transactBatches(putAll(staged))); err != nil {
+			return domain.Job{}, fmt.Errorf("staging the nodes and tasks of job %s: %w", job.ID, err)
+		}
+		e.continueInBackground(ctx, sub.Tenant, cluster.ID, job.ID)
+		return job.Job, nil
+	}
+	if err := e.transactAll(ctx, transactBatches(ops2)); err != nil {
+		return domain.Job{}, fmt.Errorf("writing the nodes and tasks of job %s: %w", job.ID, err)
+	}
+	if err := e.start(ctx, sub.Tenant, cluster.ID, &job, ready, nil); err != nil {
+		return domain.Job{}, err
+	}
+	if all == 0 {
+		// Nothing to do (every action was needless): no task will end to
+		// finish the job, so it ends now (or, if this fails, by the janitor).
+		if err := e.checkJobEnd(ctx, sub.Tenant, cluster.ID, job.ID); err != nil {
+			e.log.WarnContext(ctx, "ending an empty job failed; the janitor will", "job", job.ID, "error", err)
+		} else if lj, err := e.loadJob(ctx, sub.Tenant, cluster.ID, job.ID); err == nil {
+			return lj.job.Job, nil
+		}
+	}
+	return job.Job, nil
+}
+
+// continueInBackground runs ContinueSubmission after the request answered;
+// the janitor does it too, so a Lambda frozen meanwhile delays the job by
+// a janitor period.
+func (e *Engine) continueInBackground(ctx context.Context, tenant, cluster, jobID string) {
+	go func() {
+		bg := context.WithoutCancel(ctx)
+		if err := e.ContinueSubmission(bg, tenant, cluster, jobID); err != nil {
+			e.log.WarnContext(bg, "writing a staged submission failed; the janitor will go on with it", "job", jobID, "error", err)
+		}
+	}()
+}
+
+// stepTwo is what step 2 of sub writes: nodes, tasks, chunks and list
+// items (nothing acts on a PENDING job), the forward tasks READY from the
+// start, the job's sink counts and how many tasks it has. It completes job
+// (task total, rollback roots, lists, skip message).
+func (e *Engine) stepTwo(sub Submission, job *jobRecord, now time.Time) (ops2 []store.Op, ready []domain.Task, sinks, rbSinks, total int) {
 	if sub.Plan != nil {
 		job.StatusMessage = planner.SkipSummary(sub.Plan.Skipped)
 	}
@@ -109,11 +180,8 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 	}
 	chunks := append(taskChunks(sub.Tenant, deferredChunks, job.ID, deferred), taskChunks(sub.Tenant, rollbackChunks, job.ID, rollback)...)
 	job.RollbackRoots = roots
-	lists := listItems(sub.Tenant, &job, e.inlineLists)
+	lists := listItems(sub.Tenant, job, e.inlineLists)
 
-	// What step 2 writes: nodes, tasks and chunks; nothing acts on a
-	// PENDING job. A large step 2 is staged (stage.go).
-	var ops2 []store.Op
 	for _, n := range sub.NewNodes {
 		n.ClusterID, n.Status, n.CreatedAt = sub.Cluster.ID, domain.NodePlanned, now
 		ops2 = append(ops2, store.Put(store.Item{Key: nodeKey(sub.Tenant, sub.Cluster.ID, n.ID), Status: string(n.Status), Data: mustJSON(n)}, store.Condition{}))
@@ -131,21 +199,33 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 	for _, t := range tasks {
 		ops2 = append(ops2, store.Put(taskItem(taskKey(sub.Tenant, job.ID, t.ID), t), store.Condition{}))
 	}
-	var staged []store.Item
-	if batches := transactBatches(ops2); len(batches) > e.inlineBatches {
-		staged = stageItems(sub.Tenant, job.ID, ops2)
-		job.StagedChunks = len(staged)
+	for _, t := range deferred {
+		if t.Status == domain.TaskReady {
+			ready = append(ready, t)
+		}
 	}
+	return ops2, ready, sinks, rbSinks, len(all)
+}
 
-	// Step 1: lock, quota, checks, job.
+// stepOne writes a submission's first transaction: the cluster with its
+// lock, the job PENDING with counters, the quota taken, the caller's
+// checks, and extra (small items that must exist with the job). It returns
+// the cluster as written.
+func (e *Engine) stepOne(ctx context.Context, sub Submission, job *jobRecord, counters map[string]int64, extra []store.Op) (domain.Cluster, error) {
 	cluster := sub.Cluster
 	cluster.TenantID = sub.Tenant
 	cluster.ActiveJobID, cluster.LatestJobID = job.ID, job.ID
 	if sub.ClusterStatus != "" {
 		cluster.Status = sub.ClusterStatus
 	}
-	cluster.NodeCount += len(sub.NewNodes)
+	cluster.NodeCount += job.AddedNodeCount
 	job.RunningStatus = cluster.Status
+	now := job.CreatedAt
+	// Every job carries its format (format.go) beside its own counters.
+	jobCounters := map[string]int64{counterFormat: FormatVersion}
+	for k, v := range counters {
+		jobCounters[k] = v
+	}
 	clusterCond := store.Condition{Version: sub.Cluster.Version}
 	if sub.Create {
 		clusterCond = store.Condition{MustNotExist: true}
@@ -153,9 +233,9 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 	ops := []store.Op{
 		store.Put(clusterItem(sub.Tenant, cluster), clusterCond),
 		store.Put(store.Item{Key: jobKey(sub.Tenant, cluster.ID, job.ID), Status: string(domain.JobPending), Data: mustJSON(job),
-			Counters: map[string]int64{counterSinks: int64(sinks), counterRollbackSinks: int64(rbSinks), counterFormat: FormatVersion},
-			Index:    jobIndex(job.ID, now)}, store.Condition{MustNotExist: true}),
+			Counters: jobCounters, Index: jobIndex(job.ID, job.CreatedAt)}, store.Condition{MustNotExist: true}),
 	}
+	ops = append(ops, extra...)
 	quotaAt := -1
 	if sub.TakeClusters > 0 || sub.TakeNodes > 0 {
 		quotaAt = len(ops)
@@ -177,74 +257,47 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 		if errors.As(err, &terr) {
 			switch {
 			case terr.Reasons[0] != nil:
-				return domain.Job{}, ErrClusterBusy
+				return domain.Cluster{}, ErrClusterBusy
 			case quotaAt >= 0 && terr.Reasons[quotaAt] != nil:
-				return domain.Job{}, ErrQuota
+				return domain.Cluster{}, ErrQuota
 			}
 			for i := checksAt; i < checksEnd; i++ {
 				if terr.Reasons[i] != nil {
-					return domain.Job{}, ErrStale
+					return domain.Cluster{}, ErrStale
 				}
 			}
 		}
-		return domain.Job{}, fmt.Errorf("submitting job for cluster %s: %w", cluster.ID, err)
+		return domain.Cluster{}, fmt.Errorf("submitting job for cluster %s: %w", cluster.ID, err)
 	}
-
-	if staged != nil {
-		// Step 2, staged: the request writes the staged ops (a few large
-		// items) and answers; the rest goes on in the background.
-		if err := e.transactAll(ctx, transactBatches(putAll(staged))); err != nil {
-			return domain.Job{}, fmt.Errorf("staging the nodes and tasks of job %s: %w", job.ID, err)
-		}
-		go func() {
-			bg := context.WithoutCancel(ctx)
-			if err := e.ContinueSubmission(bg, sub.Tenant, cluster.ID, job.ID); err != nil {
-				e.log.WarnContext(bg, "writing a staged submission failed; the janitor will go on with it", "job", job.ID, "error", err)
-			}
-		}()
-		return job.Job, nil
-	}
-	if err := e.transactAll(ctx, transactBatches(ops2)); err != nil {
-		return domain.Job{}, fmt.Errorf("writing the nodes and tasks of job %s: %w", job.ID, err)
-	}
-	var ready []domain.Task
-	for _, t := range deferred {
-		if t.Status == domain.TaskReady {
-			ready = append(ready, t)
-		}
-	}
-	if err := e.start(ctx, sub.Tenant, cluster.ID, &job, ready); err != nil {
-		return domain.Job{}, err
-	}
-	if len(all) == 0 {
-		// Nothing to do (every action was needless): no task will end to
-		// finish the job, so it ends now (or, if this fails, by the janitor).
-		if err := e.checkJobEnd(ctx, sub.Tenant, cluster.ID, job.ID); err != nil {
-			e.log.WarnContext(ctx, "ending an empty job failed; the janitor will", "job", job.ID, "error", err)
-		} else if lj, err := e.loadJob(ctx, sub.Tenant, cluster.ID, job.ID); err == nil {
-			return lj.job.Job, nil
-		}
-	}
-	return job.Job, nil
+	return cluster, nil
 }
 
 // start is step 3: the job PENDING -> RUNNING, then its ready roots sent;
 // or, when the tenant has pre-start hooks, the job left PENDING for a
-// worker to ask them (hooks.go).
-func (e *Engine) start(ctx context.Context, tenant, cluster string, job *jobRecord, ready []domain.Task) error {
-	if gated, err := e.gateOnPreStart(ctx, tenant, cluster, job); gated || err != nil {
+// worker to ask them (hooks.go). counters, when set, are set on the job
+// (a replanned submission learns its sinks only then): with the start, or
+// with the mark of a job that waits for its hooks.
+func (e *Engine) start(ctx context.Context, tenant, cluster string, job *jobRecord, ready []domain.Task, counters map[string]int64) error {
+	if gated, err := e.gateOnPreStart(ctx, tenant, cluster, job, counters); gated || err != nil {
 		return err
 	}
-	return e.startNow(ctx, tenant, cluster, job, ready)
+	return e.startNow(ctx, tenant, cluster, job, ready, counters)
 }
 
 // startNow is start past the pre-start hooks.
-func (e *Engine) startNow(ctx context.Context, tenant, cluster string, job *jobRecord, ready []domain.Task) error {
+func (e *Engine) startNow(ctx context.Context, tenant, cluster string, job *jobRecord, ready []domain.Task, counters map[string]int64) error {
 	job.Status, job.StartedAt = domain.JobRunning, e.now()
 	running := string(domain.JobRunning)
-	err := e.store.Transact(ctx, []store.Op{
+	// The nodes are all written (step 2): count them for the cluster view
+	// in the write that starts the job (nodesummary.go).
+	summary, err := e.nodeSummaryPut(ctx, tenant, cluster, job.ID, SummaryStarted)
+	if err != nil {
+		return err
+	}
+	err = e.store.Transact(ctx, []store.Op{
 		store.Update(jobKey(tenant, cluster, job.ID), store.Condition{StatusIn: []string{string(domain.JobPending)}},
-			store.Changes{Status: &running, Data: mustJSON(job), Index: jobIndex(job.ID, job.StartedAt)}),
+			store.Changes{Status: &running, Data: mustJSON(job), Index: jobIndex(job.ID, job.StartedAt), Set: counters}),
+		summary,
 		jobEvent(tenant, job.Job, domain.JobPending, job.StartedAt),
 	})
 	if errors.Is(err, store.ErrConditionFailed) {
