@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,4 +163,43 @@ func TestAPoisonMessageFailsItsJobOnItsLastDelivery(t *testing.T) {
 	final := b.waitJob(t, "c1", job.ID, 30*time.Second)
 	require.Equal(t, domain.JobFailed, final.Status)
 	require.Contains(t, final.StatusMessage, "_dlq.fifo")
+}
+
+// TestResentMessagesDoNotWaitBehindTheStuckOne: the roots' messages are
+// stuck in flight (a worker took them and died before it could hold
+// them: hidden for the queue's 15 minutes); the janitor's re-sends are in
+// groups of their own, so they are delivered at once rather than behind
+// the stuck messages of their nodes' groups.
+func TestResentMessagesDoNotWaitBehindTheStuckOne(t *testing.T) {
+	t.Parallel()
+	var ahead atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	b := setup(t, nil, Config{ResendAfter: time.Minute, Clock: clock})
+	_, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 2, nil))
+	require.NoError(t, err)
+	stuck, err := b.q.Receive(b.ctx, tenant, queue.MaxBatch, time.Second, 15*time.Minute)
+	require.NoError(t, err)
+	require.Len(t, stuck, 2)
+
+	ahead.Store(int64(2 * time.Minute))
+	r, err := b.eng.RunJanitor(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, r.Resent)
+	resent, err := b.q.Receive(b.ctx, tenant, queue.MaxBatch, time.Second, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, resent, 2, "the re-sent roots are delivered while the stuck messages are still in flight")
+	for i, d := range resent {
+		require.NotEqual(t, stuck[0].Group, d.Group, "resent %d", i)
+		require.NotEqual(t, stuck[1].Group, d.Group, "resent %d", i)
+	}
+}
+
+func TestGroups(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "c1#c1-1000", group("c1", "c1-1000", "c1-1000/base/install", 0))
+	require.Equal(t, "c1#c1-1000#r2", group("c1", "c1-1000", "c1-1000/base/install", 2))
+	require.Regexp(t, `^c1#j[0-9a-f]{8}$`, group("c1", "", "join/x", 0))
+	long := group("c1", strings.Repeat("n", 200), "t", 3)
+	require.LessOrEqual(t, len(long), queue.MaxGroupLength)
+	require.NotEqual(t, long, group("c1", strings.Repeat("n", 200), "t", 4), "sends still tell long groups apart")
 }
