@@ -402,6 +402,7 @@ func TestChaos(t *testing.T) {
 
 	ids := make([]string, clusters)
 	errs := make([]error, clusters)
+	var mu sync.Mutex // ids and errs, written by the creates, read by ended
 	var wg sync.WaitGroup
 	for i := range clusters {
 		wg.Go(func() {
@@ -414,7 +415,9 @@ func TestChaos(t *testing.T) {
 			if err == nil && status != http.StatusAccepted {
 				err = fmt.Errorf("create c%d answered %d", i, status)
 			}
+			mu.Lock()
 			ids[i], errs[i] = out.Cluster.ID, err
+			mu.Unlock()
 		})
 	}
 	// Kill while the jobs run (at most a minute): a worker environment
@@ -422,7 +425,10 @@ func TestChaos(t *testing.T) {
 	// environment likewise; the Fargate task.
 	kills := map[string]int{}
 	ended := func() bool {
-		for _, id := range ids {
+		mu.Lock()
+		created := slices.Clone(ids)
+		mu.Unlock()
+		for _, id := range created {
 			if id == "" {
 				return false
 			}

@@ -141,7 +141,8 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 			continue
 		}
 		disp, err := e.handle(ctx, tenant, d, i > 0)
-		h.mu.Lock() // the hold must not touch d while it is settled
+		var failed error // a failure of this message's own, told to its job on its last delivery
+		h.mu.Lock()      // the hold must not touch d while it is settled
 		switch {
 		case err != nil && (ctx.Err() != nil || d.Group == ""):
 			if !errors.Is(err, context.Canceled) {
@@ -162,9 +163,7 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 			if xerr := e.queue.Extend(ctx, tenant, d.Receipt, wait); xerr != nil && !errors.Is(xerr, queue.ErrReceiptInvalid) {
 				e.log.WarnContext(ctx, "delaying a failed message failed", "task", d.TaskID, "error", xerr)
 			}
-			if derr := e.deadLettered(ctx, tenant, d, err); derr != nil {
-				e.log.WarnContext(ctx, "recording a message's move to the dead-letter queue on its job failed", "task", d.TaskID, "error", derr)
-			}
+			failed = err
 		case disp.Delay > 0:
 			if err := e.queue.Extend(ctx, tenant, d.Receipt, min(disp.Delay, queue.MaxVisibility)); err != nil {
 				e.log.WarnContext(ctx, "delaying a message failed", "task", d.TaskID, "error", err)
@@ -182,6 +181,12 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 		}
 		h.from = i + 1
 		h.mu.Unlock()
+		if failed != nil {
+			// Outside the hold's lock: failing a job walks its tasks.
+			if derr := e.deadLettered(ctx, tenant, d, failed); derr != nil {
+				e.log.WarnContext(ctx, "recording a message's move to the dead-letter queue on its job failed", "task", d.TaskID, "error", derr)
+			}
+		}
 		if disp.Done > 0 {
 			done[disp.Job] += disp.Done
 		}
