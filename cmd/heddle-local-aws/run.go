@@ -81,6 +81,9 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		return errors.New(`HEDDLE_SQS_ENDPOINT is unset: run scripts/fauxqs.sh start and eval "$(scripts/fauxqs.sh env)"`)
 	case cfg.janitorEvery <= 0:
 		return errors.New("--janitor-every must be positive")
+	case cfg.workerTimeout < time.Minute || cfg.workerTimeout > 15*time.Minute || cfg.workerTimeout%time.Second != 0:
+		// template.yaml's WorkerTimeout allows 60 to 900 seconds.
+		return fmt.Errorf("--worker-timeout %s: template.yaml's WorkerTimeout allows whole seconds from 60 to 900", cfg.workerTimeout)
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.stateDir, "logs"), 0o700); err != nil {
 		return fmt.Errorf("the state directory: %w", err)
@@ -123,6 +126,9 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		"HEDDLE_TABLE=" + table,
 		"HEDDLE_QUEUE_PREFIX=" + prefix,
 		"HEDDLE_KMS_KEY_ID=" + keyARN,
+		// template.yaml's Globals: onboarding sizes the tenants' queues'
+		// visibility timeout from the worker's timeout.
+		"HEDDLE_WORKER_TIMEOUT=" + strconv.Itoa(int(cfg.workerTimeout/time.Second)),
 		"HEDDLE_DYNAMODB_ENDPOINT=" + cfg.ddbEndpoint,
 		"HEDDLE_SQS_ENDPOINT=" + cfg.sqsEndpoint,
 		"AWS_ENDPOINT_URL_KMS=" + kmsURL,

@@ -40,6 +40,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -53,6 +54,7 @@ import (
 	"github.com/heddle-io/heddle/internal/audit"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
+	"github.com/heddle-io/heddle/internal/dashboard"
 	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/identity"
 	"github.com/heddle-io/heddle/internal/metrics"
@@ -186,7 +188,22 @@ func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey
 		Version:    version,
 		Logger:     log,
 	})
-	return trustAuthorizer(refuseMalformedPaths(httpadapter.NewV2(h).ProxyWithContext)), nil
+	return trustAuthorizer(refuseMalformedPaths(httpadapter.NewV2(withDashboard(h)).ProxyWithContext)), nil
+}
+
+// withDashboard serves the API under /v1 and the web dashboard (its page at
+// /, template.yaml's Root route, and its files) everywhere else, as the
+// local server does: the dashboard's URLs are relative, so it works behind
+// the HTTP API's $default stage as it does on 127.0.0.1:7070.
+func withDashboard(apiHandler http.Handler) http.Handler {
+	ui := dashboard.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") {
+			apiHandler.ServeHTTP(w, r)
+			return
+		}
+		ui.ServeHTTP(w, r)
+	})
 }
 
 // refuseMalformedPaths answers an event whose path net/http cannot parse

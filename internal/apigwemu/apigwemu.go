@@ -30,8 +30,11 @@ const (
 	MaxRequest = 10 * 1024 * 1024
 	// Timeout is an HTTP API's integration timeout.
 	Timeout = 30 * time.Second
-	// RouteKey is template.yaml's one route.
+	// RouteKey is template.yaml's route for every path below the root.
 	RouteKey = "ANY /{proxy+}"
+	// RootRouteKey is template.yaml's route for the root (the dashboard's
+	// page), which /{proxy+} does not match.
+	RootRouteKey = "ANY /"
 )
 
 // Invoker runs the function behind the door (*lambdaemu.Pool).
@@ -101,8 +104,8 @@ func (d *FrontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gatewayError(w, requestID, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
 		return
 	}
-	if strings.Trim(r.URL.Path, "/") == "" {
-		gatewayError(w, requestID, http.StatusNotFound, "Not Found")
+	if r.URL.Path != "/" && strings.Trim(r.URL.Path, "/") == "" {
+		gatewayError(w, requestID, http.StatusNotFound, "Not Found") // "//": no route matches
 		return
 	}
 	ev := Event(r, body, d.cfg.APIID, d.cfg.AccountID, requestID, time.Now())
@@ -146,7 +149,7 @@ func (d *FrontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Event is the payload-2.0 event API Gateway makes of r (whose body is
-// body) for the route ANY /{proxy+}.
+// body) for the route ANY /{proxy+}, or ANY / for the root.
 func Event(r *http.Request, body []byte, apiID, accountID, requestID string, now time.Time) events.APIGatewayV2HTTPRequest {
 	sourceIP := r.RemoteAddr
 	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
@@ -198,17 +201,21 @@ func Event(r *http.Request, body []byte, apiID, accountID, requestID string, now
 		}
 	}
 	path := r.URL.Path
+	routeKey, params := RouteKey, map[string]string{"proxy": strings.TrimPrefix(path, "/")}
+	if path == "/" {
+		routeKey, params = RootRouteKey, nil
+	}
 	ev := events.APIGatewayV2HTTPRequest{
 		Version:               "2.0",
-		RouteKey:              RouteKey,
+		RouteKey:              routeKey,
 		RawPath:               r.URL.EscapedPath(),
 		RawQueryString:        r.URL.RawQuery,
 		Cookies:               cookies,
 		Headers:               headers,
 		QueryStringParameters: query,
-		PathParameters:        map[string]string{"proxy": strings.TrimPrefix(path, "/")},
+		PathParameters:        params,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			RouteKey:     RouteKey,
+			RouteKey:     routeKey,
 			AccountID:    accountID,
 			Stage:        "$default",
 			RequestID:    requestID,

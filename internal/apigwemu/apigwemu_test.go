@@ -177,7 +177,6 @@ func TestLimitsAnsweredAsAPIGateway(t *testing.T) {
 		{name: "bad status", fn: &fakeFunction{answer: lambdaemu.Result{Payload: []byte(`{"statusCode":99}`)}}, status: 500, msg: "Internal Server Error", called: true},
 		{name: "bad base64", fn: &fakeFunction{answer: lambdaemu.Result{Payload: []byte(`{"statusCode":200,"body":"%%","isBase64Encoded":true}`)}}, status: 500, msg: "Internal Server Error", called: true},
 		{name: "plain JSON is a 200", fn: &fakeFunction{answer: lambdaemu.Result{Payload: []byte(`["a"]`)}}, status: 200, msg: `["a"]`, called: true},
-		{name: "root is no route", fn: &fakeFunction{}, path: "/", status: 404, msg: "Not Found"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -235,4 +234,21 @@ func TestFlattenClaims(t *testing.T) {
 		"groups": []any{"a", "b"}, "address": map[string]any{"country": "NL"}})
 	require.Equal(t, map[string]string{"iss": "https://idp", "exp": "1795460638", "email_verified": "true",
 		"groups": "[a b]", "address": `{"country":"NL"}`}, got)
+}
+
+// TestRootRoute: the root has a route of its own (ANY /, template.yaml's
+// Root event), with no path parameters: the dashboard's page.
+func TestRootRoute(t *testing.T) {
+	t.Parallel()
+	fn := &fakeFunction{answer: lambdaemu.Result{Payload: []byte(`{"statusCode":200,"body":"<html>"}`)}}
+	srv := setup(t, fn, time.Second)
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
+	resp, body := do(t, req)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	var ev events.APIGatewayV2HTTPRequest
+	require.NoError(t, json.Unmarshal(fn.lastEvt.Load().([]byte), &ev))
+	require.Equal(t, "ANY /", ev.RouteKey)
+	require.Equal(t, "ANY /", ev.RequestContext.RouteKey)
+	require.Equal(t, "/", ev.RawPath)
+	require.Empty(t, ev.PathParameters)
 }

@@ -1,6 +1,6 @@
 // Package apigwemu is the front door of make local-aws: an HTTP server
 // that does what API Gateway's HTTP API does in front of the api function
-// (template.yaml: one route, ANY /{proxy+}, payload format 2.0, stage
+// (template.yaml: ANY /{proxy+} and ANY / for the root, payload format 2.0, stage
 // $default). It turns each request into an events.APIGatewayV2HTTPRequest
 // as API Gateway builds it (lower-cased headers with repeated ones joined
 // by commas, the Cookie header moved to cookies, the decoded query with
@@ -16,5 +16,5 @@
 // refuses as over 6 MB is 502 {"message":"Bad Gateway"}; a failed
 // invocation or an answer that is not a payload-2.0 response is 500
 // {"message":"Internal Server Error"}; a path the route does not match
-// (only "/") is 404 {"message":"Not Found"}.
+// (an empty segment at the root, "//") is 404 {"message":"Not Found"}.
 package apigwemu

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -39,6 +40,10 @@ import (
 //	HEDDLE_KMS_KEY_ID         the KMS key that seals secrets
 //	HEDDLE_DYNAMODB_ENDPOINT  an emulator for DynamoDB (tests)
 //	HEDDLE_SQS_ENDPOINT       an emulator for SQS (tests)
+//	HEDDLE_WORKER_TIMEOUT     the worker Lambda's timeout in seconds
+//	                          (template.yaml WorkerTimeout); the tenants'
+//	                          queues made here get a visibility timeout of
+//	                          QueueVisibilityFactor times it
 //
 // Queue, LongQueue and Keyring are nil when HEDDLE_QUEUE_PREFIX is unset:
 // the API then serves the catalog only.
@@ -90,16 +95,46 @@ func AWSFromEnv(ctx context.Context, needQueue bool) (*AWS, error) {
 			o.BaseEndpoint = aws.String(ep)
 		}
 	})
-	out.Queue, err = sqsqueue.New(out.SQS, sqsqueue.Options{Prefix: prefix})
+	visibility, err := QueueVisibility(os.Getenv("HEDDLE_WORKER_TIMEOUT"))
 	if err != nil {
 		return nil, err
 	}
-	out.LongQueue, err = sqsqueue.New(out.SQS, sqsqueue.Options{Prefix: sqsqueue.LongPrefix(prefix)})
+	out.Queue, err = sqsqueue.New(out.SQS, sqsqueue.Options{Prefix: prefix, Visibility: visibility})
+	if err != nil {
+		return nil, err
+	}
+	out.LongQueue, err = sqsqueue.New(out.SQS, sqsqueue.Options{Prefix: sqsqueue.LongPrefix(prefix), Visibility: visibility})
 	if err != nil {
 		return nil, fmt.Errorf("the long-task queues: %w", err)
 	}
 	out.Keyring = secrets.NewKeyring(secrets.NewKMSKey(kms.NewFromConfig(cfg), keyID))
 	return out, nil
+}
+
+// QueueVisibilityFactor is how many worker timeouts a tenant queue's
+// visibility timeout lasts: AWS advises at least six times the function's
+// timeout for a Lambda SQS event source, so that the invocation retries of
+// a throttled function do not see the batch come back (and count towards
+// maxReceiveCount) meanwhile. The worker does not wait that long for a
+// batch whose invocation died: it holds every message of its batch at the
+// engine's visibility (engine.HandleBatch) from the start, so only an
+// environment that dies before its handler runs leaves a batch hidden for
+// the queue's timeout.
+const QueueVisibilityFactor = 6
+
+// QueueVisibility is the tenants' queue visibility timeout for a worker
+// timeout of the given seconds (HEDDLE_WORKER_TIMEOUT): QueueVisibilityFactor
+// times it, at most SQS's 12 hours. Empty gives sqsqueue's default (15
+// minutes, Lambda's longest timeout).
+func QueueVisibility(workerTimeoutSeconds string) (time.Duration, error) {
+	if workerTimeoutSeconds == "" {
+		return 0, nil
+	}
+	secs, err := strconv.Atoi(workerTimeoutSeconds)
+	if err != nil || secs < 1 || secs > 900 {
+		return 0, fmt.Errorf("HEDDLE_WORKER_TIMEOUT=%q: want the worker function's timeout in whole seconds, 1 to 900", workerTimeoutSeconds)
+	}
+	return min(time.Duration(secs)*time.Second*QueueVisibilityFactor, queue.MaxVisibility), nil
 }
 
 // AWSProviders are the provider types that make sense in AWS: static hosts

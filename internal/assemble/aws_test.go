@@ -97,3 +97,28 @@ func TestBuildAWSNeedsTheQueues(t *testing.T) {
 	_, err := BuildAWS(&AWS{}, engine.Config{}, ReceivesShort, false, nil)
 	require.ErrorContains(t, err, "HEDDLE_QUEUE_PREFIX")
 }
+
+func TestQueueVisibility(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"", 0, true}, // sqsqueue's default
+		{"60", 6 * time.Minute, true},
+		{"900", 90 * time.Minute, true},
+		{"0", 0, false},
+		{"901", 0, false},
+		{"1m", 0, false},
+	} {
+		got, err := QueueVisibility(c.in)
+		if !c.ok {
+			require.Error(t, err, c.in)
+			require.Contains(t, err.Error(), "HEDDLE_WORKER_TIMEOUT")
+			continue
+		}
+		require.NoError(t, err, c.in)
+		require.Equal(t, c.want, got, c.in)
+	}
+}

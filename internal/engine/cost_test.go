@@ -645,7 +645,7 @@ func (m *esmDriver) poll(ctx context.Context) {
 // countingQueue counts queue calls as sqsqueue makes SQS requests of them:
 // a Send is one SendMessageBatch (up to 10 messages, far below 64 KB), a
 // Receive one ReceiveMessage, an Ack one DeleteMessage, an Extend one
-// ChangeMessageVisibility.
+// ChangeMessageVisibility, an ExtendBatch one ChangeMessageVisibilityBatch.
 type countingQueue struct {
 	inner queue.Queue
 
@@ -690,6 +690,13 @@ func (q *countingQueue) Ack(ctx context.Context, tenant, receipt string) error {
 func (q *countingQueue) Extend(ctx context.Context, tenant, receipt string, visibility time.Duration) error {
 	q.extends.Add(1)
 	return q.inner.Extend(ctx, tenant, receipt, visibility)
+}
+
+// ExtendBatch is one ChangeMessageVisibilityBatch (sqsqueue's ExtendBatch:
+// up to 10 receipts, billed as one request): the worker's hold on its batch.
+func (q *countingQueue) ExtendBatch(ctx context.Context, tenant string, receipts []string, visibility time.Duration) error {
+	q.extends.Add(1)
+	return queue.ExtendAll(ctx, q.inner, tenant, receipts, visibility)
 }
 
 // --- DynamoDB --------------------------------------------------------------

@@ -281,7 +281,7 @@ func (e *Engine) send(ctx context.Context, tenant string, tasks []domain.Task) e
 			TaskID:  ref.String(),
 			Attempt: t.Attempt,
 			Format:  FormatVersion,
-			Group:   group(t.ClusterID, t.NodeID, t.ID),
+			Group:   group(t.ClusterID, t.NodeID, t.ID, t.Sends),
 			Dedup:   dedupID(ref, t.Attempt, t.Sends),
 			Long:    e.cfg.LongTaskAfter > 0 && t.Timeout.Std() > e.cfg.LongTaskAfter,
 		})

@@ -108,7 +108,7 @@ func TestHandleBatchKeepsLaterMessagesOfADelayedGroup(t *testing.T) {
 
 	delivery := func(task domain.Task) queue.Delivery {
 		ref := TaskRef{Tenant: tenant, Cluster: "c1", Job: job.ID, Task: task.ID}
-		return queue.Delivery{Message: queue.Message{TaskID: ref.String(), Attempt: task.Attempt, Group: group("c1", task.NodeID, task.ID)}, Receipt: "r-" + task.ID}
+		return queue.Delivery{Message: queue.Message{TaskID: ref.String(), Attempt: task.Attempt, Group: group("c1", task.NodeID, task.ID, task.Sends)}, Receipt: "r-" + task.ID}
 	}
 	keep := b.eng.HandleBatch(b.ctx, tenant, []queue.Delivery{delivery(delayed), delivery(blocked), delivery(other)})
 	require.Equal(t, []int{0, 1}, keep, "the delayed message and the later one of its group stay; the other group goes on")

@@ -3,9 +3,11 @@ package engine
 import (
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/store"
 )
 
@@ -68,13 +70,27 @@ func ParseTaskRef(tenant, s string) (TaskRef, error) {
 
 // group is the FIFO message group of a task: one node runs one task at a
 // time, nodes run in parallel; joins get their own group each.
-func group(cluster, node, task string) string {
+//
+// A task sent again (sends > 0: the janitor took its message for lost, a
+// resume, a retry, polls moved to a fresh message) gets a group of its
+// own, <group>#r<sends>: the message it replaces may be stuck in flight
+// (hidden for the queue's visibility timeout after a worker died before
+// its handler could hold the batch), and in the node's group the new one
+// would wait behind it. The planner chains each node's tasks, so no other
+// task of the node is ready meanwhile; the claim's condition keeps the old
+// and new message from running the task twice.
+func group(cluster, node, task string, sends int) string {
+	var g string
 	if node == "" {
-		return fmt.Sprintf("%s#j%08x", cluster, fnvHash(task))
+		g = fmt.Sprintf("%s#j%08x", cluster, fnvHash(task))
+	} else {
+		g = cluster + "#" + node
 	}
-	g := cluster + "#" + node
-	if len(g) > 128 {
-		g = fmt.Sprintf("%s#n%08x", cluster, fnvHash(node))
+	if sends > 0 {
+		g += "#r" + strconv.Itoa(sends)
+	}
+	if len(g) > queue.MaxGroupLength {
+		g = fmt.Sprintf("%s#n%08x", cluster, fnvHash(g))
 	}
 	return g
 }

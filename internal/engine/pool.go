@@ -88,7 +88,7 @@ func (e *Engine) workLoop(ctx context.Context, tenant string, p *progress) {
 			}
 			continue
 		}
-		_, done := e.process(ctx, tenant, ds)
+		_, done := e.process(ctx, tenant, ds, false)
 		p.add(done)
 	}
 }
@@ -110,10 +110,21 @@ func (e *Engine) workLoop(ctx context.Context, tenant string, p *progress) {
 // in flight, it would hold the group until its own visibility ran out).
 // Other groups go on. A message without a group, a failure, or a worker
 // that is stopping blocks the rest of the batch.
-func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery) (keep []int, done map[TaskRef]int) {
+//
+// hold says the batch was received with the queue's own visibility
+// timeout (a Lambda event source mapping's batch): its messages are then
+// held (holdBatch) at the engine's Visibility until each is settled, so a
+// worker that dies mid-batch leaves them hidden for Visibility, not for the
+// queue's timeout.
+func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery, hold bool) (keep []int, done map[TaskRef]int) {
 	done = map[TaskRef]int{}
 	blocked := map[string]bool{} // groups with a message kept earlier in the batch
 	stopped := false             // every later message is kept, unhandled
+	h := &batchHold{}
+	if hold {
+		h = e.holdBatch(ctx, tenant, ds)
+		defer h.stop()
+	}
 	for i, d := range ds {
 		if stopped || ctx.Err() != nil {
 			stopped = true
@@ -122,19 +133,37 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 		}
 		if blocked[d.Group] {
 			keep = append(keep, i)
-			if err := e.queue.Extend(ctx, tenant, d.Receipt, 0); err != nil && !errors.Is(err, queue.ErrReceiptInvalid) {
-				e.log.WarnContext(ctx, "releasing a message behind a delayed one failed", "task", d.TaskID, "error", err)
-			}
+			h.settle(i, func() {
+				if err := e.queue.Extend(ctx, tenant, d.Receipt, 0); err != nil && !errors.Is(err, queue.ErrReceiptInvalid) {
+					e.log.WarnContext(ctx, "releasing a message behind a delayed one failed", "task", d.TaskID, "error", err)
+				}
+			})
 			continue
 		}
 		disp, err := e.handle(ctx, tenant, d, i > 0)
+		var failed error // a failure of this message's own, told to its job on its last delivery
+		h.mu.Lock()      // the hold must not touch d while it is settled
 		switch {
-		case err != nil:
+		case err != nil && (ctx.Err() != nil || d.Group == ""):
 			if !errors.Is(err, context.Canceled) {
 				e.log.WarnContext(ctx, "handling a task failed; its message will come back", "tenant", tenant, "task", d.TaskID, "error", err)
 			}
 			keep = append(keep, i)
 			stopped = true
+		case err != nil:
+			// This message's failure is its own (a store error, an item
+			// this worker cannot read): it comes back after a backoff that
+			// grows with its receives, and after the queue's maxReceiveCount
+			// goes to the dead-letter queue, whose name the job then shows
+			// (deadLettered). Only its group waits behind it; other groups go on.
+			wait := e.backoff(d.Received)
+			e.log.WarnContext(ctx, "handling a task failed; its message comes back after a backoff", "tenant", tenant, "task", d.TaskID, "received", d.Received, "backoff", wait, "error", err)
+			keep = append(keep, i)
+			blocked[d.Group] = true
+			if xerr := e.queue.Extend(ctx, tenant, d.Receipt, wait); xerr != nil && !errors.Is(xerr, queue.ErrReceiptInvalid) {
+				e.log.WarnContext(ctx, "delaying a failed message failed", "task", d.TaskID, "error", xerr)
+			}
+			failed = err
 		case disp.Delay > 0:
 			if err := e.queue.Extend(ctx, tenant, d.Receipt, min(disp.Delay, queue.MaxVisibility)); err != nil {
 				e.log.WarnContext(ctx, "delaying a message failed", "task", d.TaskID, "error", err)
@@ -148,6 +177,14 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 		default:
 			if err := e.queue.Ack(ctx, tenant, d.Receipt); err != nil && !errors.Is(err, queue.ErrReceiptInvalid) {
 				e.log.WarnContext(ctx, "acknowledging a message failed", "task", d.TaskID, "error", err)
+			}
+		}
+		h.from = i + 1
+		h.mu.Unlock()
+		if failed != nil {
+			// Outside the hold's lock: failing a job walks its tasks.
+			if derr := e.deadLettered(ctx, tenant, d, failed); derr != nil {
+				e.log.WarnContext(ctx, "recording a message's move to the dead-letter queue on its job failed", "task", d.TaskID, "error", derr)
 			}
 		}
 		if disp.Done > 0 {
@@ -168,7 +205,7 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 // index would not do: a delayed message is not a failure of the batch, and
 // later messages of other groups are handled normally.
 func (e *Engine) HandleBatch(ctx context.Context, tenant string, ds []queue.Delivery) []int {
-	keep, done := e.process(ctx, tenant, ds)
+	keep, done := e.process(ctx, tenant, ds, true)
 	e.flushProgress(ctx, done)
 	return keep
 }
@@ -179,5 +216,89 @@ func sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-t.C:
+	}
+}
+
+// batchHold keeps the unsettled messages of a batch hidden for the
+// engine's Visibility, and no longer: the messages of a Lambda event
+// source mapping's batch arrive hidden for the queue's visibility timeout,
+// which Lambda requires to be at least the function's timeout (AWS advises
+// six times it), and a worker killed mid-batch would leave them hidden
+// that long, each blocking its message group (its node) behind it. Held,
+// they come back within Visibility, like a message of `heddle worker`.
+//
+// The messages from index from on are held: at once, then every
+// Visibility/3. A message is settled (acknowledged, delayed or released)
+// under mu, and from moves past it in the same critical section, so a hold
+// never overwrites a settlement. The message being handled is held too
+// (its task's heartbeat does the same once it runs), so no gap opens
+// between the hold and the heartbeat.
+type batchHold struct {
+	mu     sync.Mutex
+	from   int
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (e *Engine) holdBatch(ctx context.Context, tenant string, ds []queue.Delivery) *batchHold {
+	ctx, cancel := context.WithCancel(ctx)
+	h := &batchHold{cancel: cancel, done: make(chan struct{})}
+	// The first hold is made before any message is handled: a worker
+	// killed at once leaves nothing hidden for the queue's timeout.
+	if !e.holdPass(ctx, tenant, ds, h) {
+		close(h.done)
+		return h
+	}
+	go func() {
+		defer close(h.done)
+		tick := time.NewTicker(e.cfg.Visibility / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if !e.holdPass(ctx, tenant, ds, h) {
+				return
+			}
+		}
+	}()
+	return h
+}
+
+// holdPass holds the messages not settled yet; it reports whether any was.
+func (e *Engine) holdPass(ctx context.Context, tenant string, ds []queue.Delivery, h *batchHold) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var receipts []string
+	for _, d := range ds[min(h.from, len(ds)):] {
+		if d.Receipt != "" {
+			receipts = append(receipts, d.Receipt)
+		}
+	}
+	if len(receipts) == 0 {
+		return false
+	}
+	if err := queue.ExtendAll(ctx, e.queue, tenant, receipts, e.cfg.Visibility); err != nil && ctx.Err() == nil {
+		e.log.WarnContext(ctx, "holding a batch's messages failed; they come back after the queue's visibility timeout", "tenant", tenant, "error", err)
+	}
+	return true
+}
+
+// settle runs f on message i under the hold's lock and moves past it.
+func (h *batchHold) settle(i int, f func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f()
+	h.from = i + 1
+}
+
+// stop ends the hold; the messages still held (kept, unhandled) come back
+// within Visibility of the last hold.
+func (h *batchHold) stop() {
+	if h.cancel != nil {
+		h.cancel()
+		<-h.done
 	}
 }

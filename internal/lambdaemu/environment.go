@@ -39,6 +39,11 @@ type answer struct {
 	functionError string
 	errorType     string
 	dead          bool // the environment cannot be reused
+	// undelivered: the process ended before its runtime took the event
+	// (it had exited after its last answer, as aws-lambda-go does when the
+	// Runtime API refuses an answer over 6 MB); no runtime saw the event,
+	// so the pool hands it to another environment.
+	undelivered bool
 }
 
 // initError is a runtime's report on /init/error.
@@ -185,7 +190,9 @@ func (e *environment) invoke(inv invocation, timeout time.Duration) answer {
 	select {
 	case e.pending <- inv:
 	case <-e.exited:
-		return e.exitAnswer(inv)
+		a := e.exitAnswer(inv)
+		a.undelivered = true
+		return a
 	case <-t.C:
 		return timedOut(inv, timeout)
 	}

@@ -171,7 +171,7 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) (Result, error) {
 	}
 	p.invocations.Add(1)
 	done := make(chan Result, 1)
-	go func() { done <- p.run(env, cold, payload) }()
+	go func() { done <- p.run(env, cold, payload, 0) }()
 	select {
 	case r := <-done:
 		return r, nil
@@ -181,7 +181,7 @@ func (p *Pool) Invoke(ctx context.Context, payload []byte) (Result, error) {
 }
 
 // run runs one invocation on env and hands env back (or drops it).
-func (p *Pool) run(env *environment, cold bool, payload []byte) Result {
+func (p *Pool) run(env *environment, cold bool, payload []byte, redeliveries int) Result {
 	r := Result{ColdStart: cold, PID: env.pid()}
 	if cold {
 		p.coldStarts.Add(1)
@@ -202,8 +202,21 @@ func (p *Pool) run(env *environment, cold bool, payload []byte) Result {
 	} else {
 		p.release(env)
 	}
+	if a.undelivered && redeliveries < maxRedeliveries {
+		// The environment was idle but its process was ending: the event
+		// goes to another environment, as Lambda routes an invocation only
+		// to a runtime waiting for one.
+		next, cold, err := p.acquire()
+		if err == nil {
+			return p.run(next, cold, payload, redeliveries+1)
+		}
+	}
 	return p.account(r)
 }
+
+// maxRedeliveries bounds how often one invocation moves on to another
+// environment because the one it was given had ended.
+const maxRedeliveries = 3
 
 // failed makes r an invocation that failed before it ran (init).
 func (p *Pool) failed(r Result, err error) Result {

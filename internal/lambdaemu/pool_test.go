@@ -265,6 +265,13 @@ func TestResponseOverSixMB(t *testing.T) {
 	require.Equal(t, "Unhandled", r.FunctionError)
 	require.Equal(t, ErrorTypeResponseSize, r.ErrorType)
 	require.Contains(t, string(r.Payload), strconv.Itoa(MaxResponse))
+	// aws-lambda-go's runtime exits when the Runtime API refuses its
+	// answer; the next event goes to a new environment, not to the one
+	// that is ending (whose runtime never asks for it).
+	r, a = f.invoke(testEvent{Mode: "echo"})
+	require.Empty(t, r.FunctionError, "%s", r.Payload)
+	require.True(t, r.ColdStart)
+	require.NotZero(t, a.PID)
 }
 
 func TestInitError(t *testing.T) {

@@ -82,3 +82,43 @@ var (
 	// has been delivered again since (its visibility ran out).
 	ErrReceiptInvalid = errors.New("queue: receipt is no longer valid")
 )
+
+// BatchExtender is a Queue that can set the visibility of several
+// deliveries in one call (SQS's ChangeMessageVisibilityBatch). The worker
+// Lambda uses it to hold the messages of the batch it was handed (see
+// engine.HandleBatch); a Queue without it gets one Extend per receipt.
+type BatchExtender interface {
+	// ExtendBatch is Extend for up to MaxBatch receipts at once. A receipt
+	// that is no longer valid (its message was acknowledged meanwhile) is
+	// skipped, not an error.
+	ExtendBatch(ctx context.Context, tenant string, receipts []string, visibility time.Duration) error
+}
+
+// ExtendAll sets the visibility of every receipt, in one call per MaxBatch
+// receipts when q is a BatchExtender. Receipts no longer valid are skipped.
+func ExtendAll(ctx context.Context, q Queue, tenant string, receipts []string, visibility time.Duration) error {
+	if be, ok := q.(BatchExtender); ok {
+		for start := 0; start < len(receipts); start += MaxBatch {
+			if err := be.ExtendBatch(ctx, tenant, receipts[start:min(start+MaxBatch, len(receipts))], visibility); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, r := range receipts {
+		if err := q.Extend(ctx, tenant, r, visibility); err != nil && !errors.Is(err, ErrReceiptInvalid) {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeadLetterer is a Queue whose tenant queues move a message to a
+// dead-letter queue after it has been received MaxReceives times (SQS's
+// redrive policy). The engine uses it to say, on a message's last
+// delivery, why the message is about to go there and where.
+type DeadLetterer interface {
+	// DeadLetter returns the name of the tenant's dead-letter queue and the
+	// receive count after which a message moves there.
+	DeadLetter(tenant string) (queueName string, maxReceives int, err error)
+}

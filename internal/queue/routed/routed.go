@@ -19,6 +19,7 @@ package routed
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/heddle-io/heddle/internal/queue"
@@ -85,4 +86,19 @@ func (q *Queue) Ack(ctx context.Context, tenant, receipt string) error {
 // Extend implements queue.Queue on the receiving queue.
 func (q *Queue) Extend(ctx context.Context, tenant, receipt string, visibility time.Duration) error {
 	return q.receive.Extend(ctx, tenant, receipt, visibility)
+}
+
+// ExtendBatch implements queue.BatchExtender on the receiving queue.
+func (q *Queue) ExtendBatch(ctx context.Context, tenant string, receipts []string, visibility time.Duration) error {
+	return queue.ExtendAll(ctx, q.receive, tenant, receipts, visibility)
+}
+
+// DeadLetter implements queue.DeadLetterer for the receiving queue, when it
+// has a dead-letter queue.
+func (q *Queue) DeadLetter(tenant string) (string, int, error) {
+	dl, ok := q.receive.(queue.DeadLetterer)
+	if !ok {
+		return "", 0, errors.New("routed: the receiving queue has no dead-letter queue")
+	}
+	return dl.DeadLetter(tenant)
 }

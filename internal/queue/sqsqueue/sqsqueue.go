@@ -135,6 +135,13 @@ func (q *Queue) QueueName(tenant string) (string, error) { return q.names.queue(
 // DeadLetterQueueName is the name of the tenant's dead-letter queue.
 func (q *Queue) DeadLetterQueueName(tenant string) (string, error) { return q.names.deadLetter(tenant) }
 
+// DeadLetter implements queue.DeadLetterer: the tenant's dead-letter queue
+// and the redrive policy's maxReceiveCount.
+func (q *Queue) DeadLetter(tenant string) (string, int, error) {
+	name, err := q.names.deadLetter(tenant)
+	return name, q.maxReceiveCount, err
+}
+
 // TenantOf returns the tenant whose queue has the given name or ARN, such
 // as the EventSourceARN of a Lambda SQS record.
 func (q *Queue) TenantOf(queueNameOrARN string) (string, error) {
@@ -573,4 +580,71 @@ func attemptID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// batchVisibilityClient is the ChangeMessageVisibilityBatch of *sqs.Client;
+// ExtendBatch uses it when the Client has it.
+type batchVisibilityClient interface {
+	ChangeMessageVisibilityBatch(context.Context, *sqs.ChangeMessageVisibilityBatchInput, ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+}
+
+// ExtendBatch implements queue.BatchExtender with one
+// ChangeMessageVisibilityBatch (one billed request for up to ten
+// receipts). Entries SQS refuses because their receipt is no longer valid
+// (acknowledged, or delivered again) are skipped; any other refusal is an
+// error.
+func (q *Queue) ExtendBatch(ctx context.Context, tenant string, receipts []string, visibility time.Duration) error {
+	if err := queue.ValidateVisibility(visibility); err != nil {
+		return err
+	}
+	if len(receipts) > queue.MaxBatch {
+		return fmt.Errorf("sqsqueue: %d receipts in one batch; SQS takes at most %d", len(receipts), queue.MaxBatch)
+	}
+	client, ok := q.client.(batchVisibilityClient)
+	if !ok {
+		for _, r := range receipts {
+			if err := q.Extend(ctx, tenant, r, visibility); err != nil && !errors.Is(err, queue.ErrReceiptInvalid) {
+				return err
+			}
+		}
+		return nil
+	}
+	var entries []types.ChangeMessageVisibilityBatchRequestEntry
+	for i, r := range receipts {
+		if r == "" {
+			continue
+		}
+		entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{
+			Id: aws.String("r" + strconv.Itoa(i)), ReceiptHandle: aws.String(r), VisibilityTimeout: ceilSeconds(visibility)})
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	url, err := q.url(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	out, err := client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: entries})
+	if err != nil {
+		return q.callError(ctx, tenant, url, "extending visibility", err)
+	}
+	for _, f := range out.Failed {
+		if receiptRefusal(aws.ToString(f.Code), aws.ToString(f.Message)) {
+			continue
+		}
+		return fmt.Errorf("sqsqueue: extending visibility for tenant %q: entry %s: %s: %s", tenant, aws.ToString(f.Id), aws.ToString(f.Code), aws.ToString(f.Message))
+	}
+	return nil
+}
+
+// receiptRefusal recognises a batch entry refused for its receipt, as
+// isReceiptInvalid does a whole call.
+func receiptRefusal(code, message string) bool {
+	switch {
+	case strings.HasSuffix(code, "ReceiptHandleIsInvalid"), strings.HasSuffix(code, "MessageNotInflight"):
+		return true
+	case code == "InvalidParameterValue" || strings.HasSuffix(code, ".InvalidParameterValue"):
+		return strings.Contains(strings.ToLower(message), "receipt")
+	}
+	return false
 }
