@@ -43,8 +43,9 @@ type Config struct {
 	SummaryMinTasks int
 	// PlanLaterNodes is the create size from which the request writes only
 	// the job and its inputs and the background plans and writes the rest
-	// (replan.go); 0: never (creates are staged as before). Off by default
-	// for now: see docs/architecture.md, "Creates planned in the background".
+	// (replan.go); 0: never (creates are staged as before). internal/assemble
+	// sets 1,000 for every process; see docs/architecture.md, "Creates
+	// planned in the background".
 	PlanLaterNodes int
 }
 

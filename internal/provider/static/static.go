@@ -292,14 +292,21 @@ func marker(tenant, clusterID, nodeID string) string {
 	return " heddle:" + tenant + "/" + clusterID + "/" + nodeID
 }
 
-// removeKeyScript removes the node's line (the exact text it added),
-// rewriting the file in place so its owner and mode stay.
+// removeKeyScript removes the node's line (the exact text it added). The
+// new file is renamed over the old one, so sshd, reading it for a login
+// at the same moment (another node's, the operator's), sees the old file
+// or the new one and never the empty file a rewrite in place passes
+// through; the copy is the user's own and 0600 (lockedEdit's umask), which
+// sshd's StrictModes accepts. Where the rename is refused (a .ssh
+// directory the user may not write), it falls back to the rewrite.
 func removeKeyScript(marker string) string {
 	return lockedEdit(`marker=` + shellQuote(marker) + `
 t="$f.heddle.$$"
 awk -v m="$marker" '{ n = length($0) - length(m); if (n > 0 && substr($0, n + 1) == m) next; print }' "$f" > "$t"
-cat "$t" > "$f"
-rm -f "$t"
+if ! mv -f -- "$t" "$f" 2>/dev/null; then
+	cat "$t" > "$f"
+	rm -f "$t"
+fi
 `)
 }
 
