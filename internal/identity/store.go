@@ -134,7 +134,20 @@ func (id *Identity) DeleteIssuer(ctx context.Context, tenant, name string) error
 // trusting returns every configured issuer whose URL is issuerURL, at most
 // MaxCandidates of them.
 func (id *Identity) trusting(ctx context.Context, issuerURL string) ([]Issuer, error) {
-	page, err := id.s.Query(ctx, lookupPK, store.Query{Prefix: urlHash(issuerURL) + "#", Limit: MaxCandidates})
+	return id.lookUp(ctx, store.Query{Prefix: urlHash(issuerURL) + "#", Limit: MaxCandidates},
+		func(is Issuer) bool { return is.URL == issuerURL })
+}
+
+// AllIssuers returns every issuer of every tenant, for the public sign-in
+// listing, at most MaxSignInIssuers.
+func (id *Identity) AllIssuers(ctx context.Context) ([]Issuer, error) {
+	return id.lookUp(ctx, store.Query{Limit: MaxSignInIssuers}, func(Issuer) bool { return true })
+}
+
+// lookUp reads the issuers that the lookup items q finds name, keeping
+// those keep accepts (a URL hash can collide; the issuer says its URL).
+func (id *Identity) lookUp(ctx context.Context, q store.Query, keep func(Issuer) bool) ([]Issuer, error) {
+	page, err := id.s.Query(ctx, lookupPK, q)
 	if err != nil {
 		return nil, err
 	}
@@ -151,34 +164,9 @@ func (id *Identity) trusting(ctx context.Context, issuerURL string) ([]Issuer, e
 		if err != nil {
 			return nil, err
 		}
-		if is.URL == issuerURL {
+		if keep(is) {
 			out = append(out, is)
 		}
-	}
-	return out, nil
-}
-
-// AllIssuers returns every issuer of every tenant, for the public sign-in
-// listing, at most MaxSignInIssuers.
-func (id *Identity) AllIssuers(ctx context.Context) ([]Issuer, error) {
-	page, err := id.s.Query(ctx, lookupPK, store.Query{Limit: MaxSignInIssuers})
-	if err != nil {
-		return nil, err
-	}
-	var out []Issuer
-	for _, it := range page.Items {
-		var rec lookupRecord
-		if err := json.Unmarshal(it.Data, &rec); err != nil {
-			return nil, fmt.Errorf("identity: unreadable issuer lookup %s: %w", it.SK, err)
-		}
-		is, err := id.GetIssuer(ctx, rec.Tenant, rec.Name)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, is)
 	}
 	return out, nil
 }
