@@ -54,7 +54,7 @@ func waitInstalling(t *testing.T, s *server, admin, id, job string) {
 			} `json:"tasks"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(s.must(admin, "jobs", "show", id, job, "-o", "json")), &j))
-		require.NotEqual(t, "SUCCEEDED", j.Status, "the job ended too soon; make the install slower")
+		require.NotEqual(t, "SUCCEEDED", j.Status, "the job ended before an install was seen running; make the install slower")
 		for _, task := range j.Tasks {
 			if task.Action == "install" && task.Status == "RUNNING" {
 				return

@@ -252,32 +252,12 @@ func TestServerKilledDuringCreateFinishesTheJobAfterRestart(t *testing.T) {
 	id, job := s.createdID(s.must(admin, "clusters", "create", "slow", "--template", "slow", "--size", "4", "-o", "json"))
 	// Kill it while the installs run: nodes exist, tasks are RUNNING, and
 	// the configures and starts wait behind them.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var j struct {
-			Status string `json:"status"`
-			Tasks  []struct {
-				Action string `json:"action"`
-				Status string `json:"status"`
-			} `json:"tasks"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(s.must(admin, "jobs", "show", id, job, "-o", "json")), &j))
-		require.NotEqual(t, "SUCCEEDED", j.Status, "the job ended before the kill; make the install slower")
-		installing := false
-		for _, task := range j.Tasks {
-			installing = installing || (task.Action == "install" && task.Status == "RUNNING")
-		}
-		if installing {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "no install started: %+v", j)
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitInstalling(t, s, admin, id, job)
 	err := s.kill(syscall.SIGKILL)
 	require.Error(t, err, "the server was killed, not stopped")
 
 	s.start()
-	deadline = time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		c := s.show(admin, id)
 		if c.Progress.Status == "SUCCEEDED" {
