@@ -40,7 +40,7 @@ func (e *Engine) deadLettered(ctx context.Context, tenant string, d queue.Delive
 	if len(why) > maxCauseChars {
 		why = why[:maxCauseChars] + "..."
 	}
-	msg := fmt.Sprintf("task %s: its message could not be handled on any of its %d deliveries and SQS moves it to the dead-letter queue %s (redrive it from there once the cause is fixed); the last failure: %s",
+	msg := fmt.Sprintf("task %s: its message could not be handled on any of its %d deliveries and SQS moves it to the dead-letter queue %s (kept there to inspect: its job ends here, so a redrive would run nothing; fix the cause and run the operation again); the last failure: %s",
 		ref.Task, d.Received, dlq, why)
 	e.log.ErrorContext(ctx, "a task's message goes to the dead-letter queue; failing its job", "tenant", tenant, "job", ref.Job, "task", ref.Task, "deadLetterQueue", dlq, "error", cause)
 	for range maxSettleAttempts {
