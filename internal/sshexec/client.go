@@ -127,6 +127,36 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 	return c, nil
 }
 
+// As returns a view of c's connection that serves t: the same login (t's
+// address and user) on the same host (the key c's handshake saw must be
+// t's pinned one, which t must give). Commands run as t asks (through sudo
+// unless t.NoSudo) and errors name t.Node; t.Key is not used, so the caller
+// vouches that c logged in with a key as good as t's for this login. The
+// static provider's confirm uses it: its login with the host's own key,
+// which has just installed the cluster's key for the same user, goes on to
+// serve the node's bootstrap and actions instead of a second handshake.
+// Closing either closes the connection they share.
+func (c *Client) As(t Target) (*Client, error) {
+	if t.Address != c.target.Address || t.User != c.target.User {
+		return nil, fmt.Errorf("sshexec: a connection to %s as %s cannot serve %s as %s", c.target.Address, c.target.User, t.Address, t.User)
+	}
+	if t.HostKey == "" {
+		return nil, fmt.Errorf("sshexec: node %s: a connection is handed over only to a target with a pinned host key", t.Node)
+	}
+	policy, err := NewHostKeyPolicy(t.Node, t.HostKey)
+	if err != nil {
+		return nil, err
+	}
+	presented := c.policy.Presented()
+	if presented == nil {
+		return nil, fmt.Errorf("sshexec: node %s: the connection has no handshake to check", t.Node)
+	}
+	if err := policy.Check(t.Address, nil, presented); err != nil {
+		return nil, err
+	}
+	return &Client{target: t, policy: policy, conn: c.conn, sudo: t.User != "root" && !t.NoSudo, done: c.done}, nil
+}
+
 // HostKey is the host key the node presented, in authorized_keys form.
 func (c *Client) HostKey() string { return FormatPublicKey(c.policy.Presented()) }
 

@@ -115,6 +115,43 @@ func (p *Pool) drop(k poolKey, e *poolEntry) {
 	}
 }
 
+// Adopt makes c t's pooled connection, so that the next users of t find it
+// logged in (c is typically a Client.As view of a connection made for
+// another purpose). The pool owns c from then on: when it already holds a
+// live connection for t, or a dial for t is under way, or the pool is
+// closed, c is closed instead.
+func (p *Pool) Adopt(t Target, c *Client) {
+	k := keyOf(t)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		_ = c.Close()
+		return
+	}
+	if e, ok := p.clients[k]; ok {
+		select {
+		case <-e.ready:
+			if e.err == nil && e.client.Alive() {
+				p.mu.Unlock()
+				_ = c.Close()
+				return
+			}
+		default: // a dial for t is under way: it wins
+			p.mu.Unlock()
+			_ = c.Close()
+			return
+		}
+	}
+	e := &poolEntry{ready: make(chan struct{}), client: c}
+	close(e.ready)
+	old := p.clients[k]
+	p.clients[k] = e
+	p.mu.Unlock()
+	if old != nil && old.client != nil {
+		_ = old.client.Close() // ended already
+	}
+}
+
 // Forget closes and drops t's connection, if any (after a host key change
 // was resolved, or when a node is deleted).
 func (p *Pool) Forget(t Target) {

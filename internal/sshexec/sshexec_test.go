@@ -490,3 +490,70 @@ func TestCommandValidation(t *testing.T) {
 		require.True(t, strings.HasPrefix(err.Error(), "sshexec: "), err.Error())
 	}
 }
+
+// TestPoolAdoptsAConnectionOfTheSameLogin: a connection logged in with one
+// key serves, through As and Adopt, a target naming another key of the
+// same login, with no second login; As refuses another host, user or host
+// key; Adopt keeps a live connection the pool already holds.
+func TestPoolAdoptsAConnectionOfTheSameLogin(t *testing.T) {
+	t.Parallel()
+	b := inProcessBackend(t, 1)
+	first, server := b.targets[0], b.servers[0]
+	ctx := context.Background()
+	c, err := Dial(ctx, first)
+	require.NoError(t, err)
+
+	otherKey, _ := testKey(t)
+	endpoint := first
+	endpoint.Node, endpoint.Key = "endpoint", otherKey // not authorized on the server: only the adopted connection gets in
+
+	for name, bad := range map[string]func(*Target){
+		"no pinned key": func(tg *Target) { tg.HostKey = "" },
+		"another user":  func(tg *Target) { tg.User = "someone-else" },
+		"another host":  func(tg *Target) { tg.Address = "127.0.0.1:1" },
+	} {
+		tg := endpoint
+		bad(&tg)
+		_, err := c.As(tg)
+		require.Error(t, err, name)
+	}
+	_, wrongHost := testKey(t)
+	tg := endpoint
+	tg.HostKey = wrongHost.AuthorizedKey
+	_, err = c.As(tg)
+	var hk *HostKeyError
+	require.ErrorAs(t, err, &hk, "the handshake saw another host key than the target pins")
+
+	view, err := c.As(endpoint)
+	require.NoError(t, err)
+	_, fresh := view.NewlyPinned()
+	require.False(t, fresh, "the view checks the pinned key; nothing to pin")
+	pool := NewPool()
+	defer pool.Close()
+	pool.Adopt(endpoint, view)
+	res, err := pool.Run(ctx, endpoint, Command{Script: "echo adopted"})
+	require.NoError(t, err)
+	require.Equal(t, "adopted\n", res.Stdout.Text)
+	require.EqualValues(t, 1, server.Logins.Load(), "the adopted connection served the run")
+
+	// A second connection offered for the same target is closed: the pool
+	// keeps its live one.
+	c2, err := Dial(ctx, first)
+	require.NoError(t, err)
+	view2, err := c2.As(endpoint)
+	require.NoError(t, err)
+	pool.Adopt(endpoint, view2)
+	require.Eventually(t, func() bool { return !c2.Alive() }, 5*time.Second, 10*time.Millisecond)
+	got, err := pool.Client(ctx, endpoint)
+	require.NoError(t, err)
+	require.Same(t, view, got)
+
+	// Forgotten, the target logs in with its own key, which the server
+	// refuses.
+	pool.Forget(endpoint)
+	require.Eventually(t, func() bool { return !c.Alive() }, 5*time.Second, 10*time.Millisecond)
+	_, err = pool.Run(ctx, endpoint, Command{Script: "true"})
+	var te *TransportError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, "authenticate", te.Op)
+}
