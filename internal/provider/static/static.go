@@ -102,13 +102,19 @@ func nodeHome(req provider.Request) string {
 	return path.Join(dir, req.Tenant, req.ClusterID, req.Node.ID)
 }
 
-// Confirm installs the cluster's public key for the host's user (logging
-// in with the host's own key; the edit is idempotent, so a repeated
-// confirm does no harm), pins the host's key on first contact, then logs
-// in with the cluster's key, the login the node's tasks use. A host that
-// cannot be reached, refuses its key or presents a host key other than
-// the pinned one fails the confirm with the reason: a registered host is
-// meant to be up, and its attempts' retries cover a blip.
+// Confirm logs in once, with the host's own key: it pins the host's key on
+// first contact and installs the cluster's public key for the host's user
+// (the edit is idempotent, so a repeated confirm does no harm, and it
+// checks that the line is in the file). With the worker's connection pool
+// (req.SSH) that login then serves the node's bootstrap and actions: it is
+// the same user on the same pinned host as a login with the cluster's key,
+// so a second handshake would add time and nothing else, and the next
+// login the node's tasks make (a connection that ended) uses the cluster's
+// key. Without a pool it proves the cluster's key with a login of its own.
+// A host that cannot be reached, refuses its key or presents a host key
+// other than the pinned one fails the confirm with the reason: a
+// registered host is meant to be up, and its attempts' retries cover a
+// blip.
 func (s *Static) Confirm(ctx context.Context, req provider.Request) (provider.Progress, error) {
 	t, found, err := s.held(ctx, req)
 	if err != nil {
@@ -124,25 +130,49 @@ func (s *Static) Confirm(ctx context.Context, req provider.Request) (provider.Pr
 	if req.Node.HostKey != "" {
 		t.HostKey = req.Node.HostKey // the node's pin rules
 	}
-	presented, err := s.editKeys(ctx, t, req.Node.ID, addKeyScript(keyLine(req), nodeHome(req)))
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	c, err := sshexec.Dial(ctx, s.target(req.Node.ID, t, true))
+	if err == nil {
+		err = runEdit(ctx, c, addKeyScript(keyLine(req), nodeHome(req)))
+	}
 	if err != nil {
+		if c != nil {
+			_ = c.Close()
+		}
 		return provider.Progress{}, fmt.Errorf("static: confirm: install the cluster's key on host %s as %s with the host's key: %w", t.ID, t.User, err)
 	}
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			_ = c.Close()
+		}
+	}()
 	if firstContact {
 		// First contact: the key is the host's from now on, for every
 		// later node too.
+		presented := c.HostKey()
 		if err := s.pool.pin(ctx, req.Tenant, req.Provider, t.ID, presented); err != nil {
 			return provider.Progress{}, fmt.Errorf("static: pin host %s's key: %w", t.ID, err)
 		}
 		t.HostKey = presented
 	}
-	p, err := provider.ConfirmSSH(ctx, req.SSH, sshexec.Target{
-		Node: req.Node.ID, Address: t.address(), User: t.User, Key: req.Key.Signer(), HostKey: t.HostKey,
-	}, facts(req, t, ""), s.probe, "")
+	node := facts(req, t, t.HostKey)
+	endpoint := sshexec.Target{Node: req.Node.ID, Address: t.address(), User: t.User, Key: req.Key.Signer(), HostKey: t.HostKey, NoSudo: node.NoSudo}
+	if req.SSH == nil {
+		p, err := provider.ConfirmSSH(ctx, nil, endpoint, facts(req, t, ""), s.probe, "")
+		if err != nil {
+			return provider.Progress{}, fmt.Errorf("static: confirm: %w", err)
+		}
+		return p, nil
+	}
+	view, err := c.As(endpoint)
 	if err != nil {
 		return provider.Progress{}, fmt.Errorf("static: confirm: %w", err)
 	}
-	return p, nil
+	req.SSH.Adopt(endpoint, view)
+	handedOver = true
+	return provider.Done(node), nil
 }
 
 // Delete runs the wipe script, removes the cluster's key and returns the
@@ -159,6 +189,11 @@ func (s *Static) release(ctx context.Context, req provider.Request) error {
 	t, found, err := s.held(ctx, req)
 	if err != nil || !found {
 		return err
+	}
+	if req.SSH != nil && req.Key != nil {
+		// The node's pooled login (its confirm's, handed over) ends with
+		// the node: nothing of the cluster stays logged in to the host.
+		req.SSH.Forget(sshexec.Target{Address: t.address(), User: t.User, Key: req.Key.Signer()})
 	}
 	if script := req.Fields[FieldWipeScript]; strings.TrimSpace(script) != "" {
 		if err := s.pool.setStatus(ctx, req.Tenant, req.Provider, t.ID, req.Node.ID, StatusWiping, ""); err != nil {
@@ -227,11 +262,19 @@ func (s *Static) editKeys(ctx context.Context, t taken, node, script string) (st
 		return "", err
 	}
 	defer c.Close()
-	res, err := c.Run(ctx, sshexec.Command{Script: script})
-	if err != nil {
-		return "", fmt.Errorf("%w: %s", err, strings.TrimSpace(res.Stderr.Text))
+	if err := runEdit(ctx, c, script); err != nil {
+		return "", err
 	}
 	return c.HostKey(), nil
+}
+
+// runEdit runs an authorized_keys edit on c, with its stderr in the error.
+func runEdit(ctx context.Context, c *sshexec.Client, script string) error {
+	res, err := c.Run(ctx, sshexec.Command{Script: script})
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(res.Stderr.Text))
+	}
+	return nil
 }
 
 func facts(req provider.Request, t taken, hostKey string) provider.Node {
@@ -283,7 +326,10 @@ func addKeyScript(line, home string) string {
 		mkHome = `mkdir -p -- ` + shellQuote(home) + "\n"
 	}
 	return lockedEdit(mkHome + `line=` + shellQuote(line) + `
-grep -qxF -- "$line" "$f" || printf '%s\n' "$line" >> "$f"
+if ! grep -qxF -- "$line" "$f"; then
+	printf '%s\n' "$line" >> "$f"
+	grep -qxF -- "$line" "$f" || { echo "heddle: the key line is not in $f after adding it" >&2; exit 1; }
+fi
 `)
 }
 

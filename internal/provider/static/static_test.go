@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -316,6 +318,50 @@ func TestCreateConfirmDeleteInProcess(t *testing.T) {
 	require.NoError(t, del(t, f.static, req), "deleting again succeeds")
 	_, err = confirm(t, f.static, req)
 	require.ErrorContains(t, err, "holds no host")
+}
+
+// TestConfirmLogsInOnceWithAPool: with the worker's connection pool the
+// confirm's one login (the host's key) installs the cluster's key and then
+// serves the node's tasks, which ask the pool for the cluster's login; the
+// cluster's key logs in on its own too; the delete drops the pooled login,
+// so nothing of the cluster stays logged in once its key is removed.
+func TestConfirmLogsInOnceWithAPool(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	_, servers := inProcessHosts(t, f, 1)
+	server := servers[0]
+	server.AuthorizeKeysIn(filepath.Join(home, ".ssh", "authorized_keys"))
+	cluster, _ := newKey(t)
+	pool := sshexec.NewPool()
+	t.Cleanup(pool.Close)
+	req := request(cluster, uniqueNode(), nil)
+	req.SSH = pool
+	ctx := testCtx(t)
+
+	_, err := f.static.Create(ctx, req)
+	require.NoError(t, err)
+	confirmed, err := confirm(t, f.static, req)
+	require.NoError(t, err)
+	require.Equal(t, sshexec.FormatPublicKey(server.HostKey.PublicKey()), confirmed.HostKey)
+	require.EqualValues(t, 1, server.Logins.Load(), "the confirm logs in once")
+	require.Contains(t, readAuthorizedKeys(t), keyLine(req)+"\n")
+
+	endpoint := sshexec.Target{Node: req.Node.ID, Address: net.JoinHostPort(confirmed.Addresses[provider.AddressAccess], strconv.Itoa(confirmed.SSHPort)),
+		User: confirmed.SSHUser, Key: cluster.Signer(), HostKey: confirmed.HostKey, NoSudo: confirmed.NoSudo}
+	res, err := pool.Run(ctx, endpoint, sshexec.Command{Script: "echo bootstrapped"})
+	require.NoError(t, err)
+	require.Equal(t, "bootstrapped\n", res.Stdout.Text)
+	require.EqualValues(t, 1, server.Logins.Load(), "the node's first task runs on the confirm's login")
+
+	own, err := sshexec.Dial(ctx, endpoint)
+	require.NoError(t, err, "the cluster's key logs in by itself")
+	require.NoError(t, own.Close())
+
+	require.NoError(t, del(t, f.static, req))
+	_, err = pool.Run(ctx, endpoint, sshexec.Command{Script: "true"})
+	var te *sshexec.TransportError
+	require.ErrorAs(t, err, &te, "the pooled login went with the node; a new one needs the removed key")
+	require.Equal(t, "authenticate", te.Op)
 }
 
 func TestFailedWipeKeepsTheHostOut(t *testing.T) {
