@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -621,23 +620,25 @@ func (p *Pool) take(ctx context.Context, tenant, provider, clusterID, nodeID, to
 	}
 	claimKey := store.Key{PK: claimsPK(provider), SK: claimSK(clusterID, nodeID)}
 	q := store.Query{}
-	total := 0
+	total, lost := 0, false
 	for {
 		page, err := s.Query(ctx, hostsPK(provider), q)
 		if err != nil {
 			return taken{}, err
 		}
-		total += len(page.Items)
-		// The first free host in id order; after a lost race, the page's
-		// other hosts from a place of the node's own (its id's hash): in
-		// order, the k-th of n concurrent creates would lose k-1
-		// conditional writes first, n²/2 in all.
-		order := make([]int, 0, len(page.Items))
-		for i := range page.Items {
-			order = append(order, i)
+		// The first free host in id order; after a lost race, the page read
+		// again (a read costs less than a losing write, and shows the hosts
+		// taken meanwhile), from a place of the node's own: in id order, the
+		// k-th of n concurrent creates would lose k-1 conditional writes,
+		// n²/2 in all, and walking a page read once, a node whose place
+		// another took would lose a write on every host the others took.
+		start := 0
+		if lost {
+			start = spread(nodeID, len(page.Items))
 		}
-		for n := 0; n < len(order); n++ {
-			it := page.Items[order[n]]
+		retry := false
+		for n := range page.Items {
+			it := page.Items[(start+n)%len(page.Items)]
 			if it.Status != StatusFree {
 				continue
 			}
@@ -670,13 +671,8 @@ func (p *Pool) take(ctx context.Context, tenant, provider, clusterID, nodeID, to
 				return t, err
 			}
 			if errors.Is(err, store.ErrConditionFailed) {
-				if n == order[n] {
-					// The first lost race: the rest from the node's place.
-					rest := order[n+1:]
-					k := spread(nodeID, len(rest))
-					order = append(order[:n+1], append(slices.Clone(rest[k:]), rest[:k]...)...)
-				}
-				continue
+				lost, retry = true, true // another create took it: read the page again
+				break
 			}
 			if err != nil {
 				return taken{}, err
@@ -684,6 +680,15 @@ func (p *Pool) take(ctx context.Context, tenant, provider, clusterID, nodeID, to
 			key, err := p.openKey(ctx, tenant, provider, rec)
 			return taken{hostRecord: rec, key: key}, err
 		}
+		if retry {
+			// Every lost race is another create's win, so the page runs
+			// out of free hosts after as many reads as it has hosts.
+			if err := ctx.Err(); err != nil {
+				return taken{}, err
+			}
+			continue
+		}
+		total += len(page.Items)
 		if page.Next == "" {
 			break
 		}
@@ -692,10 +697,18 @@ func (p *Pool) take(ctx context.Context, tenant, provider, clusterID, nodeID, to
 	return taken{}, fmt.Errorf("%w %s (%d hosts registered, none free and undrained)", ErrNoHost, provider, total)
 }
 
-// spread maps id to [0, n) evenly.
+// spread maps a node's id to [0, n): by its number when it has one (a node
+// id ends in "-<number>", consecutive in a cluster), so that the nodes of
+// one cluster created at once start at different hosts of a page; by a hash
+// of the id otherwise.
 func spread(id string, n int) int {
 	if n == 0 {
 		return 0
+	}
+	if i := strings.LastIndexByte(id, '-'); i >= 0 {
+		if num, err := strconv.ParseUint(id[i+1:], 10, 32); err == nil {
+			return int(num % uint64(n))
+		}
 	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(id))

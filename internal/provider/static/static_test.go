@@ -471,3 +471,22 @@ func del(t *testing.T, s *Static, req provider.Request) error {
 	_, err := providertest.Once(t, testCtx(t), req, s.Delete)
 	return err
 }
+
+// TestSpreadGivesAClusterDistinctPlaces: the nodes of one cluster, created
+// at once, start their search for a host at different hosts of the page
+// (after losing the first free one to another), so their conditional
+// writes rarely collide; an id without a number still gets a place.
+func TestSpreadGivesAClusterDistinctPlaces(t *testing.T) {
+	t.Parallel()
+	seen := map[int]bool{}
+	for i := range 50 {
+		p := spread(fmt.Sprintf("c1a213afe510e70973-%d", 1000+i), 50)
+		require.False(t, seen[p], "node %d shares place %d", 1000+i, p)
+		seen[p] = true
+	}
+	for _, id := range []string{"plain", "ends-with-", "x-12a", ""} {
+		p := spread(id, 7)
+		require.True(t, p >= 0 && p < 7, "%q -> %d", id, p)
+	}
+	require.Zero(t, spread("c1-1000", 0))
+}
