@@ -151,9 +151,9 @@ inventory_hosts pool h >"$data/hosts.ini"
 # run_heddle: POST a create, poll until ACTIVE (every 50 ms), print the
 # seconds, delete the cluster (not timed) and wait for every host to be free.
 run_heddle() {
-  HEDDLE_BENCH_CPU_FILE="$data/heddle-cpu" python3 - "$HEDDLE_ENDPOINT" "$HEDDLE_KEY" "$nodes" "$floor" "$server_pid" <<'PY'
-import json, sys, time, urllib.error, urllib.request
-base, key, n, expected_floor, pid = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+  HEDDLE_BENCH_CPU_FILE="$data/heddle-cpu" python3 - "$HEDDLE_ENDPOINT" "$HEDDLE_KEY" "$nodes" "$floor" "$server_pid" "$super" <<'PY'
+import json, re, sys, time, urllib.error, urllib.request
+base, key, n, expected_floor, pid, superkey = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
 import os
 def cpu():
     """The server's CPU seconds, and the machine's busy and total seconds."""
@@ -169,6 +169,18 @@ def call(method, path, body=None):
             return json.load(r) if r.length != 0 else None
     except urllib.error.HTTPError as e:
         sys.exit(f"{method} {path}: {e.code} {e.read().decode()}")
+def metrics():
+    """The worker time of attempts by action (sum, count) and store calls by kind."""
+    req = urllib.request.Request(base + "/v1/metrics", headers={"Authorization": "Bearer " + superkey})
+    out = {}
+    with urllib.request.urlopen(req) as r:
+        for line in r.read().decode().splitlines():
+            for pat in (r'heddle_task_attempt_seconds_(sum|count)\{action="([^"]+)"\} (\S+)', r'heddle_store_(calls)_total\{call="([^"]+)"\} (\S+)'):
+                m = re.match(pat, line)
+                if m:
+                    out[(m.group(1), m.group(2))] = float(m.group(3))
+    return out
+m0 = metrics()
 cpu0 = cpu()
 t0, wall0 = time.monotonic(), time.time()
 res = call("POST", "/v1/clusters", {"name": "bench", "template": "three", "size": n})
@@ -182,6 +194,7 @@ while True:
     time.sleep(0.05)
 took = time.monotonic() - t0
 cpu1 = cpu()
+m1 = metrics()
 # Where the time went (stderr): the job's tasks by action, when the last of
 # each ended, and the longest chain counting the 1 s steps only (the floor).
 from datetime import datetime
@@ -245,6 +258,43 @@ for name, v in sorted(by.items(), key=lambda kv: max(x[1] for x in kv[1])):
     g = gaps.get(name, [])
     gap = f"dispatch median {median(g) * 1000:4.0f} ms max {max(g) * 1000:4.0f} ms" if g else "dispatch      -"
     print(f"    {name:18s} {len(v):3d} tasks  median {median(x[0] for x in v):5.2f} s  max {max(x[0] for x in v):5.2f} s  last ended {max(x[1] for x in v):5.2f} s after the first began  {gap}  retried {sum(x[2] > 1 for x in v)}", file=sys.stderr)
+# The executor's own time (provider call or SSH action), from the server's
+# metrics: what a task's recorded duration spends beyond it is the engine's
+# bookkeeping (claim, node read, result write).
+d = {k: m1.get(k, 0) - m0.get(k, 0) for k in m1}
+execs = ", ".join(f"{a} {d[('sum', a)] / d[('count', a)] * 1000:.0f} ms" for (kind, a) in sorted(d) if kind == "count" and d[(kind, a)] > 0)
+print(f"  executor time per attempt (mean, by action): {execs}", file=sys.stderr)
+print("  store calls: " + ", ".join(f"{a} {d[(kind, a)]:.0f}" for (kind, a) in sorted(d) if kind == "calls"), file=sys.stderr)
+# The critical path, from the task that ended last back through the
+# dependency that ended last each time: where every second between the POST
+# and ACTIVE went, split into the 1 s steps, their run overhead, the
+# provider calls and bootstrap, and the waits between a task's last
+# dependency and its start (joins, which run nothing, are skipped over).
+def last_dep(tid):
+    deps = [d for d in tasks[tid].get("dependsOn") or [] if d in tasks and ended(d) is not None]
+    return max(deps, key=ended) if deps else None
+path, tid = [], max((i for i in tasks if tasks[i].get("attempts")), key=lambda i: ended(i))
+while tid is not None:
+    if tasks[tid].get("attempts"):
+        path.append(tid)
+    tid = last_dep(tid)
+path.reverse()
+parts = {"1 s steps": 0.0, "step overhead": 0.0, "provider and bootstrap": 0.0, "waits": first - wall0}
+print(f"  critical path ({len(path)} tasks; the POST at 0.00 s, the first task started at {first - wall0:.2f} s):", file=sys.stderr)
+for tid in path:
+    t = tasks[tid]
+    a0, a1 = ts(t["attempts"][0]["startedAt"]), ts(t["attempts"][-1]["endedAt"])
+    dep = last_dep(tid)
+    wait = a0 - ended(dep) if dep else a0 - first
+    name = t["action"] + ("/" + t["service"] if t.get("service") else "")
+    if t["action"] in steps and t.get("service"):
+        parts["1 s steps"] += 1
+        parts["step overhead"] += a1 - a0 - 1
+    else:
+        parts["provider and bootstrap"] += a1 - a0
+    parts["waits"] += wait
+    print(f"    {name:18s} {t.get('nodeId', ''):>14s}  started {a0 - wall0:6.2f} s  took {a1 - a0:5.2f} s  waited {wait * 1000:5.0f} ms", file=sys.stderr)
+print("  the critical path's time: " + ", ".join(f"{k} {v:.2f} s" for k, v in parts.items()) + f"; the rest to ACTIVE {took - sum(parts.values()):.2f} s (the last write and the 50 ms poll)", file=sys.stderr)
 over = [x[0] - 1 for name, v in by.items() if name.split("/")[0] in steps and "/" in name for x in v]
 allgaps = [x for v in gaps.values() for x in v]
 print(f"  per step: run overhead (duration - 1 s) median {median(over) * 1000:.0f} ms, p90 {sorted(over)[int(0.9 * len(over))] * 1000:.0f} ms; dispatch after the last dependency median {median(allgaps) * 1000:.0f} ms, p90 {sorted(allgaps)[int(0.9 * len(allgaps))] * 1000:.0f} ms", file=sys.stderr)
