@@ -16,9 +16,15 @@
 // authorized_keys (a line whose comment names the node; edits are locked
 // with flock, or a lock directory where flock is missing, so concurrent
 // edits of one file lose nothing), pins the host key on first contact (or
-// checks the registered one), then logs in with the cluster's key. A host
-// that is unreachable, refuses its key or presents another host key fails
-// the confirm with the reason. Delete runs the
+// checks the registered one), all in one login. With the worker's SSH
+// connection pool that login then serves the node's bootstrap and actions
+// (sshexec.Client.As, Pool.Adopt): it is the same user on the same pinned
+// host that the cluster's key logs in as, so a second handshake would cost
+// time and check nothing the edit did not; the node's next login (after a
+// connection ended, or on another worker) is the cluster key's. Without a
+// pool the confirm logs in with the cluster's key itself. A host that is
+// unreachable, refuses its key or presents another host key fails the
+// confirm with the reason. Delete drops the node's pooled login, runs the
 // provider's wipe script as root, removes the node's key line and returns
 // the host to the pool in one transaction with the claim's deletion; a
 // failing wipe keeps the host out of the pool and fails the delete, so a
