@@ -104,8 +104,8 @@ func nodeHome(req provider.Request) string {
 
 // Confirm logs in once, with the host's own key: it pins the host's key on
 // first contact and installs the cluster's public key for the host's user
-// (the edit is idempotent, so a repeated confirm does no harm, and it
-// checks that the line is in the file). With the worker's connection pool
+// (the edit is idempotent, so a repeated confirm does no harm, and fails
+// when the line cannot be written). With the worker's connection pool
 // (req.SSH) that login then serves the node's bootstrap and actions: it is
 // the same user on the same pinned host as a login with the cluster's key,
 // so a second handshake would add time and nothing else, and the next
@@ -319,17 +319,17 @@ fi
 }
 
 // addKeyScript appends line unless the file has it, and makes the node's
-// home when it has one of its own.
+// home when it has one of its own. The home is made before the lock is
+// taken: it is the node's alone, and every process started while holding
+// the lock lengthens the wait of the other nodes that share the login's
+// file (hosts that are one machine, several pools of one user).
 func addKeyScript(line, home string) string {
 	mkHome := ""
 	if home != "" {
-		mkHome = `mkdir -p -- ` + shellQuote(home) + "\n"
+		mkHome = "umask 077\nmkdir -p -- " + shellQuote(home) + " || exit 1\n"
 	}
-	return lockedEdit(mkHome + `line=` + shellQuote(line) + `
-if ! grep -qxF -- "$line" "$f"; then
-	printf '%s\n' "$line" >> "$f"
-	grep -qxF -- "$line" "$f" || { echo "heddle: the key line is not in $f after adding it" >&2; exit 1; }
-fi
+	return mkHome + lockedEdit(`line=`+shellQuote(line)+`
+grep -qxF -- "$line" "$f" || printf '%s\n' "$line" >> "$f"
 `)
 }
 
