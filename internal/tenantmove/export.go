@@ -27,7 +27,9 @@ type Mover struct {
 }
 
 // New returns a Mover over the unscoped store s, whose secrets kr seals.
-func New(s store.Store, kr *secrets.Keyring) *Mover { return &Mover{store: s, keyring: kr, pageRecords: MaxPageRecords} }
+func New(s store.Store, kr *secrets.Keyring) *Mover {
+	return &Mover{store: s, keyring: kr, pageRecords: MaxPageRecords}
+}
 
 // frame is one level of the walk: a partition (SK empty) or one item.
 type frame struct {

@@ -266,7 +266,9 @@ func equalBodies(a, b []byte) bool {
 // validate checks a request's shape before anything is read.
 func validate(tenant string, role domain.Role, req ImportRequest) domain.Problems {
 	var ps domain.Problems
-	add := func(field, msg string) { ps = append(ps, domain.Problem{Field: field, Code: domain.CodeInvalid, Message: msg}) }
+	add := func(field, msg string) {
+		ps = append(ps, domain.Problem{Field: field, Code: domain.CodeInvalid, Message: msg})
+	}
 	switch {
 	case req.Format == 0:
 		add("format", "is missing; send a page of heddle tenant export as it was written")
@@ -319,7 +321,9 @@ func validate(tenant string, role domain.Role, req ImportRequest) domain.Problem
 // at a known binding for every secret.
 func checkSecrets(tenant, f string, rec Record) domain.Problems {
 	var ps domain.Problems
-	add := func(field, msg string) { ps = append(ps, domain.Problem{Field: field, Code: domain.CodeInvalid, Message: msg}) }
+	add := func(field, msg string) {
+		ps = append(ps, domain.Problem{Field: field, Code: domain.CodeInvalid, Message: msg})
+	}
 	hasPlaceholder := bytes.Contains(rec.Data, []byte(Placeholder))
 	if !hasPlaceholder && len(rec.Secrets) == 0 {
 		return nil
@@ -355,7 +359,9 @@ func checkSecrets(tenant, f string, rec Record) domain.Problems {
 // checkKind checks what some kinds of record must hold.
 func checkKind(tenant string, role domain.Role, f string, rec Record) domain.Problems {
 	var ps domain.Problems
-	add := func(field, msg string) { ps = append(ps, domain.Problem{Field: field, Code: domain.CodeInvalid, Message: msg}) }
+	add := func(field, msg string) {
+		ps = append(ps, domain.Problem{Field: field, Code: domain.CodeInvalid, Message: msg})
+	}
 	switch {
 	case rec.PK == "USERS":
 		var u domain.User
