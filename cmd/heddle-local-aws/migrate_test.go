@@ -63,8 +63,14 @@ func startLocalServer(t *testing.T) *localServer {
 	}
 }
 
-// heddle runs the CLI against the local server with key.
+// heddle runs the CLI against the local server with key and returns its
+// stdout and stderr together.
 func (s *localServer) heddle(key string, args ...string) (string, error) {
+	stdout, stderr, err := s.run(key, args...)
+	return stdout + stderr, err
+}
+
+func (s *localServer) run(key string, args ...string) (string, string, error) {
 	cmd := exec.Command(filepath.Join(bin, "heddle"), args...)
 	cmd.Env = append(os.Environ(), "HEDDLE_ENDPOINT="+s.endpoint, "HEDDLE_KEY="+key, "HEDDLE_CONFIG="+filepath.Join(s.dir, "cli.yaml"))
 	var stdout, stderr bytes.Buffer
@@ -73,12 +79,13 @@ func (s *localServer) heddle(key string, args ...string) (string, error) {
 	if err != nil {
 		err = fmt.Errorf("heddle %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
-	return stdout.String() + stderr.String(), err
+	return stdout.String(), stderr.String(), err
 }
 
+// must runs the CLI and returns its stdout.
 func (s *localServer) must(key string, args ...string) string {
 	s.t.Helper()
-	out, err := s.heddle(key, args...)
+	out, _, err := s.run(key, args...)
 	require.NoError(s.t, err)
 	return out
 }
@@ -124,15 +131,21 @@ func TestMigrateFromALocalServer(t *testing.T) {
 		src.must(ann, "hosts", "add", "rack", fmt.Sprintf("m%d", i), "--address", addr, "--port", port, "--user", hosts.User,
 			"--key-file", keyFile, "--host-key", h.HostKey)
 	}
-	var created struct {
-		Cluster struct {
-			ID string `json:"id"`
-		} `json:"cluster"`
+	create := func(name, template, size string) string {
+		var created struct {
+			Cluster struct {
+				ID string `json:"id"`
+			} `json:"cluster"`
+			Job struct {
+				ID string `json:"id"`
+			} `json:"job"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(src.must(ann, "clusters", "create", name, "--template", template, "--size", size, "-o", "json")), &created))
+		src.must(ann, "jobs", "watch", created.Cluster.ID, created.Job.ID)
+		return created.Cluster.ID
 	}
-	require.NoError(t, json.Unmarshal([]byte(src.must(ann, "clusters", "create", "pair", "--template", "pair", "--size", "2", "--wait", "-o", "json")), &created))
-	pair := created.Cluster.ID
-	require.NoError(t, json.Unmarshal([]byte(src.must(ann, "clusters", "create", "dev", "--template", "solo", "--size", "1", "--wait", "-o", "json")), &created))
-	dev := created.Cluster.ID
+	pair := create("pair", "pair", "2")
+	dev := create("dev", "solo", "1")
 
 	// The target's tenant, made by its superadmin, with too few nodes.
 	target := adminKeyOf(t, d.mustHeddle("tenants", "create", "acme", "--max-clusters", "3", "--max-nodes", "1", "--workers", "4", "--admin", "ops", "-o", "json"))
@@ -147,7 +160,8 @@ func TestMigrateFromALocalServer(t *testing.T) {
 	require.Error(t, err, "the first run stops at the quota: %s", out)
 	require.Contains(t, out, "stopped after writing")
 	require.Contains(t, out, "raise it")
-	d.mustHeddle("tenants", "update", "acme", "--max-nodes", "10")
+	status := d.api(http.MethodPut, "/v1/tenants/acme", map[string]any{"id": "acme", "workers": 4, "maxClusters": 3, "maxNodes": 10}, nil)
+	require.Equal(t, http.StatusOK, status)
 	out, err = migrate()
 	require.NoError(t, err, out)
 	require.Contains(t, out, "already there")
@@ -164,13 +178,16 @@ func TestMigrateFromALocalServer(t *testing.T) {
 	require.Equal(t, "ACTIVE", d.clusterStatus(pair))
 	d.mustHeddle("clusters", "delete", pair, "--wait")
 	require.Equal(t, "TERMINATED", d.clusterStatus(pair))
-	var listed []struct {
-		ID     string `json:"id"`
-		Status string `json:"status"`
+	var listed struct {
+		Items []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"items"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(d.mustHeddle("hosts", "list", "rack", "-o", "json")), &listed))
-	require.Len(t, listed, 3)
-	for _, h := range listed {
+	out = d.mustHeddle("hosts", "list", "rack", "-o", "json")
+	require.NoError(t, json.Unmarshal([]byte(out), &listed), out)
+	require.Len(t, listed.Items, 3)
+	for _, h := range listed.Items {
 		require.Equal(t, "FREE", h.Status, "host %s wiped and back in the pool", h.ID)
 	}
 	_, err = d.heddle("clusters", "show", dev)
