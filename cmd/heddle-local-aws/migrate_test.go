@@ -149,8 +149,19 @@ func TestMigrateFromALocalServer(t *testing.T) {
 
 	// The target's tenant, made by its superadmin, with too few nodes.
 	target := adminKeyOf(t, d.mustHeddle("tenants", "create", "acme", "--max-clusters", "3", "--max-nodes", "1", "--workers", "4", "--admin", "ops", "-o", "json"))
+	// docs/operations.md's command, as written, from a directory whose
+	// bin/heddle is the heddle under test.
+	line := migrateLine(t)
+	work := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(work, "bin"), 0o700))
+	require.NoError(t, os.Symlink(filepath.Join(bin, "heddle"), filepath.Join(work, "bin", "heddle")))
 	migrate := func() (string, error) {
-		return src.heddle(ann, "migrate", "--to", d.ready.Endpoint, "--to-key", target)
+		cmd := exec.Command("bash", "-c", line)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "HEDDLE_ENDPOINT="+src.endpoint, "HEDDLE_KEY="+ann, "HEDDLE_TO_KEY="+target,
+			"AWS_ENDPOINT="+d.ready.Endpoint, "HEDDLE_CONFIG="+filepath.Join(work, "none.yaml"))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
 	}
 	out, err := src.heddle(ann, "migrate", "--to", "http://127.0.0.1:1", "--to-key", target)
 	require.Error(t, err)
@@ -220,3 +231,21 @@ clusterTemplates:
     constraints:
       size: {min: 1, max: 3}
 `
+
+// migrateLine is the migrate command of docs/operations.md, without its
+// comment.
+func migrateLine(t *testing.T) string {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/operations.md")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(line, "bin/heddle migrate ") {
+			if i := strings.Index(line, " #"); i >= 0 {
+				line = line[:i]
+			}
+			return strings.TrimSpace(line)
+		}
+	}
+	t.Fatal("docs/operations.md shows no bin/heddle migrate command")
+	return ""
+}

@@ -18,15 +18,6 @@ import (
 	"github.com/heddle-io/heddle/internal/tenantmove"
 )
 
-func newTenantCommand(a *app) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "tenant",
-		Short: "Export your tenant's data to a directory, or import such a directory (admin)",
-	}
-	cmd.AddCommand(newTenantExportCommand(a), newTenantImportCommand(a))
-	return cmd
-}
-
 // exportManifest is the export directory's table of contents.
 type exportManifest struct {
 	Format  int                  `json:"format"`
