@@ -81,8 +81,13 @@ func (m *Mover) Export(ctx context.Context, tenant string, to Recipient, cursor 
 	}
 	s := store.Scoped(m.store, tenant)
 	page := &ExportPage{Format: Format, Tenant: tenant, Records: []Record{}}
-	size := 0
-	full := func() bool { return len(page.Records) >= m.pageRecords || size >= MaxPageBytes }
+	size, reads := 0, 0
+	// Reads are bounded too: a tenant of many small jobs has six mostly
+	// empty partitions per job, and a page of 500 records could otherwise
+	// cost thousands of queries, past API Gateway's 30 s on DynamoDB.
+	full := func() bool {
+		return len(page.Records) >= m.pageRecords || size >= MaxPageBytes || reads >= MaxPageReads
+	}
 	for len(stack) > 0 && !full() {
 		top := &stack[len(stack)-1]
 		if top.InItem {
@@ -107,6 +112,7 @@ func (m *Mover) Export(ctx context.Context, tenant string, to Recipient, cursor 
 				stack = stack[:len(stack)-1]
 				continue
 			}
+			reads++
 			it, err := s.Get(ctx, store.Key{PK: top.PK, SK: top.SK})
 			if errors.Is(err, store.ErrNotFound) {
 				stack = stack[:len(stack)-1]
@@ -124,6 +130,7 @@ func (m *Mover) Export(ctx context.Context, tenant string, to Recipient, cursor 
 			top.After, top.InItem, top.Child = top.SK, true, 0
 			continue
 		}
+		reads++
 		items, err := s.Query(ctx, top.PK, store.Query{After: top.After, Limit: 100})
 		if err != nil {
 			return nil, fmt.Errorf("tenantmove: read partition %s: %w", top.PK, err)
@@ -134,6 +141,9 @@ func (m *Mover) Export(ctx context.Context, tenant string, to Recipient, cursor 
 		}
 		for _, it := range items.Items {
 			top.After = it.SK
+			if it.PK == "CLUSTERS" {
+				reads++ // visit reads the cluster's spec
+			}
 			skip, err := m.visit(ctx, s, it, page)
 			if err != nil {
 				return nil, err

@@ -67,6 +67,9 @@ func (m *Mover) Import(ctx context.Context, tenant string, role domain.Role, req
 			size += store.TransactSize(todo[n].ops)
 			n++
 		}
+		if n == 0 { // cannot happen with items of at most 400 KB; never loop on it
+			return res, fmt.Errorf("tenantmove: %s / %s is too large to write", todo[0].rec.PK, todo[0].rec.SK)
+		}
 		err := m.store.Transact(ctx, ops)
 		if err == nil {
 			res.Written += n

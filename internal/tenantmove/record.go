@@ -20,10 +20,14 @@ const Placeholder = "heddle-export:secret"
 // Page bounds: a page's records carry at most about MaxPageBytes of item
 // bodies (one item is at most 400 KB), so its JSON (base64 bodies) stays far
 // below the API's 5 MB answer ceiling and an import request below its body
-// limit.
+// limit; and a page makes at most MaxPageReads reads, so it answers well
+// inside API Gateway's 30 s.
 const (
 	MaxPageRecords = 500
 	MaxPageBytes   = 1 << 20
+	// MaxPageReads bounds the store reads of one page (DynamoDB Local
+	// answers a query in a few milliseconds, DynamoDB in about ten).
+	MaxPageReads = 400
 )
 
 // Record is one item of the tenant's data.

@@ -35,7 +35,7 @@ type side struct {
 	mover   *Mover
 }
 
-func newKeyring(t *testing.T) *secrets.Keyring {
+func newKeyring(t testing.TB) *secrets.Keyring {
 	t.Helper()
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
@@ -44,7 +44,7 @@ func newKeyring(t *testing.T) *secrets.Keyring {
 	return secrets.NewKeyring(k)
 }
 
-func boltSide(t *testing.T) *side {
+func boltSide(t testing.TB) *side {
 	t.Helper()
 	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{})
 	require.NoError(t, err)
@@ -76,14 +76,14 @@ func dynamoSide(t *testing.T) *side {
 	return newSide(t, dynamostore.New(c, table))
 }
 
-func newSide(t *testing.T, s store.Store) *side {
+func newSide(t testing.TB, s store.Store) *side {
 	kr := newKeyring(t)
 	return &side{store: s, keyring: kr, access: access.New(s), mover: New(s, kr)}
 }
 
 // tenant makes tenant acme with its admin ann, room for 5 clusters and 20
 // nodes.
-func (sd *side) tenant(t *testing.T) {
+func (sd *side) tenant(t testing.TB) {
 	t.Helper()
 	_, _, err := sd.access.CreateTenant(t.Context(), domain.Tenant{ID: "acme", Workers: 2, MaxClusters: 5, MaxNodes: 20}, "ann")
 	require.NoError(t, err)
