@@ -53,7 +53,7 @@ func boltSide(t testing.TB) *side {
 }
 
 // dynamoSide is a fresh table on DynamoDB Local, deleted afterwards.
-func dynamoSide(t *testing.T) *side {
+func dynamoSide(t testing.TB) *side {
 	t.Helper()
 	endpoint := os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")
 	if endpoint == "" {
@@ -99,7 +99,7 @@ type fixture struct {
 	bobKey string
 }
 
-func (sd *side) fill(t *testing.T) fixture {
+func (sd *side) fill(t testing.TB) fixture {
 	t.Helper()
 	ctx := t.Context()
 	sd.tenant(t)

@@ -15,7 +15,7 @@ import (
 	"github.com/heddle-io/heddle/internal/store"
 )
 
-var backends = map[string]func(*testing.T) *side{"bolt": func(t *testing.T) *side { return boltSide(t) }, "dynamodb": dynamoSide}
+var backends = map[string]func(*testing.T) *side{"bolt": func(t *testing.T) *side { return boltSide(t) }, "dynamodb": func(t *testing.T) *side { return dynamoSide(t) }}
 
 // TestRoundTrip exports acme from one deployment and imports it into
 // another of each backend, in small pages: everything carried is there,
