@@ -181,6 +181,7 @@ func TestMigrateFromALocalServer(t *testing.T) {
 	out, err = migrate()
 	require.NoError(t, err, out)
 	require.Contains(t, out, "imported: 0 records written")
+	require.NotContains(t, out, "PRIVATE KEY", "no secret is printed")
 
 	// From now on the cluster is managed from AWS, with ann's own key.
 	d.key = ann

@@ -29,7 +29,7 @@ type planned struct {
 // Bad records are domain.Problems (nothing written); records whose keys
 // hold other data are a *ConflictError (nothing written); a check request
 // writes nothing and reports what an import would do.
-func (m *Mover) Import(ctx context.Context, tenant string, role domain.Role, req ImportRequest) (ImportResult, error) {
+func (m *Mover) Import(ctx context.Context, tenant string, role domain.Role, req ImportRequest) (_ ImportResult, retErr error) {
 	if ps := validate(tenant, role, req); len(ps) > 0 {
 		return ImportResult{}, ps
 	}
@@ -59,6 +59,22 @@ func (m *Mover) Import(ctx context.Context, tenant string, role domain.Role, req
 	}
 	if len(res.Conflicts) > 0 {
 		return ImportResult{}, &ConflictError{Conflicts: res.Conflicts}
+	}
+	catalogWrites := false
+	for _, p := range todo {
+		catalogWrites = catalogWrites || strings.HasPrefix(p.rec.PK, "CAT#")
+	}
+	if catalogWrites {
+		// Catalog readers take a snapshot between two reads of the
+		// revision item: move it on after the entities are written, so
+		// that a read that overlapped the import reads again.
+		defer func() {
+			_, err := m.store.Write(ctx, store.Update(store.Key{PK: store.TenantPK(tenant, "CAT"), SK: "REV"},
+				store.Condition{MustExist: true}, store.Changes{Add: map[string]int64{"writes": 1}}))
+			if err != nil && !errors.Is(err, store.ErrConditionFailed) && retErr == nil {
+				retErr = fmt.Errorf("tenantmove: move the catalog's revision on: %w", err)
+			}
+		}()
 	}
 	for len(todo) > 0 {
 		n, size, ops := 0, 0, []store.Op(nil)

@@ -174,6 +174,11 @@ func (sd *side) exportAll(t *testing.T, id *Identity) ([]*ExportPage, []Skipped)
 	for {
 		p, err := sd.mover.Export(t.Context(), "acme", id.Recipient(), cursor)
 		require.NoError(t, err)
+		raw, err := json.Marshal(p)
+		require.NoError(t, err)
+		for _, plain := range []string{"first-secret", "second-secret", "user-secret", "PRIVATE KEY"} {
+			require.NotContains(t, string(raw), plain, "an export never carries a secret in the clear")
+		}
 		require.NoError(t, id.Unbox(p.Records))
 		pages = append(pages, p)
 		skipped = append(skipped, p.Skipped...)
