@@ -101,7 +101,7 @@ func newRootCommand() *cobra.Command {
 		newConfigCommand(a), newApplyCommand(a), newTenantsCommand(a), newClustersCommand(a), newJobsCommand(a),
 		newScriptsCommand(a), newAuditCommand(a), newUsageCommand(a), newHostsCommand(a), newExportCommand(a),
 		newBackupCommand(a), newRestoreCommand(), newLoginCommand(a), newLogoutCommand(a), newIssuersCommand(a),
-		newWebhooksCommand(a))
+		newWebhooksCommand(a), newMigrateCommand(a))
 	return root
 }
 

@@ -14,9 +14,9 @@ func newTenantsCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "tenants",
 		Aliases: []string{"tenant"},
-		Short:   "Manage tenants (superadmin)",
+		Short:   "Manage tenants (superadmin); export and import your own tenant's data (admin)",
 	}
-	cmd.AddCommand(newTenantsCreateCommand(a))
+	cmd.AddCommand(newTenantsCreateCommand(a), newTenantExportCommand(a), newTenantImportCommand(a))
 	return cmd
 }
 

@@ -63,6 +63,7 @@ import (
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/ratelimit"
 	"github.com/heddle-io/heddle/internal/store"
+	"github.com/heddle-io/heddle/internal/tenantmove"
 	"github.com/heddle-io/heddle/internal/usage"
 	"github.com/heddle-io/heddle/internal/webhooks"
 )
@@ -111,7 +112,8 @@ func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (lambd
 			return nil, err
 		}
 		svc = services{store: a.Store, catalog: built.Catalog, access: built.Access, clusters: built.Clusters, providers: built.Providers, onboarder: onboarder, audit: built.Audit, usage: built.Usage, observer: obs,
-			identity: identity.New(a.Store, built.Access, identity.Config{Logger: log}), webhooks: built.Webhooks, deliveries: built.Deliveries}
+			identity: identity.New(a.Store, built.Access, identity.Config{Logger: log}), webhooks: built.Webhooks, deliveries: built.Deliveries,
+			moves: tenantmove.New(a.Store, a.Keyring)}
 	}
 	svc.throttle = throttle
 	return newServicesHandler(ctx, svc, "dynamodb", os.Getenv("HEDDLE_BOOTSTRAP_KEY"), log)
@@ -145,6 +147,8 @@ type services struct {
 	// webhooks and deliveries serve /v1/webhooks; nil answers 503.
 	webhooks   *webhooks.Registry
 	deliveries *webhooks.Deliverer
+	// moves serves /v1/tenant/export and /v1/tenant/import; nil answers 501.
+	moves *tenantmove.Mover
 }
 
 // catalogOnly serves the catalog, tenants, users and keys.
@@ -184,6 +188,7 @@ func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey
 		Identity:   svc.identity,
 		Webhooks:   svc.webhooks,
 		Deliveries: svc.deliveries,
+		Moves:      svc.moves,
 		Backend:    backend,
 		Version:    version,
 		Logger:     log,

@@ -21,6 +21,9 @@ func bodyLimit(rt route) int64 {
 	if rt.Method == http.MethodPost && rt.Path == "/v1/catalog" {
 		return MaxCatalogBodyBytes
 	}
+	if rt.Method == http.MethodPost && rt.Path == "/v1/tenant/import" {
+		return MaxTenantImportBodyBytes
+	}
 	return MaxBodyBytes
 }
 

@@ -80,6 +80,8 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/v1/webhooks/{webhook}/deliveries", admin, s.listDeliveries},
 		{http.MethodGet, "/v1/metrics", superadmin, s.getMetrics},
 		{http.MethodGet, "/v1/backup", superadmin, s.getBackup},
+		{http.MethodGet, "/v1/tenant/export", admin, s.getTenantExport},
+		{http.MethodPost, "/v1/tenant/import", admin, s.postTenantImport},
 		{http.MethodGet, "/v1/usage", user, s.getUsage},
 
 		{http.MethodGet, "/v1/catalog", admin, s.exportCatalog},

@@ -23,6 +23,7 @@ import (
 	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/tenantmove"
 	"github.com/heddle-io/heddle/internal/usage"
 	"github.com/heddle-io/heddle/internal/webhooks"
 )
@@ -79,6 +80,9 @@ type Config struct {
 	// Webhooks and Deliveries serve /v1/webhooks; nil answers 503 there.
 	Webhooks   *webhooks.Registry
 	Deliveries *webhooks.Deliverer
+	// Moves serves GET /v1/tenant/export and POST /v1/tenant/import; nil
+	// answers 501 there.
+	Moves *tenantmove.Mover
 }
 
 // Server is the /v1 API as an http.Handler.
@@ -104,6 +108,7 @@ type Server struct {
 	throttle  *throttler         // nil: nothing limited
 	backup    BackupFunc         // see Config.Backup
 	identity  *identity.Identity // see Config.Identity
+	moves     *tenantmove.Mover  // see Config.Moves
 }
 
 // New builds the API handler.
@@ -118,6 +123,7 @@ func New(cfg Config) *Server {
 	s.usage = cfg.Usage
 	s.backup = cfg.Backup
 	s.identity = cfg.Identity
+	s.moves = cfg.Moves
 	s.hooks, s.delivered = cfg.Webhooks, cfg.Deliveries
 	if s.onboarder == nil {
 		s.onboarder = onboard.Nop{}

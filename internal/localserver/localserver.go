@@ -37,6 +37,7 @@ import (
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
+	"github.com/heddle-io/heddle/internal/tenantmove"
 	"github.com/heddle-io/heddle/internal/webhooks"
 )
 
@@ -204,6 +205,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			PerTenant:    ratelimit.Limit{Requests: cfg.TenantRequestsPerMinute, Window: time.Minute},
 			AuthFailures: ratelimit.Limit{Requests: cfg.AuthFailuresPerMinute, Window: time.Minute}},
 		Backup: s.backup,
+		Moves:  tenantmove.New(st, keyring),
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

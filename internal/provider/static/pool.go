@@ -126,6 +126,12 @@ func claimSK(clusterID, nodeID string) string {
 // PurposeHostKey is the binding purpose of a host's sealed login key.
 const PurposeHostKey = "static-host-login-key"
 
+// HostKeyBinding is the binding of a host's sealed login key: a tenant
+// export opens it and an import seals it again under another master key.
+func HostKeyBinding(tenant, provider, host string) secrets.Binding {
+	return hostKeyBinding(tenant, provider, host)
+}
+
 func hostKeyBinding(tenant, provider, host string) secrets.Binding {
 	return secrets.Binding{"tenant": tenant, "provider": provider, "host": host, "purpose": PurposeHostKey}
 }
