@@ -770,4 +770,9 @@ func TestDeploysShiftGradually(t *testing.T) {
 	}
 	schedule := get(get(tpl.resources["JanitorSchedule"], "Properties"), "Target")
 	require.Equal(t, "JanitorFunctionAliaslive", references(get(schedule, "Arn"))[0].name, "the schedule invokes the janitor's alias")
+	// The tenants' mappings, which onboarding makes to HEDDLE_WORKER_FUNCTION,
+	// invoke the worker's alias: a rollback takes the worker back too.
+	api := get(tpl.resources["ApiFunction"], "Properties")
+	worker := get(get(get(api, "Environment"), "Variables"), "HEDDLE_WORKER_FUNCTION")
+	require.Equal(t, []reference{{kind: "Ref", name: "WorkerFunctionAliaslive"}}, references(worker), "the mappings invoke the worker's alias")
 }

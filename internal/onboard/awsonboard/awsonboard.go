@@ -89,7 +89,12 @@ type Config struct {
 	LongQueues Queues
 	// Lambda manages the mappings; required with FunctionName.
 	Lambda LambdaClient
-	// FunctionName is the worker function's name or ARN. Empty makes queues
+	// FunctionName is the worker function's name or ARN, qualified by its
+	// alias in AWS (template.yaml's HEDDLE_WORKER_FUNCTION: the alias
+	// "live", so that a deploy's shift and rollback move the worker with
+	// the API and the janitor). A tenant's mapping to the same function
+	// under another qualifier, or none ($LATEST, as releases before the
+	// alias made them), is moved to this one. Empty makes queues
 	// only, for deployments whose queues something else consumes (heddle
 	// worker on Fargate, or tests that feed the worker handler themselves).
 	FunctionName string
@@ -248,6 +253,29 @@ func (o *Onboarder) ensureMapping(ctx context.Context, arn string, concurrency i
 	return o.updateMapping(ctx, m, concurrency)
 }
 
+// functionParts splits a function's name, name:qualifier, ARN or qualified
+// ARN into the function's name and its qualifier ("" for $LATEST).
+func functionParts(nameOrARN string) (name, qualifier string) {
+	parts := strings.Split(nameOrARN, ":")
+	if len(parts) >= 7 && parts[0] == "arn" {
+		// arn:partition:lambda:region:account:function:name[:qualifier]
+		parts = parts[6:]
+	}
+	name = parts[0]
+	if len(parts) > 1 && parts[1] != "$LATEST" {
+		qualifier = parts[1]
+	}
+	return name, qualifier
+}
+
+// worker reports whether a mapping's function is the worker under any
+// qualifier, and whether it is under the configured one.
+func (o *Onboarder) worker(m lambdatypes.EventSourceMappingConfiguration) (same, exact bool) {
+	name, qualifier := functionParts(aws.ToString(m.FunctionArn))
+	wantName, wantQualifier := functionParts(o.function)
+	return name == wantName, name == wantName && qualifier == wantQualifier
+}
+
 // updateMapping brings m to the mapping's settings and concurrency, if it
 // differs.
 func (o *Onboarder) updateMapping(ctx context.Context, m *lambdatypes.EventSourceMappingConfiguration, concurrency int32) error {
@@ -255,7 +283,7 @@ func (o *Onboarder) updateMapping(ctx context.Context, m *lambdatypes.EventSourc
 	if state == stateDeleting {
 		return fmt.Errorf("awsonboard: mapping %s from %s is being deleted; try again when it is gone", aws.ToString(m.UUID), aws.ToString(m.EventSourceArn))
 	}
-	if aws.ToInt32(m.BatchSize) == BatchSize &&
+	if _, exact := o.worker(*m); exact && aws.ToInt32(m.BatchSize) == BatchSize &&
 		m.ScalingConfig != nil && aws.ToInt32(m.ScalingConfig.MaximumConcurrency) == concurrency &&
 		slices.Contains(m.FunctionResponseTypes, lambdatypes.FunctionResponseTypeReportBatchItemFailures) &&
 		state != stateDisabled && state != stateDisabling {
@@ -263,6 +291,7 @@ func (o *Onboarder) updateMapping(ctx context.Context, m *lambdatypes.EventSourc
 	}
 	_, err := o.lambda.UpdateEventSourceMapping(ctx, &lambda.UpdateEventSourceMappingInput{
 		UUID:                  m.UUID,
+		FunctionName:          aws.String(o.function),
 		BatchSize:             aws.Int32(BatchSize),
 		Enabled:               aws.Bool(true),
 		FunctionResponseTypes: []lambdatypes.FunctionResponseType{lambdatypes.FunctionResponseTypeReportBatchItemFailures},
@@ -274,20 +303,45 @@ func (o *Onboarder) updateMapping(ctx context.Context, m *lambdatypes.EventSourc
 	return nil
 }
 
-// findMapping returns the mapping from arn to the worker, nil if there is
-// none. One that is not being deleted wins over one that is.
+// findMapping returns the mapping from arn to the worker under any
+// qualifier, nil if there is none. One that is not being deleted wins over
+// one that is, and among those one under the configured qualifier.
 func (o *Onboarder) findMapping(ctx context.Context, arn string) (*lambdatypes.EventSourceMappingConfiguration, error) {
-	ms, err := o.listMappings(ctx, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(arn), FunctionName: aws.String(o.function)})
+	ms, err := o.workerMappings(ctx, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(arn)})
 	if err != nil {
 		return nil, err
 	}
+	rank := func(m *lambdatypes.EventSourceMappingConfiguration) int {
+		r := 0
+		if aws.ToString(m.State) != stateDeleting {
+			r += 2
+		}
+		if _, exact := o.worker(*m); exact {
+			r++
+		}
+		return r
+	}
 	var found *lambdatypes.EventSourceMappingConfiguration
 	for i := range ms {
-		if found == nil || aws.ToString(found.State) == stateDeleting {
+		if found == nil || rank(&ms[i]) > rank(found) {
 			found = &ms[i]
 		}
 	}
 	return found, nil
+}
+
+// workerMappings lists the mappings in answer to in (which names no
+// function: Lambda matches a function filter on its exact qualifier) and
+// keeps the worker's, under any qualifier.
+func (o *Onboarder) workerMappings(ctx context.Context, in *lambda.ListEventSourceMappingsInput) ([]lambdatypes.EventSourceMappingConfiguration, error) {
+	ms, err := o.listMappings(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(ms, func(m lambdatypes.EventSourceMappingConfiguration) bool {
+		same, _ := o.worker(m)
+		return !same
+	}), nil
 }
 
 // tenantMappings returns the mappings from the tenant's queue to the
@@ -296,7 +350,7 @@ func (o *Onboarder) findMapping(ctx context.Context, arn string) (*lambdatypes.E
 func (o *Onboarder) tenantMappings(ctx context.Context, tenant string) ([]lambdatypes.EventSourceMappingConfiguration, error) {
 	arn, err := o.queues.QueueARN(ctx, tenant)
 	if err == nil {
-		return o.listMappings(ctx, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(arn), FunctionName: aws.String(o.function)})
+		return o.workerMappings(ctx, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(arn)})
 	}
 	if !errors.Is(err, queue.ErrNoQueue) {
 		return nil, err
@@ -305,7 +359,7 @@ func (o *Onboarder) tenantMappings(ctx context.Context, tenant string) ([]lambda
 	if err != nil {
 		return nil, err
 	}
-	all, err := o.listMappings(ctx, &lambda.ListEventSourceMappingsInput{FunctionName: aws.String(o.function)})
+	all, err := o.workerMappings(ctx, &lambda.ListEventSourceMappingsInput{})
 	if err != nil {
 		return nil, err
 	}
