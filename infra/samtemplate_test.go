@@ -677,8 +677,17 @@ func TestTableMatchesDynamostore(t *testing.T) {
 	require.Equal(t, "KMS", get(sse, "SSEType").Value)
 	require.NotNil(t, get(sse, "KMSMasterKeyId"), "encrypted with heddle's own key")
 
+	var ttl struct {
+		AttributeName string `yaml:"AttributeName"`
+		Enabled       bool   `yaml:"Enabled"`
+	}
+	decode("TimeToLiveSpecification", &ttl)
+	require.True(t, ttl.Enabled, "items expire")
+	require.Equal(t, dynamostore.TTLAttribute, ttl.AttributeName, "the time-to-live attribute is dynamostore's")
+
 	hook, err := os.ReadFile(filepath.Join(repoRoot, "localstack", "init", "ready.d", "10-heddle-table.sh"))
 	require.NoError(t, err)
+	require.Contains(t, string(hook), "Enabled=true,AttributeName="+dynamostore.TTLAttribute)
 	for _, a := range want.AttributeDefinitions {
 		require.Contains(t, string(hook), fmt.Sprintf("AttributeName=%s,AttributeType=%s", a["AttributeName"], a["AttributeType"]))
 	}
