@@ -221,9 +221,15 @@ func (o *Onboarder) Offboard(ctx context.Context, tenantID string) error {
 }
 
 // ensureMapping updates the mapping from arn to the worker, or creates it.
+// Another of the worker's mappings from arn (a release from before the
+// alias made one to $LATEST while a newer one had made the alias's, during
+// a deploy) is deleted: the queue keeps one consumer mapping.
 func (o *Onboarder) ensureMapping(ctx context.Context, arn string, concurrency int32) error {
-	m, err := o.findMapping(ctx, arn)
+	m, all, err := o.findMapping(ctx, arn)
 	if err != nil {
+		return err
+	}
+	if err := o.dropOthers(ctx, arn, m, all); err != nil {
 		return err
 	}
 	if m == nil {
@@ -243,7 +249,7 @@ func (o *Onboarder) ensureMapping(ctx context.Context, arn string, concurrency i
 			return fmt.Errorf("awsonboard: mapping %s to %s: %w", arn, o.function, err)
 		}
 		// Made meanwhile by another call: update that one.
-		if m, err = o.findMapping(ctx, arn); err != nil {
+		if m, _, err = o.findMapping(ctx, arn); err != nil {
 			return err
 		}
 		if m == nil {
@@ -251,6 +257,24 @@ func (o *Onboarder) ensureMapping(ctx context.Context, arn string, concurrency i
 		}
 	}
 	return o.updateMapping(ctx, m, concurrency)
+}
+
+// dropOthers deletes the worker's mappings from arn (all) other than keep.
+func (o *Onboarder) dropOthers(ctx context.Context, arn string, keep *lambdatypes.EventSourceMappingConfiguration, all []lambdatypes.EventSourceMappingConfiguration) error {
+	if keep == nil {
+		return nil
+	}
+	for _, m := range all {
+		if aws.ToString(m.UUID) == aws.ToString(keep.UUID) || aws.ToString(m.State) == stateDeleting {
+			continue
+		}
+		_, err := o.lambda.DeleteEventSourceMapping(ctx, &lambda.DeleteEventSourceMappingInput{UUID: m.UUID})
+		var notFound *lambdatypes.ResourceNotFoundException
+		if err != nil && !errors.As(err, &notFound) {
+			return fmt.Errorf("awsonboard: deleting the second mapping %s from %s%s: %w", aws.ToString(m.UUID), arn, inUseHint(err), err)
+		}
+	}
+	return nil
 }
 
 // functionParts splits a function's name, name:qualifier, ARN or qualified
@@ -304,12 +328,13 @@ func (o *Onboarder) updateMapping(ctx context.Context, m *lambdatypes.EventSourc
 }
 
 // findMapping returns the mapping from arn to the worker under any
-// qualifier, nil if there is none. One that is not being deleted wins over
-// one that is, and among those one under the configured qualifier.
-func (o *Onboarder) findMapping(ctx context.Context, arn string) (*lambdatypes.EventSourceMappingConfiguration, error) {
+// qualifier, nil if there is none, and all of the worker's mappings from
+// arn. One that is not being deleted wins over one that is, and among those
+// one under the configured qualifier.
+func (o *Onboarder) findMapping(ctx context.Context, arn string) (*lambdatypes.EventSourceMappingConfiguration, []lambdatypes.EventSourceMappingConfiguration, error) {
 	ms, err := o.workerMappings(ctx, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(arn)})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rank := func(m *lambdatypes.EventSourceMappingConfiguration) int {
 		r := 0
@@ -327,7 +352,7 @@ func (o *Onboarder) findMapping(ctx context.Context, arn string) (*lambdatypes.E
 			found = &ms[i]
 		}
 	}
-	return found, nil
+	return found, ms, nil
 }
 
 // workerMappings lists the mappings in answer to in (which names no

@@ -511,6 +511,17 @@ func TestMappingMovesToTheAlias(t *testing.T) {
 		require.NoError(t, o.Onboard(t.Context(), acme(2)))
 		require.Len(t, f.requests(), 1)
 	})
+	t.Run("both", func(t *testing.T) {
+		t.Parallel()
+		// A release from before the alias made a mapping to $LATEST beside
+		// the alias's during a deploy: the queue keeps the alias's.
+		f, o := newOnboarder(t, list("list-event-source-mappings-both.json"), remove(uuid))
+		require.NoError(t, o.Onboard(t.Context(), acme(2)))
+		got := f.requests()
+		require.Len(t, got, 2)
+		require.Equal(t, http.MethodDelete, got[1].method)
+		require.Equal(t, mappings+"/"+uuid, got[1].path, "the $LATEST mapping goes")
+	})
 	t.Run("offboard deletes it under any qualifier", func(t *testing.T) {
 		t.Parallel()
 		f, o := newOnboarder(t, list("list-event-source-mappings.json"), remove(uuid))
