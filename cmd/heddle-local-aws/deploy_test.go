@@ -248,11 +248,17 @@ func TestDeployWhileBusy(t *testing.T) {
 			mu.Unlock()
 		})
 	}
-	// A kill -9 or two: a worker environment of either release in the middle
-	// of an invocation.
+	// For half a minute of the deploy: the clusters read through either
+	// release's api (a dashboard's polling), and a kill -9 or two: a worker
+	// environment of either release in the middle of an invocation.
 	kills := map[string]int{}
-	for deadline := time.Now().Add(40 * time.Second); time.Now().Before(deadline) && kills["worker"]+kills["previous-worker"] < 2; {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		time.Sleep(time.Duration(200+mrand.IntN(600)) * time.Millisecond)
+		_, err := d.call(http.MethodGet, "/v1/clusters", nil, nil)
+		require.NoError(t, err)
+		if kills["worker"]+kills["previous-worker"] >= 2 {
+			continue
+		}
 		s, err := d.stats()
 		require.NoError(t, err)
 		for _, name := range []string{"worker", "previous-worker"} {
