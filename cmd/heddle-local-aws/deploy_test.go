@@ -189,6 +189,12 @@ func TestDeployWhileBusy(t *testing.T) {
 	s, err := d.stats()
 	require.NoError(t, err)
 	require.Equal(t, 1.0, s.Aliases["worker"], "before the deploy the aliases point at the previous release")
+	for _, bad := range []string{"NaN", "1.5", "-0.1", "half"} {
+		resp, err := http.Post(d.ready.Lambda+"/local-aws/shift?previous="+bad, "", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, bad)
+	}
 	d.createTenant("6", "10", "4")
 	d.registerHosts("acme", 5)
 	d.mustHeddle("apply", "-f", "testdata/static-catalog.yaml")

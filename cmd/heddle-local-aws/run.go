@@ -94,6 +94,8 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		return errors.New(`HEDDLE_DYNAMODB_ENDPOINT is unset: run scripts/dynamodb-local.sh start and eval "$(scripts/dynamodb-local.sh env)"`)
 	case cfg.sqsEndpoint == "":
 		return errors.New(`HEDDLE_SQS_ENDPOINT is unset: run scripts/fauxqs.sh start and eval "$(scripts/fauxqs.sh env)"`)
+	case cfg.previousHeddle != "" && cfg.previousBinDir == "":
+		return errors.New("--previous-heddle needs --previous-bin-dir: the previous release's worker runs only while a deploy is in progress")
 	case cfg.janitorEvery <= 0:
 		return errors.New("--janitor-every must be positive")
 	case cfg.workerTimeout < time.Minute || cfg.workerTimeout > 15*time.Minute || cfg.workerTimeout%time.Second != 0:
@@ -249,7 +251,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 	defer stopPreviousFargate()
 	mux.HandleFunc("POST /local-aws/shift", func(w http.ResponseWriter, r *http.Request) {
 		weight, err := strconv.ParseFloat(r.URL.Query().Get("previous"), 64)
-		if err != nil || weight < 0 || weight > 1 {
+		if err != nil || !(weight >= 0 && weight <= 1) { // NaN too
 			http.Error(w, "previous: a share from 0 to 1 of the invocations the previous release's versions take", http.StatusBadRequest)
 			return
 		}
