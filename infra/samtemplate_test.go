@@ -677,8 +677,17 @@ func TestTableMatchesDynamostore(t *testing.T) {
 	require.Equal(t, "KMS", get(sse, "SSEType").Value)
 	require.NotNil(t, get(sse, "KMSMasterKeyId"), "encrypted with heddle's own key")
 
+	var ttl struct {
+		AttributeName string `yaml:"AttributeName"`
+		Enabled       bool   `yaml:"Enabled"`
+	}
+	decode("TimeToLiveSpecification", &ttl)
+	require.True(t, ttl.Enabled, "items expire")
+	require.Equal(t, dynamostore.TTLAttribute, ttl.AttributeName, "the time-to-live attribute is dynamostore's")
+
 	hook, err := os.ReadFile(filepath.Join(repoRoot, "localstack", "init", "ready.d", "10-heddle-table.sh"))
 	require.NoError(t, err)
+	require.Contains(t, string(hook), "Enabled=true,AttributeName="+dynamostore.TTLAttribute)
 	for _, a := range want.AttributeDefinitions {
 		require.Contains(t, string(hook), fmt.Sprintf("AttributeName=%s,AttributeType=%s", a["AttributeName"], a["AttributeType"]))
 	}
@@ -770,4 +779,9 @@ func TestDeploysShiftGradually(t *testing.T) {
 	}
 	schedule := get(get(tpl.resources["JanitorSchedule"], "Properties"), "Target")
 	require.Equal(t, "JanitorFunctionAliaslive", references(get(schedule, "Arn"))[0].name, "the schedule invokes the janitor's alias")
+	// The tenants' mappings, which onboarding makes to HEDDLE_WORKER_FUNCTION,
+	// invoke the worker's alias: a rollback takes the worker back too.
+	api := get(tpl.resources["ApiFunction"], "Properties")
+	worker := get(get(get(api, "Environment"), "Variables"), "HEDDLE_WORKER_FUNCTION")
+	require.Equal(t, []reference{{kind: "Ref", name: "WorkerFunctionAliaslive"}}, references(worker), "the mappings invoke the worker's alias")
 }

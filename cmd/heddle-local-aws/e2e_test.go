@@ -261,6 +261,13 @@ func TestThroughTheRealBinaries(t *testing.T) {
 	require.Len(t, s.Mappings, 1, "onboarding made the tenant's mapping through the Lambda API")
 	require.Equal(t, int32(4), *s.Mappings[0].ScalingConfig.MaximumConcurrency)
 	require.True(t, strings.HasSuffix(s.Mappings[0].EventSourceArn, ":"+d.ready.Prefix+"acme.fifo"))
+	require.Equal(t, fmt.Sprintf("arn:aws:lambda:%s:%s:function:heddle-%s-worker:live", region, accountID, strings.TrimPrefix(d.ready.Table, "heddle-")),
+		s.Mappings[0].FunctionArn, "the mapping invokes the worker's alias, as template.yaml's HEDDLE_WORKER_FUNCTION says")
+	require.Zero(t, s.Aliases["worker"], "no deploy runs: the alias is the current release's")
+	resp, err := http.Post(d.ready.Lambda+"/local-aws/shift?previous=0.5", "", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusConflict, resp.StatusCode, "no previous release to shift to")
 
 	d.registerHosts("acme", 3)
 	d.mustHeddle("apply", "-f", "testdata/static-catalog.yaml")

@@ -6,7 +6,13 @@
 //   - the api, worker and janitor bootstrap binaries (built for this host
 //     from the same sources and flags as make lambda), each under a Lambda
 //     Runtime API emulator (internal/lambdaemu: a process per concurrent
-//     execution environment) with the environment template.yaml gives it;
+//     execution environment) with the environment template.yaml gives it,
+//     and invoked through its alias "live" (AutoPublishAlias); with
+//     --previous-bin-dir a deploy is in progress: the alias shares the
+//     invocations between the previous release's version and the current
+//     one as POST <lambda>/local-aws/shift?previous=W says, as CodeDeploy
+//     shifts it, and --previous-heddle runs the previous release's
+//     `heddle worker` beside the current one's;
 //   - the HTTP API in front of the api function (internal/apigwemu);
 //   - the Lambda API's event source mappings and their pollers
 //     (internal/esmemu), which the api function's tenant onboarding calls
@@ -52,6 +58,8 @@ func main() {
 	flag.IntVar(&cfg.fargateWorkers, "fargate-workers", 2, "`heddle worker --workers`: workers per tenant on the long-task queues")
 	flag.StringVar(&cfg.oidcIssuer, "oidc-issuer", "", "template.yaml's OidcIssuer: the front door verifies this issuer's tokens on /oidc/... as API Gateway's JWT authorizer does")
 	flag.StringVar(&cfg.oidcAudience, "oidc-audience", "", "template.yaml's OidcAudience, with --oidc-issuer")
+	flag.StringVar(&cfg.previousBinDir, "previous-bin-dir", "", "a deploy in progress: the previous release's bootstraps (laid out as --bin-dir); each alias \"live\" shares its invocations between the two releases as POST <lambda>/local-aws/shift?previous=W says (W=1 at start)")
+	flag.StringVar(&cfg.previousHeddle, "previous-heddle", "", "with --previous-bin-dir: the previous release's CLI, run as a second `heddle worker` until the shift reaches previous=0")
 	flag.Parse()
 	cfg.ddbEndpoint = os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")
 	cfg.sqsEndpoint = os.Getenv("HEDDLE_SQS_ENDPOINT")

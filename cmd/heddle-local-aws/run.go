@@ -47,6 +47,12 @@ type config struct {
 	// OidcAudience: when set, the front door runs the JWT authorizer on
 	// /oidc/... as API Gateway would.
 	oidcIssuer, oidcAudience string
+	// previousBinDir and previousHeddle are the previous release's
+	// bootstraps and CLI: when set, a deploy is in progress, each
+	// function's alias "live" shares its invocations between the two
+	// releases' versions (POST /local-aws/shift moves it) and the previous
+	// release's `heddle worker` runs beside the current one's.
+	previousBinDir, previousHeddle string
 }
 
 // ready is the line printed when everything is up.
@@ -61,10 +67,19 @@ type ready struct {
 
 // stats is GET /local-aws/stats.
 type stats struct {
+	// Functions are the current release's versions by their short name
+	// (api, worker, janitor) and the previous release's, while a deploy
+	// runs, as previous-api, previous-worker and previous-janitor.
 	Functions map[string]functionStats `json:"functions"`
-	Mappings  []esmemu.Configuration   `json:"mappings"`
-	Fargate   fargateStats             `json:"fargate"`
-	Janitor   scheduleStats            `json:"schedule"`
+	// Aliases gives each function's alias "live" as the share of
+	// invocations its previous version takes (0 when no deploy runs).
+	Aliases  map[string]float64     `json:"aliases"`
+	Mappings []esmemu.Configuration `json:"mappings"`
+	Fargate  fargateStats           `json:"fargate"`
+	// PreviousFargate is the previous release's `heddle worker`, while a
+	// deploy runs.
+	PreviousFargate *fargateStats `json:"previousFargate,omitempty"`
+	Janitor         scheduleStats `json:"schedule"`
 }
 
 type functionStats struct {
@@ -79,6 +94,8 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		return errors.New(`HEDDLE_DYNAMODB_ENDPOINT is unset: run scripts/dynamodb-local.sh start and eval "$(scripts/dynamodb-local.sh env)"`)
 	case cfg.sqsEndpoint == "":
 		return errors.New(`HEDDLE_SQS_ENDPOINT is unset: run scripts/fauxqs.sh start and eval "$(scripts/fauxqs.sh env)"`)
+	case cfg.previousHeddle != "" && cfg.previousBinDir == "":
+		return errors.New("--previous-heddle needs --previous-bin-dir: the previous release's worker runs only while a deploy is in progress")
 	case cfg.janitorEvery <= 0:
 		return errors.New("--janitor-every must be positive")
 	case cfg.workerTimeout < time.Minute || cfg.workerTimeout > 15*time.Minute || cfg.workerTimeout%time.Second != 0:
@@ -136,11 +153,17 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		"AWS_ACCESS_KEY_ID=heddle", "AWS_SECRET_ACCESS_KEY=heddle", "AWS_SESSION_TOKEN=local-aws",
 	}
 	workerFn := lambdaemu.Function{Name: "heddle-" + cfg.stage + "-worker", Timeout: cfg.workerTimeout, MemoryMB: 512, Region: region, AccountID: accountID}
-	apiEnv := append([]string{"HEDDLE_WORKER_FUNCTION=" + workerFn.ARN(), "AWS_ENDPOINT_URL_LAMBDA=" + lambdaURL}, common...)
+	// The tenants' mappings invoke the worker's alias, as template.yaml's
+	// HEDDLE_WORKER_FUNCTION says: a deploy's shift and its rollback move
+	// the worker with the API and the janitor.
+	workerAlias := workerFn
+	workerAlias.Name += ":" + aliasName
+	apiEnv := append([]string{"HEDDLE_WORKER_FUNCTION=" + workerAlias.ARN(), "AWS_ENDPOINT_URL_LAMBDA=" + lambdaURL}, common...)
 	if cfg.bootstrapKey != "" {
 		apiEnv = append(apiEnv, "HEDDLE_BOOTSTRAP_KEY="+cfg.bootstrapKey)
 	}
 	pools := map[string]*lambdaemu.Pool{}
+	aliases := map[string]*alias{}
 	defer func() {
 		for _, p := range pools {
 			p.Close()
@@ -155,36 +178,57 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		{"worker", workerFn, common},
 		{"janitor", lambdaemu.Function{Name: "heddle-" + cfg.stage + "-janitor", Timeout: cfg.janitorTimeout, MemoryMB: 256, Concurrency: cfg.janitorConcurrency}, common},
 	} {
-		f.fn.Path = filepath.Join(cfg.binDir, f.short, "bootstrap")
 		f.fn.Env = f.env
 		f.fn.Region, f.fn.AccountID = region, accountID
-		logs, err := os.OpenFile(filepath.Join(cfg.stateDir, "logs", f.short+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return err
+		versions := []struct{ name, binDir string }{{f.short, cfg.binDir}}
+		if cfg.previousBinDir != "" {
+			versions = append(versions, struct{ name, binDir string }{"previous-" + f.short, cfg.previousBinDir})
 		}
-		defer logs.Close()
-		f.fn.Logs = logs
-		p, err := lambdaemu.NewPool(f.fn)
-		if err != nil {
-			return fmt.Errorf("%w (make local-aws builds the bootstraps into dist/local)", err)
+		for _, v := range versions {
+			fn := f.fn
+			fn.Path = filepath.Join(v.binDir, f.short, "bootstrap")
+			logs, err := os.OpenFile(filepath.Join(cfg.stateDir, "logs", v.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+			if err != nil {
+				return err
+			}
+			defer logs.Close()
+			fn.Logs = logs
+			p, err := lambdaemu.NewPool(fn)
+			if err != nil {
+				return fmt.Errorf("%w (make local-aws builds the bootstraps into dist/local)", err)
+			}
+			pools[v.name] = p
 		}
-		pools[f.short] = p
+		aliases[f.short] = newAlias(pools[f.short], pools["previous-"+f.short])
 	}
 
-	// Event source mappings and Invoke.
-	esm, err := esmemu.New(esmemu.Config{Functions: []esmemu.Function{pools["api"], pools["worker"], pools["janitor"]},
+	// Event source mappings and Invoke: each function unqualified (its
+	// $LATEST, the current release) and through its alias.
+	esm, err := esmemu.New(esmemu.Config{Functions: []esmemu.Function{pools["api"], pools["worker"], pools["janitor"],
+		aliases["api"], aliases["worker"], aliases["janitor"]},
 		SQS: sqsqueue.NewEmulatorClient(cfg.sqsEndpoint), Logger: log})
 	if err != nil {
 		return err
 	}
 	defer esm.Close()
-	fargate := &fargateTask{path: cfg.heddle, env: common, workers: cfg.fargateWorkers, stateDir: cfg.stateDir, log: log}
-	sched := &schedule{pool: pools["janitor"], every: cfg.janitorEvery, arn: fmt.Sprintf("arn:aws:scheduler:%s:%s:schedule/default/heddle-%s-janitor", region, accountID, cfg.stage), log: log}
+	fargate := &fargateTask{name: "fargate-worker", path: cfg.heddle, env: common, workers: cfg.fargateWorkers, stateDir: cfg.stateDir, log: log}
+	var previousFargate *fargateTask
+	if cfg.previousHeddle != "" {
+		previousFargate = &fargateTask{name: "previous-fargate-worker", path: cfg.previousHeddle, env: common, workers: cfg.fargateWorkers, stateDir: cfg.stateDir, log: log}
+	}
+	sched := &schedule{pool: aliases["janitor"], every: cfg.janitorEvery, arn: fmt.Sprintf("arn:aws:scheduler:%s:%s:schedule/default/heddle-%s-janitor", region, accountID, cfg.stage), log: log}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /local-aws/stats", func(w http.ResponseWriter, _ *http.Request) {
-		s := stats{Functions: map[string]functionStats{}, Mappings: esm.Mappings(), Fargate: fargate.stats(), Janitor: sched.stats()}
+		s := stats{Functions: map[string]functionStats{}, Aliases: map[string]float64{}, Mappings: esm.Mappings(), Fargate: fargate.stats(), Janitor: sched.stats()}
 		for name, p := range pools {
 			s.Functions[name] = functionStats{Stats: p.Stats(), PIDs: p.PIDs(), Busy: p.BusyPIDs()}
+		}
+		for name, a := range aliases {
+			s.Aliases[name] = a.previousWeight()
+		}
+		if previousFargate != nil {
+			pf := previousFargate.stats()
+			s.PreviousFargate = &pf
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s)
@@ -199,13 +243,38 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		}
 		_ = json.NewEncoder(w).Encode(map[string]int{"pid": p.KillIdle()})
 	})
+	// A deploy's traffic shift, as CodeDeploy makes it: ?previous=W gives
+	// the previous release's versions the share W (0 to 1) of every alias's
+	// invocations. W=0 ends the deploy: the previous release's `heddle
+	// worker` is stopped too (its ECS service has rolled over).
+	previousCtx, stopPreviousFargate := context.WithCancel(context.Background())
+	defer stopPreviousFargate()
+	mux.HandleFunc("POST /local-aws/shift", func(w http.ResponseWriter, r *http.Request) {
+		weight, err := strconv.ParseFloat(r.URL.Query().Get("previous"), 64)
+		if err != nil || !(weight >= 0 && weight <= 1) { // NaN too
+			http.Error(w, "previous: a share from 0 to 1 of the invocations the previous release's versions take", http.StatusBadRequest)
+			return
+		}
+		if cfg.previousBinDir == "" {
+			http.Error(w, "no previous release runs (--previous-bin-dir)", http.StatusConflict)
+			return
+		}
+		for _, a := range aliases {
+			a.shift(weight)
+		}
+		if weight == 0 {
+			stopPreviousFargate()
+		}
+		log.Info("local-aws: shifted the aliases", "previous", weight)
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.Handle("/", esm.Handler())
 	lambdaSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = lambdaSrv.Serve(lambdaLn) }()
 	defer lambdaSrv.Close()
 
 	// The front door.
-	doorCfg := apigwemu.Config{Function: pools["api"], AccountID: accountID, Logger: log}
+	doorCfg := apigwemu.Config{Function: aliases["api"], AccountID: accountID, Logger: log}
 	if cfg.oidcIssuer != "" {
 		doorCfg.Authorizer = &apigwemu.JWTAuthorizer{Issuer: cfg.oidcIssuer, Audience: cfg.oidcAudience,
 			RouteKey: "ANY /oidc/{proxy+}", Prefix: "/oidc"}
@@ -224,6 +293,10 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 	wg.Go(func() { sched.run(runCtx) })
 	if cfg.heddle != "" {
 		wg.Go(func() { fargate.run(runCtx) })
+	}
+	if previousFargate != nil {
+		context.AfterFunc(runCtx, stopPreviousFargate)
+		wg.Go(func() { previousFargate.run(previousCtx) })
 	}
 
 	line, _ := json.Marshal(ready{Ready: true, Endpoint: doorURL, Lambda: lambdaURL, KMS: kmsURL, Table: table, Prefix: prefix})
@@ -247,7 +320,7 @@ func serve(addr string, h http.Handler) (string, func(), error) {
 
 // schedule is the EventBridge Scheduler schedule that invokes the janitor.
 type schedule struct {
-	pool  *lambdaemu.Pool
+	pool  *alias
 	every time.Duration
 	arn   string
 	log   *slog.Logger
@@ -312,6 +385,7 @@ func (s *schedule) run(ctx context.Context) {
 // fargateTask runs `heddle worker` as the ECS service runs its task: one
 // task, started again whenever it stops.
 type fargateTask struct {
+	name     string // its log is <name>.log
 	path     string
 	env      []string
 	workers  int
@@ -337,7 +411,7 @@ func (f *fargateTask) stats() fargateStats {
 }
 
 func (f *fargateTask) run(ctx context.Context) {
-	logs, err := os.OpenFile(filepath.Join(f.stateDir, "logs", "fargate-worker.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logs, err := os.OpenFile(filepath.Join(f.stateDir, "logs", f.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		f.log.Error("fargate: its log", "error", err)
 		return

@@ -202,7 +202,10 @@ func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request, p access.P
 				return err
 			}
 		}
-		return s.catalog.DropTenant(ctx, tenant)
+		if err := s.catalog.DropTenant(ctx, tenant); err != nil {
+			return err
+		}
+		return s.throttle.forgetTenant(ctx, tenant)
 	}
 	if err := s.access.DeleteTenant(r.Context(), id, drop); err != nil {
 		return err

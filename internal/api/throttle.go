@@ -187,3 +187,16 @@ func (t *throttler) takeTenant(ctx context.Context, w http.ResponseWriter, tenan
 	return &throttledError{retryAfter: d.RetryAfter, message: fmt.Sprintf(
 		"your tenant sent more than %s; wait %s (Retry-After) and send fewer", t.cfg.PerTenant, d.RetryAfter.Round(time.Second))}
 }
+
+// forgetTenant removes a deleted tenant's request count (with the stored
+// limiter, the item in the tenant's partition), so that nothing of the
+// tenant is left behind.
+func (t *throttler) forgetTenant(ctx context.Context, tenant string) error {
+	if t == nil {
+		return nil
+	}
+	if err := t.cfg.Limiter.Forget(ctx, tenantLimitKind+":"+tenant); err != nil {
+		return fmt.Errorf("removing the request count of tenant %q: %w", tenant, err)
+	}
+	return nil
+}

@@ -207,3 +207,48 @@ func TestStoredLimitHoldsAcrossInstances(t *testing.T) {
 	}
 	require.Equal(t, 5, served)
 }
+
+// TestThrottleLeavesNothingBehind: a deleted tenant's request count goes
+// with it, and the counts of failed authentications carry the expiry
+// (store.CounterExpires) by which DynamoDB's time to live removes the items
+// of sources that stop coming: a window after their window ends.
+func TestThrottleLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	for name, mk := range throttleBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db, limiter := mk(t)
+			b, clock := throttledBundle(t, db, limiter)
+			acme := b.createTenant(t, "acme")
+			status, _ := b.do(t, acme, http.MethodGet, "/v1/me", nil)
+			require.Equal(t, http.StatusOK, status)
+			status, _ = b.do(t, access.NewKeySecret(), http.MethodGet, "/v1/me", nil)
+			require.Equal(t, http.StatusUnauthorized, status)
+			stored := name != "memory"
+			if stored {
+				_, err := db.Get(t.Context(), limiterItem(tenantLimitKind+":acme"))
+				require.NoError(t, err, "acme's requests are counted")
+				failures, err := db.Get(t.Context(), limiterItem(sourceLimitKind+":127.0.0.1"))
+				require.NoError(t, err)
+				// The clock is at 10:00:05: the window ends at 10:01, the
+				// item may go a window later.
+				want := time.Date(2026, 1, 1, 10, 2, 0, 0, time.UTC).Unix() + 1
+				require.Equal(t, want, failures.Counter(store.CounterExpires))
+			}
+
+			status, _ = b.do(t, b.rootKey, http.MethodDelete, "/v1/tenants/acme", nil)
+			require.Equal(t, http.StatusNoContent, status)
+			if stored {
+				_, err := db.Get(t.Context(), limiterItem(tenantLimitKind+":acme"))
+				require.ErrorIs(t, err, store.ErrNotFound, "the deleted tenant's count went with it")
+			}
+			// A tenant made again under the id starts with a whole window.
+			clock.Advance(time.Second)
+			acme = b.createTenant(t, "acme")
+			resp := b.raw(t, acme, http.MethodGet, "/v1/me", nil)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			require.Equal(t, "4", resp.Header.Get("RateLimit-Remaining"))
+		})
+	}
+}

@@ -9,4 +9,11 @@
 // adds and returns the count. The price is the window edge: a client may
 // spend its limit at the end of one window and again at the start of the
 // next, so over any window's length it sees at most twice the limit.
+//
+// Nothing a key counted outlives its use: Memory drops the counts of ended
+// windows (when it holds many), and every Stored item carries
+// store.CounterExpires a window after its window ends, which DynamoDB's time
+// to live acts on, so the items of sources that failed to authenticate once
+// and never came back go by themselves. Forget removes a key's count at
+// once (a deleted tenant's).
 package ratelimit

@@ -48,6 +48,9 @@ type Decision struct {
 // Limiter counts one request against key under limit.
 type Limiter interface {
 	Take(ctx context.Context, key string, limit Limit, now time.Time) (Decision, error)
+	// Forget removes key's count, for a key that will not come again (a
+	// deleted tenant's); a key with no count is not an error.
+	Forget(ctx context.Context, key string) error
 }
 
 // window is the number of the fixed window now falls in, and when it ends.
@@ -106,4 +109,12 @@ func (m *Memory) Take(_ context.Context, key string, l Limit, now time.Time) (De
 	c.n++
 	m.counts[key] = c
 	return decide(l, c.n, now, end), nil
+}
+
+// Forget removes key's count.
+func (m *Memory) Forget(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.counts, key)
+	return nil
 }

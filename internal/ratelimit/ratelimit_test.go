@@ -171,3 +171,48 @@ func TestStoredCost(t *testing.T) {
 	require.Equal(t, int64(10), c.Writes)
 	require.Equal(t, int64(0), c.Reads())
 }
+
+// TestForgetStartsOver: a forgotten key's count is gone, in every Limiter;
+// forgetting a key never counted is no error.
+func TestForgetStartsOver(t *testing.T) {
+	t.Parallel()
+	for name, mk := range limiters(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			l := mk(t)
+			lim := ratelimit.Limit{Requests: 2, Window: time.Minute}
+			now := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+			for range 3 {
+				_, err := l.Take(t.Context(), "t", lim, now)
+				require.NoError(t, err)
+			}
+			require.NoError(t, l.Forget(t.Context(), "t"))
+			d, err := l.Take(t.Context(), "t", lim, now)
+			require.NoError(t, err)
+			require.True(t, d.Allowed, "counted afresh")
+			require.Equal(t, 1, d.Remaining)
+			require.NoError(t, l.Forget(t.Context(), "never"))
+		})
+	}
+}
+
+// TestStoredItemsExpire: a window's item carries store.CounterExpires, a
+// window after the window's end, for DynamoDB's time to live.
+func TestStoredItemsExpire(t *testing.T) {
+	t.Parallel()
+	s := boltStore(t)
+	l := ratelimit.NewStored(s, keyOf)
+	lim := ratelimit.Limit{Requests: 5, Window: time.Minute}
+	now := time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC)
+	_, err := l.Take(t.Context(), "src", lim, now)
+	require.NoError(t, err)
+	it, err := s.Get(t.Context(), keyOf("src"))
+	require.NoError(t, err)
+	require.Equal(t, time.Date(2026, 1, 1, 10, 2, 0, 0, time.UTC).Unix()+1, it.Counter(store.CounterExpires))
+	// The next window's item is moved on with it.
+	_, err = l.Take(t.Context(), "src", lim, now.Add(time.Minute))
+	require.NoError(t, err)
+	it, err = s.Get(t.Context(), keyOf("src"))
+	require.NoError(t, err)
+	require.Equal(t, time.Date(2026, 1, 1, 10, 3, 0, 0, time.UTC).Unix()+1, it.Counter(store.CounterExpires))
+}

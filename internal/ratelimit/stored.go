@@ -14,6 +14,11 @@ import (
 // whose status names the current window and whose counter "n" counts the
 // requests in it. Every API instance of a deployment shares them.
 //
+// Each window's item carries store.CounterExpires, one window after the
+// window's end, so that DynamoDB's time to live removes the items of keys
+// that stop coming (sources that failed once and never again), and no
+// request reads an item as current after its window ended anyway.
+//
 // Cost: one conditional update per request (the update that adds one to the
 // window's count and returns it); at the first request of a window, that
 // update's condition fails and a second update starts the new window. A
@@ -64,7 +69,7 @@ func (l *Stored) Take(ctx context.Context, key string, lim Limit, now time.Time)
 			cond = store.Condition{Version: ce.Current.Version}
 		}
 		it, err = l.store.Write(ctx, store.Update(k, cond,
-			store.Changes{Status: &status, Set: map[string]int64{countName: 1}}))
+			store.Changes{Status: &status, Set: map[string]int64{countName: 1, store.CounterExpires: expiry(lim, end)}}))
 		if err == nil {
 			return decide(lim, it.Counter(countName), now, end), nil
 		}
@@ -73,4 +78,19 @@ func (l *Stored) Take(ctx context.Context, key string, lim Limit, now time.Time)
 		}
 	}
 	return Decision{}, fmt.Errorf("ratelimit: %s kept changing under four tries", k)
+}
+
+// expiry is when a window's item may go: a window after the window's end,
+// so that an instance whose clock is a little behind still finds it.
+func expiry(lim Limit, end time.Time) int64 {
+	return end.Add(lim.Window).Unix() + 1
+}
+
+// Forget removes key's count (its tenant is deleted).
+func (l *Stored) Forget(ctx context.Context, key string) error {
+	k := l.key(key)
+	if _, err := l.store.Write(ctx, store.Delete(k, store.Condition{})); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("ratelimit: removing %s: %w", k, err)
+	}
+	return nil
 }

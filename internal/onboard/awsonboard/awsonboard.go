@@ -89,7 +89,12 @@ type Config struct {
 	LongQueues Queues
 	// Lambda manages the mappings; required with FunctionName.
 	Lambda LambdaClient
-	// FunctionName is the worker function's name or ARN. Empty makes queues
+	// FunctionName is the worker function's name or ARN, qualified by its
+	// alias in AWS (template.yaml's HEDDLE_WORKER_FUNCTION: the alias
+	// "live", so that a deploy's shift and rollback move the worker with
+	// the API and the janitor). A tenant's mapping to the same function
+	// under another qualifier, or none ($LATEST, as releases before the
+	// alias made them), is moved to this one. Empty makes queues
 	// only, for deployments whose queues something else consumes (heddle
 	// worker on Fargate, or tests that feed the worker handler themselves).
 	FunctionName string
@@ -216,9 +221,15 @@ func (o *Onboarder) Offboard(ctx context.Context, tenantID string) error {
 }
 
 // ensureMapping updates the mapping from arn to the worker, or creates it.
+// Another of the worker's mappings from arn (a release from before the
+// alias made one to $LATEST while a newer one had made the alias's, during
+// a deploy) is deleted: the queue keeps one consumer mapping.
 func (o *Onboarder) ensureMapping(ctx context.Context, arn string, concurrency int32) error {
-	m, err := o.findMapping(ctx, arn)
+	m, all, err := o.findMapping(ctx, arn)
 	if err != nil {
+		return err
+	}
+	if err := o.dropOthers(ctx, arn, m, all); err != nil {
 		return err
 	}
 	if m == nil {
@@ -238,7 +249,7 @@ func (o *Onboarder) ensureMapping(ctx context.Context, arn string, concurrency i
 			return fmt.Errorf("awsonboard: mapping %s to %s: %w", arn, o.function, err)
 		}
 		// Made meanwhile by another call: update that one.
-		if m, err = o.findMapping(ctx, arn); err != nil {
+		if m, _, err = o.findMapping(ctx, arn); err != nil {
 			return err
 		}
 		if m == nil {
@@ -248,6 +259,47 @@ func (o *Onboarder) ensureMapping(ctx context.Context, arn string, concurrency i
 	return o.updateMapping(ctx, m, concurrency)
 }
 
+// dropOthers deletes the worker's mappings from arn (all) other than keep.
+func (o *Onboarder) dropOthers(ctx context.Context, arn string, keep *lambdatypes.EventSourceMappingConfiguration, all []lambdatypes.EventSourceMappingConfiguration) error {
+	if keep == nil {
+		return nil
+	}
+	for _, m := range all {
+		if aws.ToString(m.UUID) == aws.ToString(keep.UUID) || aws.ToString(m.State) == stateDeleting {
+			continue
+		}
+		_, err := o.lambda.DeleteEventSourceMapping(ctx, &lambda.DeleteEventSourceMappingInput{UUID: m.UUID})
+		var notFound *lambdatypes.ResourceNotFoundException
+		if err != nil && !errors.As(err, &notFound) {
+			return fmt.Errorf("awsonboard: deleting the second mapping %s from %s%s: %w", aws.ToString(m.UUID), arn, inUseHint(err), err)
+		}
+	}
+	return nil
+}
+
+// functionParts splits a function's name, name:qualifier, ARN or qualified
+// ARN into the function's name and its qualifier ("" for $LATEST).
+func functionParts(nameOrARN string) (name, qualifier string) {
+	parts := strings.Split(nameOrARN, ":")
+	if len(parts) >= 7 && parts[0] == "arn" {
+		// arn:partition:lambda:region:account:function:name[:qualifier]
+		parts = parts[6:]
+	}
+	name = parts[0]
+	if len(parts) > 1 && parts[1] != "$LATEST" {
+		qualifier = parts[1]
+	}
+	return name, qualifier
+}
+
+// worker reports whether a mapping's function is the worker under any
+// qualifier, and whether it is under the configured one.
+func (o *Onboarder) worker(m lambdatypes.EventSourceMappingConfiguration) (same, exact bool) {
+	name, qualifier := functionParts(aws.ToString(m.FunctionArn))
+	wantName, wantQualifier := functionParts(o.function)
+	return name == wantName, name == wantName && qualifier == wantQualifier
+}
+
 // updateMapping brings m to the mapping's settings and concurrency, if it
 // differs.
 func (o *Onboarder) updateMapping(ctx context.Context, m *lambdatypes.EventSourceMappingConfiguration, concurrency int32) error {
@@ -255,7 +307,7 @@ func (o *Onboarder) updateMapping(ctx context.Context, m *lambdatypes.EventSourc
 	if state == stateDeleting {
 		return fmt.Errorf("awsonboard: mapping %s from %s is being deleted; try again when it is gone", aws.ToString(m.UUID), aws.ToString(m.EventSourceArn))
 	}
-	if aws.ToInt32(m.BatchSize) == BatchSize &&
+	if _, exact := o.worker(*m); exact && aws.ToInt32(m.BatchSize) == BatchSize &&
 		m.ScalingConfig != nil && aws.ToInt32(m.ScalingConfig.MaximumConcurrency) == concurrency &&
 		slices.Contains(m.FunctionResponseTypes, lambdatypes.FunctionResponseTypeReportBatchItemFailures) &&
 		state != stateDisabled && state != stateDisabling {
@@ -263,6 +315,7 @@ func (o *Onboarder) updateMapping(ctx context.Context, m *lambdatypes.EventSourc
 	}
 	_, err := o.lambda.UpdateEventSourceMapping(ctx, &lambda.UpdateEventSourceMappingInput{
 		UUID:                  m.UUID,
+		FunctionName:          aws.String(o.function),
 		BatchSize:             aws.Int32(BatchSize),
 		Enabled:               aws.Bool(true),
 		FunctionResponseTypes: []lambdatypes.FunctionResponseType{lambdatypes.FunctionResponseTypeReportBatchItemFailures},
@@ -274,20 +327,46 @@ func (o *Onboarder) updateMapping(ctx context.Context, m *lambdatypes.EventSourc
 	return nil
 }
 
-// findMapping returns the mapping from arn to the worker, nil if there is
-// none. One that is not being deleted wins over one that is.
-func (o *Onboarder) findMapping(ctx context.Context, arn string) (*lambdatypes.EventSourceMappingConfiguration, error) {
-	ms, err := o.listMappings(ctx, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(arn), FunctionName: aws.String(o.function)})
+// findMapping returns the mapping from arn to the worker under any
+// qualifier, nil if there is none, and all of the worker's mappings from
+// arn. One that is not being deleted wins over one that is, and among those
+// one under the configured qualifier.
+func (o *Onboarder) findMapping(ctx context.Context, arn string) (*lambdatypes.EventSourceMappingConfiguration, []lambdatypes.EventSourceMappingConfiguration, error) {
+	ms, err := o.workerMappings(ctx, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(arn)})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	rank := func(m *lambdatypes.EventSourceMappingConfiguration) int {
+		r := 0
+		if aws.ToString(m.State) != stateDeleting {
+			r += 2
+		}
+		if _, exact := o.worker(*m); exact {
+			r++
+		}
+		return r
 	}
 	var found *lambdatypes.EventSourceMappingConfiguration
 	for i := range ms {
-		if found == nil || aws.ToString(found.State) == stateDeleting {
+		if found == nil || rank(&ms[i]) > rank(found) {
 			found = &ms[i]
 		}
 	}
-	return found, nil
+	return found, ms, nil
+}
+
+// workerMappings lists the mappings in answer to in (which names no
+// function: Lambda matches a function filter on its exact qualifier) and
+// keeps the worker's, under any qualifier.
+func (o *Onboarder) workerMappings(ctx context.Context, in *lambda.ListEventSourceMappingsInput) ([]lambdatypes.EventSourceMappingConfiguration, error) {
+	ms, err := o.listMappings(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(ms, func(m lambdatypes.EventSourceMappingConfiguration) bool {
+		same, _ := o.worker(m)
+		return !same
+	}), nil
 }
 
 // tenantMappings returns the mappings from the tenant's queue to the
@@ -296,7 +375,7 @@ func (o *Onboarder) findMapping(ctx context.Context, arn string) (*lambdatypes.E
 func (o *Onboarder) tenantMappings(ctx context.Context, tenant string) ([]lambdatypes.EventSourceMappingConfiguration, error) {
 	arn, err := o.queues.QueueARN(ctx, tenant)
 	if err == nil {
-		return o.listMappings(ctx, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(arn), FunctionName: aws.String(o.function)})
+		return o.workerMappings(ctx, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(arn)})
 	}
 	if !errors.Is(err, queue.ErrNoQueue) {
 		return nil, err
@@ -305,7 +384,7 @@ func (o *Onboarder) tenantMappings(ctx context.Context, tenant string) ([]lambda
 	if err != nil {
 		return nil, err
 	}
-	all, err := o.listMappings(ctx, &lambda.ListEventSourceMappingsInput{FunctionName: aws.String(o.function)})
+	all, err := o.workerMappings(ctx, &lambda.ListEventSourceMappingsInput{})
 	if err != nil {
 		return nil, err
 	}

@@ -244,12 +244,14 @@ func setup(t *testing.T, existing []string, script ...exchange) *testBundle {
 func acme(workers int) domain.Tenant { return domain.Tenant{ID: "acme", Workers: workers} }
 
 // requireListed checks that a ListEventSourceMappings asked for the
-// mappings from the queue to the worker.
+// mappings from the queue, to any function: Lambda's function filter
+// matches one qualifier only, and the worker's mapping may be under
+// another (the onboarder keeps the worker's among them).
 func requireListed(t *testing.T, r request, arn string) {
 	t.Helper()
 	require.Equal(t, http.MethodGet, r.method)
 	require.Equal(t, arn, r.query.Get("EventSourceArn"))
-	require.Equal(t, worker, r.query.Get("FunctionName"))
+	require.Empty(t, r.query.Get("FunctionName"))
 }
 
 // requireSettings checks the mapping's settings in a create or update body.
@@ -400,7 +402,7 @@ func TestOffboard(t *testing.T) {
 		b := setup(t, nil, list("list-event-source-mappings-function.json"), remove(uuid))
 		require.NoError(t, b.o.Offboard(t.Context(), "acme"))
 		got := b.lambda.requests()
-		require.Equal(t, worker, got[0].query.Get("FunctionName"))
+		require.Empty(t, got[0].query.Get("FunctionName"))
 		require.Empty(t, got[0].query.Get("EventSourceArn"))
 		require.Equal(t, mappings+"/"+uuid, got[1].path, "acme's mapping, not globex's")
 		require.Equal(t, []string{"acme"}, b.queues.deleted)
@@ -467,4 +469,63 @@ func TestNewRefuses(t *testing.T) {
 	require.Error(t, err)
 	_, err = awsonboard.New(awsonboard.Config{Queues: q, FunctionName: worker})
 	require.ErrorContains(t, err, "Lambda client")
+}
+
+// TestMappingMovesToTheAlias: with the worker's alias configured (as
+// template.yaml does), a tenant's mapping made before it, to the worker's
+// $LATEST, is moved to the alias in place rather than doubled by a second
+// mapping on the same queue; a mapping of another function on the queue is
+// left alone; one already on the alias with the right settings changes
+// nothing.
+func TestMappingMovesToTheAlias(t *testing.T) {
+	t.Parallel()
+	const alias = "arn:aws:lambda:eu-west-1:123456789012:function:heddle-prod-worker:live"
+	newOnboarder := func(t *testing.T, script ...exchange) (*fakeLambda, *awsonboard.Onboarder) {
+		f, client := newFakeLambda(t, acmeARN, script...)
+		o, err := awsonboard.New(awsonboard.Config{Queues: newFakeQueues(t, "acme"), Lambda: client, FunctionName: alias})
+		require.NoError(t, err)
+		return f, o
+	}
+	t.Run("from $LATEST", func(t *testing.T) {
+		t.Parallel()
+		f, o := newOnboarder(t, list("list-event-source-mappings.json"), update(uuid))
+		require.NoError(t, o.Onboard(t.Context(), acme(2)))
+		got := f.requests()
+		require.Len(t, got, 2)
+		requireListed(t, got[0], acmeARN)
+		require.Equal(t, alias, got[1].body["FunctionName"], "the mapping now invokes the alias")
+		requireSettings(t, got[1].body, 2)
+	})
+	t.Run("another function's mapping", func(t *testing.T) {
+		t.Parallel()
+		f, o := newOnboarder(t, list("list-event-source-mappings-other.json"), create())
+		require.NoError(t, o.Onboard(t.Context(), acme(2)))
+		got := f.requests()
+		require.Len(t, got, 2)
+		require.Equal(t, http.MethodPost, got[1].method, "the worker's own mapping is made beside it")
+		require.Equal(t, alias, got[1].body["FunctionName"])
+	})
+	t.Run("already on the alias", func(t *testing.T) {
+		t.Parallel()
+		f, o := newOnboarder(t, list("list-event-source-mappings-alias.json"))
+		require.NoError(t, o.Onboard(t.Context(), acme(2)))
+		require.Len(t, f.requests(), 1)
+	})
+	t.Run("both", func(t *testing.T) {
+		t.Parallel()
+		// A release from before the alias made a mapping to $LATEST beside
+		// the alias's during a deploy: the queue keeps the alias's.
+		f, o := newOnboarder(t, list("list-event-source-mappings-both.json"), remove(uuid))
+		require.NoError(t, o.Onboard(t.Context(), acme(2)))
+		got := f.requests()
+		require.Len(t, got, 2)
+		require.Equal(t, http.MethodDelete, got[1].method)
+		require.Equal(t, mappings+"/"+uuid, got[1].path, "the $LATEST mapping goes")
+	})
+	t.Run("offboard deletes it under any qualifier", func(t *testing.T) {
+		t.Parallel()
+		f, o := newOnboarder(t, list("list-event-source-mappings.json"), remove(uuid))
+		require.NoError(t, o.Offboard(t.Context(), "acme"))
+		require.Equal(t, mappings+"/"+uuid, f.requests()[1].path)
+	})
 }

@@ -67,3 +67,15 @@ func BenchmarkVersionedUpdates(b *testing.B) {
 		return s
 	})
 }
+
+// TestTableExpiresItems: the table CreateTable makes has template.yaml's
+// time to live on store.CounterExpires.
+func TestTableExpiresItems(t *testing.T) {
+	t.Parallel()
+	_, c, table := setup(t)
+	out, err := c.DescribeTimeToLive(t.Context(), &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+	require.NoError(t, err)
+	require.Equal(t, "c_expires", dynamostore.TTLAttribute)
+	require.Equal(t, dynamostore.TTLAttribute, aws.ToString(out.TimeToLiveDescription.AttributeName))
+	require.Contains(t, []string{"ENABLED", "ENABLING"}, string(out.TimeToLiveDescription.TimeToLiveStatus))
+}

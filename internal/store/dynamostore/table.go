@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/heddle-io/heddle/internal/store"
 )
 
 // CreateTable creates table with the layout Store expects, on-demand billing
@@ -48,8 +50,18 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, table string) err
 	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 5*time.Minute); err != nil {
 		return fmt.Errorf("dynamostore: wait for table %s: %w", table, err)
 	}
+	// The time to live template.yaml's TimeToLiveSpecification declares.
+	if _, err := client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(table),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(TTLAttribute), Enabled: aws.Bool(true)}}); err != nil {
+		return fmt.Errorf("dynamostore: time to live of table %s: %w", table, err)
+	}
 	return nil
 }
+
+// TTLAttribute is the table's time-to-live attribute: the counter
+// store.CounterExpires, whose Unix seconds DynamoDB deletes the item after
+// (within days; until then it is read as it is).
+const TTLAttribute = counterPrefix + store.CounterExpires
 
 // NewEmulatorClient returns a client for a DynamoDB emulator such as
 // DynamoDB Local (scripts/dynamodb-local.sh) at endpoint: dummy static

@@ -11,4 +11,6 @@ awslocal dynamodb create-table --table-name "$table" --billing-mode PAY_PER_REQU
                           AttributeName=gpk,AttributeType=S AttributeName=gsk,AttributeType=S \
   --key-schema AttributeName=pk,KeyType=HASH AttributeName=sk,KeyType=RANGE \
   --global-secondary-indexes 'IndexName=gsi1,KeySchema=[{AttributeName=gpk,KeyType=HASH},{AttributeName=gsk,KeyType=RANGE}],Projection={ProjectionType=ALL}'
+awslocal dynamodb update-time-to-live --table-name "$table" \
+  --time-to-live-specification Enabled=true,AttributeName=c_expires
 echo "heddle: created table $table"
