@@ -321,8 +321,8 @@ func validate(tenant string, role domain.Role, req ImportRequest) domain.Problem
 			add(f, "repeats the key of an earlier record")
 		}
 		seen[k] = true
-		if rec.Index != nil && (rec.PK != "CLUSTERS" || !strings.HasPrefix(rec.Index.Partition, "LEASE#")) {
-			add(f+".index", "only a cluster's lease expiry may be indexed in an export (jobs and tasks that run are never exported)")
+		if rec.Index != nil && !exportedIndex(rec.PK, rec.Index.Partition) {
+			add(f+".index", "only a cluster's lease expiry and its next health verification may be indexed in an export (jobs and tasks that run are never exported)")
 		}
 		if err := store.CheckOp(store.Put(store.Item{Key: k, Status: rec.Status, Counters: rec.Counters, Index: rec.Index, Data: rec.Data}, store.Condition{})); err != nil {
 			add(f, err.Error())
@@ -334,6 +334,15 @@ func validate(tenant string, role domain.Role, req ImportRequest) domain.Problem
 		ps = append(ps, checkKind(tenant, role, f, rec)...)
 	}
 	return ps
+}
+
+// exportedIndex reports whether an item of partition pk may carry an index
+// entry in partition ix: a cluster's lease expiry (LEASE#<shard>) and a
+// cluster's due health verification (VERIFY#<shard>), which the target's
+// janitor then acts on as the source's would have.
+func exportedIndex(pk, ix string) bool {
+	return pk == "CLUSTERS" && strings.HasPrefix(ix, "LEASE#") ||
+		pk == "VERIFYDUE" && strings.HasPrefix(ix, "VERIFY#")
 }
 
 // checkSecrets requires a secret for every placeholder and a placeholder

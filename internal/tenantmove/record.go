@@ -132,7 +132,7 @@ var catalogKinds = []domain.Kind{domain.KindProvider, domain.KindHardwareType, d
 
 // exact and prefixed partitions an export walks and an import accepts.
 var (
-	exactPartitions  = []string{"USERS", "CAT", "CLUSTERS", "CLUSTERSPECS", "NODESUM", "JOBSUM"}
+	exactPartitions  = []string{"USERS", "CAT", "CLUSTERS", "CLUSTERSPECS", "NODESUM", "JOBSUM", "VERIFYDUE"}
 	prefixPartitions = []string{"KEYS#", "NODES#", "JOBS#", "TASKS#", "DEFERRED#", "ROLLBACK#", "JOBLISTS#", "SUBMIT#", "HOSTS#", "HOSTCLAIM#"}
 )
 
@@ -183,7 +183,8 @@ func children(pk, sk string) []child {
 	case strings.HasPrefix(pk, "CAT#") && strings.Count(pk, "#") == 1:
 		return []child{{PK: pk + "#" + sk}}
 	case pk == "CLUSTERS":
-		return []child{{PK: "CLUSTERSPECS", SK: sk}, {PK: "NODESUM", SK: sk}, {PK: "NODES#" + sk}, {PK: "JOBS#" + sk}}
+		return []child{{PK: "CLUSTERSPECS", SK: sk}, {PK: "NODESUM", SK: sk}, {PK: "NODES#" + sk}, {PK: "JOBS#" + sk},
+			{PK: "VERIFYDUE", SK: sk}}
 	case strings.HasPrefix(pk, "JOBS#"):
 		return []child{{PK: "JOBSUM", SK: sk}, {PK: "TASKS#" + sk}, {PK: "DEFERRED#" + sk}, {PK: "ROLLBACK#" + sk},
 			{PK: "JOBLISTS#" + sk}, {PK: "SUBMIT#" + sk}}

@@ -146,6 +146,7 @@ func (sd *side) fill(t testing.TB) fixture {
 	require.NoError(t, err)
 	now := time.Now().UTC().Truncate(time.Second)
 	put("CLUSTERS", "c1", "ACTIVE", domain.Cluster{ID: "c1", Name: "web", Provider: "aws", Status: "ACTIVE", NodeCount: 2}, &store.IndexKey{Partition: "LEASE#3", Sort: "2030"})
+	put("VERIFYDUE", "c1", "", map[string]string{"cluster": "c1"}, &store.IndexKey{Partition: "VERIFY#2", Sort: "2031"})
 	put("CLUSTERSPECS", "c1", "", map[string]any{
 		"provider":       map[string]any{"name": "aws", "providerType": "ec2", "fields": map[string]string{"secretAccessKey": sealed("first-secret", provider.FieldBinding("acme", "aws", "secretAccessKey"))}},
 		"providerFields": map[string]string{"secretAccessKey": sealed("user-secret", provider.UserFieldBinding("acme", "c1", "secretAccessKey"))},

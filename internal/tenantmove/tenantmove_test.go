@@ -90,6 +90,9 @@ func TestRoundTrip(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, int64(4), tenant.Counter(access.FreeClusters), "the one live cluster carried took one of five")
 				require.Equal(t, int64(18), tenant.Counter(access.FreeNodes), "and its two nodes")
+				due, err := store.Scoped(dst.store, "acme").Get(ctx, store.Key{PK: "VERIFYDUE", SK: "c1"})
+				require.NoError(t, err, "the cluster's next health verification moves with it")
+				require.Equal(t, &store.IndexKey{Partition: "VERIFY#2", Sort: "2031"}, due.Index)
 				_, err = store.Scoped(dst.store, "acme").Get(ctx, store.Key{PK: "CLUSTERS", SK: "c2"})
 				require.ErrorIs(t, err, store.ErrNotFound)
 
@@ -256,6 +259,10 @@ func TestForgedExportsAreRefused(t *testing.T) {
 		{"a running task indexed", func(r *ImportRequest) {
 			i := find(*r, "TASKS#j1", "t1")
 			r.Records[i].Index = &store.IndexKey{Partition: "RUNNING#1", Sort: "x"}
+		}, ".index"},
+		{"a health verification indexed as a lease", func(r *ImportRequest) {
+			i := find(*r, "VERIFYDUE", "c1")
+			r.Records[i].Index = &store.IndexKey{Partition: "LEASE#1", Sort: "x"}
 		}, ".index"},
 		{"a secret where none belongs", func(r *ImportRequest) {
 			i := find(*r, "NODES#c1", "n1")
