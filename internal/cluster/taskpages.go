@@ -32,14 +32,10 @@ import (
 // the summary (a task that failed since shows once the summary is counted
 // again, a few seconds later).
 
-// maxScanTasks bounds the index entries one page looks at: some 300 KB of
-// index and, with a status filter, as many tasks read. A filter that
-// matches rarely gives short pages rather than slow ones.
+// maxScanTasks bounds the index entries one page looks at: two or three
+// index items (some 100 KB each). A filter that matches rarely gives
+// short pages rather than slow ones.
 const maxScanTasks = 2000
-
-// maxIndexCalls bounds the index reads of one page (a status filter may
-// drop what one read kept).
-const maxIndexCalls = 3
 
 // indexedTasks is Tasks for a job with a summary; engine.ErrNoTaskIndex
 // when the job has no task index.
@@ -89,19 +85,18 @@ func (s *Service) indexedTasks(ctx context.Context, tenant, jobID string, sum *j
 	if f.Status == domain.TaskFailed || f.Status == domain.TaskRunning {
 		return out, "", nil
 	}
-	calls := 0
+	budget := maxScanTasks
 	for _, r := range f.ranges() {
 		from := max(after, r.after)
 		if r.until != "" && from >= r.until {
 			continue
 		}
 		for {
-			if len(out) == limit || calls == maxIndexCalls {
+			if len(out) == limit || budget == 0 {
 				// Full, or looked at enough: more may follow.
 				return out, "2" + from, nil
 			}
-			calls++
-			entries, last, more, err := s.cfg.Engine.TaskIndex(ctx, tenant, jobID, from, r.until, limit-len(out), maxScanTasks,
+			entries, last, looked, more, err := s.cfg.Engine.TaskIndex(ctx, tenant, jobID, from, r.until, limit-len(out), budget,
 				func(en engine.TaskEntry) bool { return !inLead[en.ID] && f.keeps(en) })
 			if err != nil {
 				return nil, "", err
@@ -115,6 +110,7 @@ func (s *Service) indexedTasks(ctx context.Context, tenant, jobID string, sum *j
 					out = append(out, listed(t))
 				}
 			}
+			budget -= looked
 			if !more {
 				break // this range is done
 			}

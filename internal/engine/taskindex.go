@@ -113,60 +113,63 @@ var ErrNoTaskIndex = errors.New("engine: the job has no task index")
 // TaskIndex returns index entries of a job whose key is greater than after
 // and at most until ("" for no bound), in key order, that keep says to
 // keep, until it has limit of them or has looked at scan entries; more
-// reports whether entries within the bound remain past the last one
-// looked at, whose key is last. It returns ErrNoTaskIndex for a job
-// without an index.
-func (e *Engine) TaskIndex(ctx context.Context, tenant, jobID, after, until string, limit, scan int, keep func(TaskEntry) bool) (out []TaskEntry, last string, more bool, err error) {
+// reports whether entries within the bound may remain past the last one
+// looked at, whose key is last; looked is how many it looked at. It
+// returns ErrNoTaskIndex for a job without an index.
+func (e *Engine) TaskIndex(ctx context.Context, tenant, jobID, after, until string, limit, scan int, keep func(TaskEntry) bool) (out []TaskEntry, last string, looked int, more bool, err error) {
 	pk := taskIndexPK(tenant, jobID)
 	q := store.Query{After: after, Limit: 1}
-	looked := 0
 	for {
 		page, err := e.store.Query(ctx, pk, q)
 		if err != nil {
-			return nil, "", false, fmt.Errorf("reading the task index of job %s: %w", jobID, err)
+			return nil, "", 0, false, fmt.Errorf("reading the task index of job %s: %w", jobID, err)
 		}
 		if len(page.Items) == 0 {
 			if last == "" && after != "" {
 				// Past the end, or no index at all: tell which.
 				probe, err := e.store.Query(ctx, pk, store.Query{Limit: 1, Descending: true})
 				if err != nil {
-					return nil, "", false, fmt.Errorf("reading the task index of job %s: %w", jobID, err)
+					return nil, "", 0, false, fmt.Errorf("reading the task index of job %s: %w", jobID, err)
 				}
 				if len(probe.Items) > 0 {
-					return nil, "", false, nil
+					return nil, "", 0, false, nil
 				}
 			}
 			if last == "" {
-				return nil, "", false, fmt.Errorf("%w: job %s", ErrNoTaskIndex, jobID)
+				return nil, "", 0, false, fmt.Errorf("%w: job %s", ErrNoTaskIndex, jobID)
 			}
-			return out, last, false, nil
+			return out, last, looked, false, nil
 		}
 		it := page.Items[0]
 		var entries []TaskEntry
 		if err := decodeInto(it, &entries); err != nil {
-			return nil, "", false, err
+			return nil, "", 0, false, err
 		}
 		rollback := strings.HasPrefix(it.Key.SK, "1")
-		for _, en := range entries {
+		for i, en := range entries {
 			en.Rollback = rollback
 			k := en.Key()
 			if k <= after {
 				continue
 			}
 			if until != "" && k > until {
-				return out, last, false, nil
+				return out, last, looked, false, nil
 			}
 			if looked == scan || len(out) == limit {
-				return out, last, true, nil
+				return out, last, looked, true, nil
 			}
 			looked++
 			last = k
 			if keep(en) {
 				out = append(out, en)
 			}
+			if i == len(entries)-1 && (looked == scan || len(out) == limit) {
+				// Done with this item: spare reading the next one.
+				return out, last, looked, page.Next != "", nil
+			}
 		}
 		if page.Next == "" {
-			return out, last, false, nil
+			return out, last, looked, false, nil
 		}
 		q = store.Query{Cursor: page.Next, Limit: 1}
 	}
@@ -232,7 +235,8 @@ func (e *Engine) taskItemsOf(ctx context.Context, tenant, jobID string, entries 
 		// (skipped by a filter, or the other plan's): read it while it
 		// stays within a few times the entries asked for.
 		budget := 4*len(entries) + 16
-		q := store.Query{After: before, Limit: min(budget, store.MaxPageSize)}
+		// Most often the range holds at most one item per entry.
+		q := store.Query{After: before, Limit: min(len(entries)+1, store.MaxPageSize)}
 		for {
 			page, err := e.store.Query(ctx, store.TenantPK(tenant, "TASKS#"+jobID), q)
 			if err != nil {
@@ -385,7 +389,7 @@ func (e *Engine) Task(ctx context.Context, tenant, jobID, taskID string) (domain
 	// The index says which chunk defines the task: one small read, where
 	// the job's chunks are many.
 	if before, ok := justBefore(taskID); ok {
-		found, _, _, err := e.TaskIndex(ctx, tenant, jobID, IndexKeyOf(rollback, before), "", 1, 1, func(en TaskEntry) bool { return en.ID == taskID })
+		found, _, _, _, err := e.TaskIndex(ctx, tenant, jobID, IndexKeyOf(rollback, before), "", 1, 1, func(en TaskEntry) bool { return en.ID == taskID })
 		switch {
 		case err == nil && len(found) == 0:
 			return domain.Task{}, notThere
