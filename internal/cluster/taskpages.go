@@ -32,8 +32,8 @@ import (
 // the summary (a task that failed since shows once the summary is counted
 // again, a few seconds later).
 
-// maxScanTasks bounds the index entries one page looks at: two or three
-// index items (some 100 KB each). A filter that matches rarely gives
+// maxScanTasks bounds the index entries one page looks at: some eight
+// index items of 25 KB. A filter that matches rarely gives
 // short pages rather than slow ones.
 const maxScanTasks = 2000
 

@@ -31,11 +31,14 @@ import (
 // step 2 writes sorted by id, so a page touches one or two). A task's
 // status changes therefore write nothing to the index: the engine's writes
 // per task stay as they were; a job writes one index item more per
-// taskIndexEntries tasks at submission.
+// taskIndexEntries tasks at submission, from defaultTaskIndexMin work
+// tasks on.
 
 // taskIndexEntries bounds an index item: ~100 bytes an entry keeps it near
-// 100 KB, far under DynamoDB's 400 KB, and one decode under a millisecond.
-const taskIndexEntries = 1000
+// 25 KB, far under DynamoDB's 400 KB: a page of 100 tasks reads one or two
+// (a DynamoDB read of an item costs by the KB), and decodes them in well
+// under a millisecond.
+const taskIndexEntries = 250
 
 // defaultTaskIndexMin is the job size (work tasks) from which Submit
 // writes a task index: smaller jobs are read whole, cheaply, by views.
