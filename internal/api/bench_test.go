@@ -165,6 +165,21 @@ func BenchmarkGet10000NodeCluster(b *testing.B) {
 			_, jv := bundle.do(b, key, http.MethodGet, "/v1/clusters/"+id+"/jobs/"+job, nil)
 			return jv["status"] == "RUNNING"
 		}, 10*time.Minute, 100*time.Millisecond, "the job, written in the background, starts")
+		// What the task index cost at submission (written once).
+		indexItems, indexBytes := 0, 0
+		for cursor := ""; ; {
+			page, err := db.Query(context.Background(), store.TenantPK("acme", "TASKIDX#"+job), store.Query{Limit: store.MaxPageSize, Cursor: cursor})
+			require.NoError(b, err)
+			for _, it := range page.Items {
+				indexItems++
+				indexBytes += len(it.Data)
+			}
+			if cursor = page.Next; cursor == "" {
+				break
+			}
+		}
+		_, jv := bundle.do(b, key, http.MethodGet, "/v1/clusters/"+id+"/jobs/"+job, nil)
+		b.Logf("task index: %d items, %d KiB, for %v work tasks (%d tasks listed with the rollback plan's)", indexItems, indexBytes/1024, jv["taskTotal"], int(numberOr(jv["tasksOmitted"]))+len(jv["tasks"].([]any)))
 		tasks := "/v1/clusters/" + id + "/jobs/" + job + "/tasks"
 		// Every page's cursor, followed untimed from the first: pages past
 		// the first come from the job's task index (a job this big has
