@@ -143,43 +143,48 @@ func (e *Engine) TaskIndex(ctx context.Context, tenant, jobID, after, until stri
 			}
 			return out, last, looked, false, nil
 		}
-		it := page.Items[0]
-		var entries []TaskEntry
-		if err := decodeInto(it, &entries); err != nil {
-			return nil, "", 0, false, err
-		}
-		rollback := strings.HasPrefix(it.Key.SK, "1")
-		for i, en := range entries {
-			en.Rollback = rollback
-			k := en.Key()
-			if k <= after {
-				continue
+		for n, it := range page.Items {
+			var entries []TaskEntry
+			if err := decodeInto(it, &entries); err != nil {
+				return nil, "", 0, false, err
 			}
-			if until != "" && k > until {
-				return out, last, looked, false, nil
-			}
-			if looked == scan || len(out) == limit {
-				return out, last, looked, true, nil
-			}
-			looked++
-			last = k
-			if keep(en) {
-				out = append(out, en)
-			}
-			if i == len(entries)-1 && (looked == scan || len(out) == limit) {
-				// Done with this item: spare reading the next one.
-				return out, last, looked, page.Next != "", nil
+			rollback := strings.HasPrefix(it.Key.SK, "1")
+			lastItem := n == len(page.Items)-1
+			for i, en := range entries {
+				en.Rollback = rollback
+				k := en.Key()
+				if k <= after {
+					continue
+				}
+				if until != "" && k > until {
+					return out, last, looked, false, nil
+				}
+				if looked == scan || len(out) == limit {
+					return out, last, looked, true, nil
+				}
+				looked++
+				last = k
+				if keep(en) {
+					out = append(out, en)
+				}
+				if lastItem && i == len(entries)-1 && (looked == scan || len(out) == limit) {
+					// Done with this item: spare reading the next one.
+					return out, last, looked, page.Next != "", nil
+				}
 			}
 		}
 		if page.Next == "" {
 			return out, last, looked, false, nil
 		}
-		q = store.Query{Cursor: page.Next, Limit: 1}
+		// Past the first item, a filter that keeps few entries reads on:
+		// a few items a round trip, as many as the scan may still need.
+		q = store.Query{Cursor: page.Next, Limit: max(1, min(4, (scan-looked)/taskIndexEntries))}
 	}
 }
 
-// TasksOf returns the tasks of entries, in the order given, as they are now: from their items, or from their
-// definitions while they have none. A task that is in neither is left out.
+// TasksOf returns the tasks of entries, in the order given, as they are
+// now: from their items, or from their definitions while they have none.
+// A task that is in neither is left out.
 func (e *Engine) TasksOf(ctx context.Context, tenant, jobID string, entries []TaskEntry) ([]domain.Task, error) {
 	items := map[string]store.Item{}
 	var fwd, rb []TaskEntry
