@@ -2,23 +2,26 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-// TestAnswersOverSixMBThroughTheRealAPI: an answer of the real api binary
-// over Lambda's 6 MB (here the catalog export, GET /v1/catalog, of 28
-// scripts of 250 KB each) is refused by Lambda with
-// Function.ResponseSizeTooLarge and answered by the front door as API
-// Gateway does, 502 {"message":"Bad Gateway"}; aws-lambda-go's runtime
-// exits when the Runtime API refuses its answer, so the next request goes
-// to a new environment (a cold start) and is answered. A request body under API Gateway's 10 MB reaches the function (which
-// answers with its own structured error) while one over it never does.
+// TestAnswersOverSixMBThroughTheRealAPI: a catalog of 28 scripts of 250
+// KB each (7 MB) is over Lambda's 6 MB answer as one document; the real
+// api binary answers its export (GET /v1/catalog) in pages, each 200 and
+// far under 6 MB, that together hold every script. (An answer over 6 MB,
+// which no route makes now, is refused by Lambda with
+// Function.ResponseSizeTooLarge and answered 502 by the front door, as
+// API Gateway does: apigwemu's tests.) A request body under API
+// Gateway's 10 MB reaches the function (which answers with its own
+// structured error) while one over it never does.
 func TestAnswersOverSixMBThroughTheRealAPI(t *testing.T) {
 	t.Parallel()
 	d := setup(t)
@@ -30,8 +33,6 @@ func TestAnswersOverSixMBThroughTheRealAPI(t *testing.T) {
 		status := d.api(http.MethodPut, "/v1/scripts/"+name, map[string]any{"name": name, "content": content}, nil)
 		require.Less(t, status, 300, "script %d", i)
 	}
-	before, err := d.stats()
-	require.NoError(t, err)
 
 	get := func(path string) (int, []byte) {
 		req, _ := http.NewRequest(http.MethodGet, d.ready.Endpoint+path, nil)
@@ -43,16 +44,27 @@ func TestAnswersOverSixMBThroughTheRealAPI(t *testing.T) {
 		require.NoError(t, err)
 		return resp.StatusCode, b
 	}
-	status, body := get("/v1/catalog")
-	require.Equal(t, http.StatusBadGateway, status, "%.300s", body)
-	require.JSONEq(t, `{"message":"Bad Gateway"}`, string(body))
-
-	after, err := d.stats()
-	require.NoError(t, err)
-	require.Equal(t, before.Functions["api"].Invocations+1, after.Functions["api"].Invocations, "the function ran and answered")
-	require.Positive(t, after.Functions["api"].Errors-before.Functions["api"].Errors, "Lambda counted the refused answer as the invocation's error")
-	status, body = get("/v1/scripts?limit=5")
-	require.Equal(t, http.StatusOK, status, "the next request is answered: %.300s", body)
+	scripts, pages := 0, 0
+	for cursor := ""; ; pages++ {
+		path := "/v1/catalog?limit=500"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		status, body := get(path)
+		require.Equal(t, http.StatusOK, status, "%.300s", body)
+		require.Less(t, len(body), 6_000_000, "a page is under Lambda's answer limit")
+		var page struct {
+			Scripts    []map[string]any `json:"scripts"`
+			NextCursor string           `json:"nextCursor"`
+		}
+		require.NoError(t, json.Unmarshal(body, &page))
+		scripts += len(page.Scripts)
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	require.Equal(t, 28, scripts)
+	require.Greater(t, pages, 1)
 
 	// 9 MB: under API Gateway's 10 MB, so it reaches the function, which
 	// refuses it with its own structured error (a catalog document is at

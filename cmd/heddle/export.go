@@ -1,11 +1,15 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 
 	"github.com/spf13/cobra"
+
+	"github.com/heddle-io/heddle/internal/catalog"
 )
 
 func newExportCommand(a *app) *cobra.Command {
@@ -29,14 +33,50 @@ that are secret are shown as [REDACTED]; applying the document keeps them.`,
 			if err != nil {
 				return err
 			}
-			raw, err := c.Do(cmd.Context(), http.MethodGet, "/v1/catalog", url.Values{"format": {format}}, nil, "")
+			// A big catalog comes in pages of one snapshot: follow them
+			// and print one document. A write between two pages ends the
+			// snapshot (409): start again from the first page.
+			whole := &catalog.Document{}
+			for cursor, restarts := "", 0; ; {
+				q := url.Values{"format": {"json"}}
+				if cursor != "" {
+					q.Set("cursor", cursor)
+				}
+				raw, err := c.Do(cmd.Context(), http.MethodGet, "/v1/catalog", q, nil, "")
+				var apiErr *APIError
+				if cursor != "" && errors.As(err, &apiErr) && apiErr.Status == http.StatusConflict && restarts < maxExportRestarts {
+					whole, cursor = &catalog.Document{}, ""
+					restarts++
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				var page catalog.Document
+				if err := json.Unmarshal(raw, &page); err != nil {
+					return fmt.Errorf("reading a page of the catalog: %w", err)
+				}
+				whole.Append(&page)
+				if page.NextCursor == "" {
+					break
+				}
+				cursor = page.NextCursor
+			}
+			out, err := catalog.MarshalDocument(whole, format == "yaml")
 			if err != nil {
 				return err
 			}
-			_, err = cmd.OutOrStdout().Write(raw)
+			if format == "json" {
+				out = append(out, '\n')
+			}
+			_, err = cmd.OutOrStdout().Write(out)
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "yaml", "the document's format: yaml or json")
 	return cmd
 }
+
+// maxExportRestarts is how many times export starts again when the
+// catalog changes between its pages.
+const maxExportRestarts = 10

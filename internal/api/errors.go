@@ -123,7 +123,7 @@ func describe(err error) ErrorDetail {
 		return ErrorDetail{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge, Message: err.Error()}
 	case errors.Is(err, access.ErrExists):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeAlreadyExists, Message: trimPrefix(err) + " already exists"}
-	case errors.Is(err, catalog.ErrBusy), errors.Is(err, access.ErrConflict):
+	case errors.Is(err, catalog.ErrBusy), errors.Is(err, catalog.ErrChanged), errors.Is(err, access.ErrConflict):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeConflict, Message: err.Error()}
 	case errors.Is(err, engine.ErrNewerFormat):
 		return ErrorDetail{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,

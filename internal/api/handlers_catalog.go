@@ -178,11 +178,17 @@ func (s *Server) exportCatalog(w http.ResponseWriter, r *http.Request, p access.
 	default:
 		return badParam("format", fmt.Sprintf("%q is not a format; use json or yaml", f))
 	}
-	d, err := s.catalog.Export(r.Context(), p.Tenant)
+	pr, err := s.pageOf(r, p, catalogPaging)
 	if err != nil {
 		return err
 	}
-	body, err := catalog.MarshalDocument(s.catalog.RedactedDocument(d), asYAML)
+	d, next, err := s.catalog.ExportPage(r.Context(), p.Tenant, pr.Limit, catalogPageBytes, pr.After)
+	if err != nil {
+		return err
+	}
+	d = s.catalog.RedactedDocument(d)
+	d.NextCursor = pr.next(s, next)
+	body, err := catalog.MarshalDocument(d, asYAML)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,14 @@ import (
 // PlanLaterNodes 1), so small jobs take the big jobs' paths.
 func summaryBundle(t *testing.T, db store.Store) *testBundle {
 	t.Helper()
+	b, _ := summaryBundleWith(t, db, engine.Config{})
+	return b
+}
+
+// summaryBundleWith is summaryBundle with the engine configured as cfg;
+// it also returns the engine.
+func summaryBundleWith(t *testing.T, db store.Store, cfg engine.Config) (*testBundle, *engine.Engine) {
+	t.Helper()
 	acc := access.New(db)
 	root, err := acc.Bootstrap(context.Background(), "")
 	require.NoError(t, err)
@@ -45,7 +53,7 @@ func summaryBundle(t *testing.T, db store.Store) *testBundle {
 	t.Cleanup(nodes.Close)
 	registry := provider.NewRegistry()
 	require.NoError(t, registry.Register(local.Type(), nodes))
-	eng := engine.New(db, q, engine.Simulation{}, engine.Config{})
+	eng := engine.New(db, q, engine.Simulation{}, cfg)
 	var clusters *cluster.Service
 	cat := catalog.New(db, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) })
 	clusters, err = cluster.New(cluster.Config{Store: db, Catalog: cat, Access: acc, Engine: eng,
@@ -62,7 +70,7 @@ func summaryBundle(t *testing.T, db store.Store) *testBundle {
 	b := &testBundle{srv: srv, api: s, rootKey: root}
 	b.acmeKey = b.createTenant(t, "acme")
 	b.importExample(t, b.acmeKey)
-	return b
+	return b, eng
 }
 
 // allTasks follows a job's task pages to the end.

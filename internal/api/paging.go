@@ -58,7 +58,14 @@ var (
 	entityPaging = Paging{Default: 20, Max: 200}
 	nodePaging   = Paging{Default: 100, Max: 1000}
 	taskPaging   = Paging{Default: 100, Max: 500}
+	// catalogPaging pages GET /v1/catalog, whose pages are also cut at
+	// catalogPageBytes of stored entities: most catalogs are one page.
+	catalogPaging = Paging{Default: 100, Max: 500}
 )
+
+// catalogPageBytes bounds the stored entities one page of a catalog
+// export carries (at least one entity, of at most 400 KB, is always sent).
+const catalogPageBytes = 1 << 20
 
 // pageRequest is a parsed ?limit= and ?cursor=: After is the collection's
 // own cursor, verified ("" for the first page).

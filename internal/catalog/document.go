@@ -69,6 +69,9 @@ type Document struct {
 	Services         []*domain.Service         `json:"services,omitempty"`
 	PartialTemplates []*domain.PartialTemplate `json:"partialTemplates,omitempty"`
 	ClusterTemplates []*domain.ClusterTemplate `json:"clusterTemplates,omitempty"`
+	// NextCursor, on a page of an export (ExportPage), asks for the next
+	// page; an import ignores it.
+	NextCursor string `json:"nextCursor,omitempty"`
 }
 
 // entities returns the document's entities in write order, each with the JSON

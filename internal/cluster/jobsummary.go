@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/store"
+	"github.com/heddle-io/heddle/planner"
 )
 
 // A big job's views (the job, its first page of tasks, the cluster's stage
@@ -65,6 +67,28 @@ type jobSummary struct {
 	// First is the job's first FirstTasks tasks in view order, as listed.
 	First []domain.Task `json:"first"`
 	Tasks int           `json:"tasks"`
+	// Lead is the job's failed and running tasks as counted, in view
+	// order, at most maxLead of them: what pages of its tasks show before
+	// the others, which they read in the task index's order
+	// (taskpages.go).
+	Lead []leadTask `json:"lead,omitempty"`
+	// Format is summaryFormat for a summary that has Lead; an older one
+	// is counted again when read.
+	Format int `json:"format,omitempty"`
+}
+
+// summaryFormat is the summary's current format (see jobSummary.Format).
+const summaryFormat = 1
+
+// maxLead bounds a summary's lead (some 80 bytes a task): failed and
+// running tasks past it are listed among the others, in key order.
+const maxLead = 2000
+
+// leadTask is a task of a summary's lead: its place in the view as
+// counted, and what filters read.
+type leadTask struct {
+	Order string `json:"o"`
+	engine.TaskEntry
 }
 
 // final reports whether the summary was counted after job, as it is now,
@@ -128,6 +152,9 @@ func (s *Service) jobSummaryOf(ctx context.Context, tenant, cluster string, job 
 		return nil, fmt.Errorf("decoding the summary of job %s: %w", job.ID, err)
 	}
 	switch {
+	case sum.Format < summaryFormat:
+		// Counted before summaries had a lead: count it again, once.
+		return s.recountJob(ctx, tenant, cluster, job.ID, &it)
 	case sum.final(job):
 		return &sum, nil
 	case job.Status.Terminal() || sum.JobStatus != job.Status:
@@ -162,13 +189,15 @@ func (s *Service) recountJob(ctx context.Context, tenant, cluster, jobID string,
 	if err != nil {
 		return nil, err
 	}
-	sum := &jobSummary{Job: jobID, JobStatus: job.Status, CountedAt: countedAt, Tasks: len(tasks)}
+	sum := &jobSummary{Job: jobID, JobStatus: job.Status, CountedAt: countedAt, Tasks: len(tasks), Format: summaryFormat}
 	if job.Status.Terminal() {
 		sum.EndedAt = job.EndedAt
 	}
 	sum.TaskStatus, sum.RollbackStatus = countTasks(tasks)
-	sum.Stages = countStages(s.stagesFor(tenant, jobID, tasks), statusesOf(tasks))
+	stages := s.stagesFor(tenant, jobID, tasks)
+	sum.Stages = countStages(stages, statusesOf(tasks))
 	sortForView(tasks)
+	sum.Lead = leadOf(tasks, stages)
 	first := tasks[:min(len(tasks), FirstTasks)]
 	sum.First = make([]domain.Task, len(first))
 	for i, t := range first {
@@ -202,4 +231,36 @@ func countTasks(tasks []domain.Task) (forward, rollback map[domain.TaskStatus]in
 		}
 	}
 	return forward, rollback
+}
+
+// leadOf is the lead of tasks in view order: their failed and running
+// tasks, at most maxLead.
+func leadOf(tasks []domain.Task, stages []planner.Stage) []leadTask {
+	var lead []leadTask
+	var stage map[string]int
+	for _, t := range tasks {
+		if statusRank(t.Status) > 1 || len(lead) == maxLead {
+			break
+		}
+		if stage == nil {
+			stage = stageNumbers(stages)
+		}
+		en := engine.TaskEntry{ID: t.ID, Node: t.NodeID, Service: t.Service, Action: t.Action, Rollback: t.Rollback}
+		if !t.Rollback {
+			en.Stage = stage[t.ID]
+		}
+		lead = append(lead, leadTask{Order: TaskOrder(t), TaskEntry: en})
+	}
+	return lead
+}
+
+// stageNumbers maps each task of stages to its stage (from 1).
+func stageNumbers(stages []planner.Stage) map[string]int {
+	out := map[string]int{}
+	for i, st := range stages {
+		for _, id := range st {
+			out[id] = i + 1
+		}
+	}
+	return out
 }

@@ -3,8 +3,9 @@ package cluster
 import (
 	"cmp"
 	"context"
-	"fmt"
+	"errors"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/heddle-io/heddle/internal/access"
@@ -161,19 +162,25 @@ func (s *Service) Tasks(ctx context.Context, p access.Principal, cluster, jobID 
 	if job.Status == domain.JobPending {
 		return []domain.Task{}, "", nil // its tasks may still be being written; none has run
 	}
-	if after == "" && f == (TaskFilter{}) && limit <= FirstTasks {
-		// The first page, unfiltered: a big job's summary holds it.
-		sum, err := s.jobSummaryOf(ctx, p.Tenant, cluster, job)
-		if err != nil {
-			return nil, "", err
-		}
-		if sum != nil {
+	sum, err := s.jobSummaryOf(ctx, p.Tenant, cluster, job)
+	if err != nil {
+		return nil, "", err
+	}
+	if sum != nil {
+		if after == "" && f == (TaskFilter{}) && limit <= FirstTasks {
+			// The first page, unfiltered: the summary holds it.
 			out := sum.First[:min(limit, len(sum.First))]
 			next := ""
 			if len(out) < sum.Tasks && len(out) > 0 {
 				next = TaskOrder(out[len(out)-1])
 			}
 			return out, next, nil
+		}
+		// Any other page of a big job: from its task index
+		// (taskpages.go), unless it was submitted without one.
+		out, next, err := s.indexedTasks(ctx, p.Tenant, jobID, sum, f, limit, after)
+		if !errors.Is(err, engine.ErrNoTaskIndex) {
+			return out, next, err
 		}
 	}
 	tasks, err := s.cfg.Engine.Tasks(ctx, p.Tenant, jobID)
@@ -209,34 +216,12 @@ func (s *Service) Tasks(ctx context.Context, p access.Principal, cluster, jobID 
 }
 
 // Task returns one task of a job whole: every attempt kept, with its
-// output tails.
+// output tails. It reads the job and that task only.
 func (s *Service) Task(ctx context.Context, p access.Principal, cluster, jobID, taskID string) (domain.Task, error) {
-	_, tasks, err := s.jobTasks(ctx, p, cluster, jobID)
-	if err != nil {
+	if _, err := s.visibleJob(ctx, p, cluster, jobID); err != nil {
 		return domain.Task{}, err
 	}
-	i, found := slices.BinarySearchFunc(tasks, taskID, func(t domain.Task, id string) int { return strings.Compare(t.ID, id) })
-	if !found {
-		return domain.Task{}, fmt.Errorf("%w: task %s of job %s", engine.ErrNotFound, taskID, jobID)
-	}
-	return tasks[i], nil
-}
-
-// jobTasks reads a job of a cluster the caller may see, and every task of
-// it by id.
-func (s *Service) jobTasks(ctx context.Context, p access.Principal, cluster, jobID string) (domain.Job, []domain.Task, error) {
-	job, err := s.visibleJob(ctx, p, cluster, jobID)
-	if err != nil {
-		return domain.Job{}, nil, err
-	}
-	tasks, err := s.cfg.Engine.Tasks(ctx, p.Tenant, jobID)
-	if err != nil {
-		return domain.Job{}, nil, err
-	}
-	if tasks == nil {
-		tasks = []domain.Task{}
-	}
-	return job, tasks, nil
+	return s.cfg.Engine.Task(ctx, p.Tenant, jobID, taskID)
 }
 
 // visibleJob reads a job of a cluster the caller may see.
@@ -247,30 +232,26 @@ func (s *Service) visibleJob(ctx context.Context, p access.Principal, cluster, j
 	return s.cfg.Engine.Job(ctx, p.Tenant, cluster, jobID)
 }
 
-// statusRank puts what needs a person's eyes first.
+// statusRank puts what needs a person's eyes first: failed tasks, then
+// running ones, then every other task. Failed and running tasks are few
+// at any time, so a big job's views read them apart (the job summary's
+// lead) and page the rest in the task index's key order (taskpages.go).
 func statusRank(s domain.TaskStatus) int {
 	switch s {
 	case domain.TaskFailed:
 		return 0
 	case domain.TaskRunning:
 		return 1
-	case domain.TaskReady:
-		return 2
-	case domain.TaskBlocked:
-		return 3
 	}
-	return 4
+	return 2
 }
 
 // TaskOrder is a task's place in a job's view: failed tasks first, then
-// running, ready, blocked and the rest; the forward plan before the
-// rollback plan; then by id. It compares as a string.
+// running, then the rest; the forward plan before the rollback plan; then
+// by id. It compares as a string: a status digit, then the task's key in
+// the job's task index (engine.IndexKeyOf).
 func TaskOrder(t domain.Task) string {
-	rb := 0
-	if t.Rollback {
-		rb = 1
-	}
-	return fmt.Sprintf("%d%d%s", statusRank(t.Status), rb, t.ID)
+	return strconv.Itoa(statusRank(t.Status)) + engine.IndexKeyOf(t.Rollback, t.ID)
 }
 
 // sortForView sorts tasks in view order, each task's place computed once

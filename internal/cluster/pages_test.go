@@ -24,7 +24,7 @@ func TestTaskViewOrderPutsFailedAndRunningFirst(t *testing.T) {
 	for _, tk := range tasks {
 		ids = append(ids, tk.ID)
 	}
-	require.Equal(t, []string{"e", "d", "c", "f", "b", "a", "g"}, ids)
+	require.Equal(t, []string{"e", "d", "c", "a", "b", "f", "g"}, ids)
 }
 
 func TestListedTasksLeaveOutOutputAndDependencies(t *testing.T) {

@@ -600,8 +600,12 @@ func TestDashboardLargeJobInBrowser(t *testing.T) {
 		chromedp.WaitVisible(css("#task-counts")),
 		until(`document.querySelectorAll('#tasks tr[data-task]').length === 50`),
 		shot.take("large-job"))
-	// Ready tasks come before blocked ones: the view order, not the ids'.
-	require.Equal(t, "READY", value("first row", chromedp.Evaluate[string](`document.querySelector('#tasks tr[data-task]').dataset.status`)))
+	// No task failed or runs (no workers): the view order is then the
+	// forward plan's ids, ready and blocked tasks together.
+	require.Equal(t, "sorted", value("rows", chromedp.Evaluate[string](`(() => {
+		const ids = [...document.querySelectorAll('#tasks tr[data-task]')].map((r) => r.dataset.task);
+		return ids.every((id, i) => i === 0 || ids[i - 1] < id) ? 'sorted' : ids.join(' ');
+	})()`)))
 	require.Contains(t, value("counts", chromedp.Text(css("#task-counts"))), "BLOCKED")
 
 	step("filter by status and page on",

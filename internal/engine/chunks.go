@@ -49,13 +49,26 @@ func chunkPK(tenant, kind, job string) string { return store.TenantPK(tenant, ki
 // taskChunks packs tasks into items of at most maxChunkBytes of JSON each (a
 // task alone is always small enough).
 func taskChunks(tenant, kind, job string, tasks []domain.Task) []store.Item {
-	return packChunks(tenant, kind, job, tasks)
+	items, _ := packChunks(tenant, kind, job, tasks)
+	return items
+}
+
+// placedTaskChunks is taskChunks that also records, in placed, the chunk
+// of each task (1 + its number), for the job's task index.
+func placedTaskChunks(tenant, kind, job string, tasks []domain.Task, placed map[string]int) []store.Item {
+	items, at := packChunks(tenant, kind, job, tasks)
+	for i, t := range tasks {
+		placed[t.ID] = at[i] + 1
+	}
+	return items
 }
 
 // packChunks packs values into items of at most maxChunkBytes of JSON
-// each, a JSON array per item, each counting the items of its set.
-func packChunks[T any](tenant, kind, job string, values []T) []store.Item {
+// each, a JSON array per item, each counting the items of its set. It
+// also returns the number of the chunk each value went to.
+func packChunks[T any](tenant, kind, job string, values []T) ([]store.Item, []int) {
 	var items []store.Item
+	at := make([]int, len(values))
 	// The array is joined by hand: each value is already JSON, and
 	// encoding a []json.RawMessage would check and compact every one of
 	// them again (a tenth of a 10,000-node submission's time).
@@ -67,11 +80,12 @@ func packChunks[T any](tenant, kind, job string, values []T) []store.Item {
 			chunk = nil
 		}
 	}
-	for _, v := range values {
+	for i, v := range values {
 		b := mustJSON(v)
 		if len(chunk)+len(b)+1 > maxChunkBytes {
 			flush()
 		}
+		at[i] = len(items)
 		if len(chunk) == 0 {
 			chunk = append(make([]byte, 0, min(maxChunkBytes+1, 64<<10)), '[')
 		} else {
@@ -85,7 +99,7 @@ func packChunks[T any](tenant, kind, job string, values []T) []store.Item {
 	for i := range items {
 		items[i].Counters = map[string]int64{counterChunks: int64(len(items))}
 	}
-	return items
+	return items, at
 }
 
 // counterChunks, on a chunk item, is the number of chunks of its kind.

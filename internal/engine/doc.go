@@ -14,6 +14,7 @@
 //	TASKS#<job>         <task>      one per task that needs one (below)
 //	DEFERRED#<job>      <n>         chunks: forward tasks with at most one dependency
 //	ROLLBACK#<job>      <n>         chunks: the rollback plan
+//	TASKIDX#<job>       <key>       a big job's task index, written once (taskindex.go)
 //
 // A task gets an item when it first needs one: a task with two dependencies
 // or more at submission (its remaining count lives there), a root when a

@@ -166,6 +166,10 @@ type Config struct {
 	// the verification job. ErrNothingToVerify drops the due verification.
 	// Nil: due verifications wait.
 	Verify func(ctx context.Context, tenant string, c domain.Cluster) error
+	// TaskIndexMinTasks is the job size (work tasks) from which Submit
+	// writes the job's task index (taskindex.go); default
+	// defaultTaskIndexMin. Tests set it to 1 to give small jobs one.
+	TaskIndexMinTasks int
 	// WorkerID names this process in attempt records.
 	WorkerID string
 	Logger   *slog.Logger
@@ -213,6 +217,9 @@ func (c Config) withDefaults() Config {
 	if c.ProgressInterval == 0 {
 		c.ProgressInterval = time.Second
 	}
+	if c.TaskIndexMinTasks <= 0 {
+		c.TaskIndexMinTasks = defaultTaskIndexMin
+	}
 	if c.WorkerID == "" {
 		c.WorkerID = "worker"
 	}
@@ -236,6 +243,7 @@ type Engine struct {
 	log       *slog.Logger
 
 	deferred deferredCache
+	chunks   chunkCache
 	jobs     jobCache
 	// inlineLists is the most list data a job record keeps itself
 	// (maxInlineListBytes; tests lower it).

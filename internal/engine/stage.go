@@ -45,7 +45,8 @@ const stageKind = "SUBMIT#"
 
 // stageItems packs ops into items of at most maxChunkBytes of JSON each.
 func stageItems(tenant, job string, ops []store.Op) []store.Item {
-	return packChunks(tenant, stageKind, job, ops)
+	items, _ := packChunks(tenant, stageKind, job, ops)
+	return items
 }
 
 func putAll(items []store.Item) []store.Op {

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -178,7 +180,16 @@ func (e *Engine) stepTwo(sub Submission, job *jobRecord, now time.Time) (ops2 []
 			tasks = append(tasks, t)
 		}
 	}
-	chunks := append(taskChunks(sub.Tenant, deferredChunks, job.ID, deferred), taskChunks(sub.Tenant, rollbackChunks, job.ID, rollback)...)
+	// Chunks hold their tasks by id, so the task index's readers find a
+	// page's definitions in one or two of them (taskindex.go).
+	byID := func(a, b domain.Task) int { return strings.Compare(a.ID, b.ID) }
+	slices.SortFunc(deferred, byID)
+	slices.SortFunc(rollback, byID)
+	placed := map[string]int{}
+	chunks := append(placedTaskChunks(sub.Tenant, deferredChunks, job.ID, deferred, placed), placedTaskChunks(sub.Tenant, rollbackChunks, job.ID, rollback, placed)...)
+	if job.TaskTotal >= e.cfg.TaskIndexMinTasks {
+		chunks = append(chunks, taskIndexItems(sub.Tenant, job.ID, sub.Plan, all, placed)...)
+	}
 	job.RollbackRoots = roots
 	lists := listItems(sub.Tenant, job, e.inlineLists)
 
