@@ -133,7 +133,7 @@ var catalogKinds = []domain.Kind{domain.KindProvider, domain.KindHardwareType, d
 // exact and prefixed partitions an export walks and an import accepts.
 var (
 	exactPartitions  = []string{"USERS", "CAT", "CLUSTERS", "CLUSTERSPECS", "NODESUM", "JOBSUM", "VERIFYDUE"}
-	prefixPartitions = []string{"KEYS#", "NODES#", "JOBS#", "TASKS#", "DEFERRED#", "ROLLBACK#", "JOBLISTS#", "SUBMIT#", "HOSTS#", "HOSTCLAIM#"}
+	prefixPartitions = []string{"KEYS#", "NODES#", "JOBS#", "TASKS#", "DEFERRED#", "ROLLBACK#", "JOBLISTS#", "SUBMIT#", "HOSTS#", "HOSTCLAIM#", "TASKIDX#"}
 )
 
 // carried reports whether pk is a partition an export holds.
@@ -187,7 +187,7 @@ func children(pk, sk string) []child {
 			{PK: "VERIFYDUE", SK: sk}}
 	case strings.HasPrefix(pk, "JOBS#"):
 		return []child{{PK: "JOBSUM", SK: sk}, {PK: "TASKS#" + sk}, {PK: "DEFERRED#" + sk}, {PK: "ROLLBACK#" + sk},
-			{PK: "JOBLISTS#" + sk}, {PK: "SUBMIT#" + sk}}
+			{PK: "JOBLISTS#" + sk}, {PK: "SUBMIT#" + sk}, {PK: "TASKIDX#" + sk}}
 	}
 	return nil
 }

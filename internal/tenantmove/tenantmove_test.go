@@ -90,6 +90,8 @@ func TestRoundTrip(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, int64(4), tenant.Counter(access.FreeClusters), "the one live cluster carried took one of five")
 				require.Equal(t, int64(18), tenant.Counter(access.FreeNodes), "and its two nodes")
+				_, err = store.Scoped(dst.store, "acme").Get(ctx, store.Key{PK: "TASKIDX#j1", SK: "0001"})
+				require.NoError(t, err, "a big job's task index moves with it")
 				due, err := store.Scoped(dst.store, "acme").Get(ctx, store.Key{PK: "VERIFYDUE", SK: "c1"})
 				require.NoError(t, err, "the cluster's next health verification moves with it")
 				require.Equal(t, &store.IndexKey{Partition: "VERIFY#2", Sort: "2031"}, due.Index)
