@@ -173,6 +173,16 @@ func (d *deployment) stop(ddbEndpoint, sqsEndpoint string) {
 			b, _ := os.ReadFile(filepath.Join(d.state, "logs", name+".log"))
 			d.t.Logf("%s's log (last 4 KB):\n%s", name, b[max(0, len(b)-4096):])
 		}
+		// The whole logs, kept where HEDDLE_TEST_LOGS says (CI can keep
+		// them as artifacts): the last 4 KB rarely hold the cause.
+		if dir := os.Getenv("HEDDLE_TEST_LOGS"); dir != "" {
+			keep := filepath.Join(dir, d.t.Name()+"-"+d.ready.Prefix)
+			if err := os.CopyFS(keep, os.DirFS(filepath.Join(d.state, "logs"))); err != nil {
+				d.t.Logf("keeping the logs in %s: %v", keep, err)
+			} else {
+				d.t.Logf("the whole logs: %s", keep)
+			}
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -313,8 +323,24 @@ func (d *deployment) clusterStatus(id string) string {
 // call sends one API request through the front door, retrying for a
 // minute what API Gateway answered with a 5xx or could not answer (a
 // killed api environment), and returns the last status. It is safe in any
-// goroutine.
+// goroutine. Only for requests that may be repeated: see createCluster.
 func (d *deployment) call(method, path string, body, out any) (int, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		status, err := d.callOnce(method, path, body, out)
+		if err == nil && status < 500 {
+			return status, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// callOnce sends one API request through the front door, once. A 5xx is
+// returned with an error.
+func (d *deployment) callOnce(method, path string, body, out any) (int, error) {
 	var payload []byte
 	if body != nil {
 		var err error
@@ -322,30 +348,70 @@ func (d *deployment) call(method, path string, body, out any) (int, error) {
 			return 0, err
 		}
 	}
+	req, err := http.NewRequest(method, d.ready.Endpoint+path, bytes.NewReader(payload))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+d.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return resp.StatusCode, err
+	}
+	if resp.StatusCode >= 500 {
+		return resp.StatusCode, fmt.Errorf("%s %s answered %d: %s", method, path, resp.StatusCode, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("%s %s answered %d: %s", method, path, resp.StatusCode, data)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// createCluster asks for a cluster named name (unique in the test) and
+// returns its id, as a careful client must when the api may die under it.
+// A create is not idempotent: an api environment killed after the
+// submission committed, before it answered, leaves API Gateway to answer
+// 502 for a cluster that exists and runs. Sent again blindly, the request
+// would make a second cluster that nobody deletes (and that takes hosts
+// from the others). So after a 5xx, or no answer, it looks for the cluster
+// by name first, and asks again only when there is none.
+func (d *deployment) createCluster(name, template string, size int) (string, error) {
 	deadline := time.Now().Add(time.Minute)
 	for {
-		req, err := http.NewRequest(method, d.ready.Endpoint+path, bytes.NewReader(payload))
-		if err != nil {
-			return 0, err
+		var out struct {
+			Cluster struct {
+				ID string `json:"id"`
+			} `json:"cluster"`
 		}
-		req.Header.Set("Authorization", "Bearer "+d.key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			data, rerr := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode < 500 && rerr == nil {
-				if out != nil {
-					if err := json.Unmarshal(data, out); err != nil {
-						return resp.StatusCode, fmt.Errorf("%s %s answered %d: %s", method, path, resp.StatusCode, data)
-					}
-				}
-				return resp.StatusCode, nil
+		status, err := d.callOnce(http.MethodPost, "/v1/clusters", map[string]any{"name": name, "template": template, "size": size}, &out)
+		switch {
+		case err == nil && status == http.StatusAccepted:
+			return out.Cluster.ID, nil
+		case err == nil:
+			return "", fmt.Errorf("create %s answered %d", name, status)
+		}
+		var list struct {
+			Items []clusterView `json:"items"`
+		}
+		if _, lerr := d.call(http.MethodGet, "/v1/clusters?all=true", nil, &list); lerr != nil {
+			return "", fmt.Errorf("create %s: %v; then listing the clusters: %w", name, err, lerr)
+		}
+		for _, c := range list.Items {
+			if c.Name == name {
+				d.t.Logf("create %s: %v; yet the cluster exists (%s, %s): the api died after the submission committed", name, err, c.ID, c.Status)
+				return c.ID, nil
 			}
-			err = fmt.Errorf("%s %s answered %d: %s", method, path, resp.StatusCode, data)
 		}
+		d.t.Logf("create %s: %v; no such cluster: asking again", name, err)
 		if time.Now().After(deadline) {
-			return 0, err
+			return "", err
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -376,6 +442,7 @@ func (d *deployment) createTenant(maxClusters, maxNodes, workers string) {
 
 type clusterView struct {
 	ID       string `json:"id"`
+	Name     string `json:"name"`
 	Status   string `json:"status"`
 	Nodes    []any  `json:"nodes"`
 	Progress *struct {
@@ -413,17 +480,9 @@ func TestChaos(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range clusters {
 		wg.Go(func() {
-			var out struct {
-				Cluster struct {
-					ID string `json:"id"`
-				} `json:"cluster"`
-			}
-			status, err := d.call(http.MethodPost, "/v1/clusters", map[string]any{"name": fmt.Sprintf("c%d", i), "template": "pair", "size": size}, &out)
-			if err == nil && status != http.StatusAccepted {
-				err = fmt.Errorf("create c%d answered %d", i, status)
-			}
+			id, err := d.createCluster(fmt.Sprintf("c%d", i), "pair", size)
 			mu.Lock()
-			ids[i], errs[i] = out.Cluster.ID, err
+			ids[i], errs[i] = id, err
 			mu.Unlock()
 		})
 	}
@@ -509,8 +568,12 @@ func TestChaos(t *testing.T) {
 		if v.Status == "TERMINATED" {
 			continue
 		}
-		d.mustHeddle("clusters", "delete", ids[i], "--wait")
+		out, err := d.heddle("clusters", "delete", ids[i], "--wait")
+		t.Logf("heddle clusters delete %s --wait: %v\n%s", ids[i], err, out)
+		require.NoError(t, err)
 	}
+	// Every job's outcome and message, so a failure below says why.
+	t.Logf("after the deletes:\n%s", d.describeClusters())
 	d.checkCounters(clusters * size)
 	for _, id := range ids {
 		d.checkJobs(id)
@@ -521,7 +584,38 @@ func TestChaos(t *testing.T) {
 		} `json:"usage"`
 	}
 	d.api(http.MethodGet, "/v1/tenants/acme", nil, &tenant)
-	require.Zero(t, tenant.Usage.Nodes, "every node deleted")
+	require.Zero(t, tenant.Usage.Nodes, "every node deleted; now:\n%s", d.describeClusters())
+}
+
+// describeClusters lists every cluster of the tenant with its status and
+// nodes, and each of its jobs with its outcome and status message.
+func (d *deployment) describeClusters() string {
+	d.t.Helper()
+	var list struct {
+		Items []clusterView `json:"items"`
+	}
+	d.api(http.MethodGet, "/v1/clusters?all=true", nil, &list)
+	var b strings.Builder
+	for _, c := range list.Items {
+		var v clusterView
+		d.api(http.MethodGet, "/v1/clusters/"+c.ID, nil, &v)
+		fmt.Fprintf(&b, "cluster %s: %s, %d nodes\n", c.ID, v.Status, len(v.Nodes))
+		var jobs struct {
+			Items []struct {
+				ID            string `json:"id"`
+				Operation     string `json:"operation"`
+				Status        string `json:"status"`
+				StatusMessage string `json:"statusMessage"`
+				TaskDone      int    `json:"taskDone"`
+				TaskTotal     int    `json:"taskTotal"`
+			} `json:"items"`
+		}
+		d.api(http.MethodGet, "/v1/clusters/"+c.ID+"/jobs?limit=100", nil, &jobs)
+		for _, j := range jobs.Items {
+			fmt.Fprintf(&b, "  job %s %s: %s (%d/%d tasks) %s\n", j.ID, j.Operation, j.Status, j.TaskDone, j.TaskTotal, j.StatusMessage)
+		}
+	}
+	return b.String()
 }
 
 // taskView is what checkJobs reads of a task.
@@ -547,8 +641,9 @@ func (d *deployment) checkJobs(cluster string) {
 	d.t.Helper()
 	var jobs struct {
 		Items []struct {
-			ID     string `json:"id"`
-			Status string `json:"status"`
+			ID        string    `json:"id"`
+			Status    string    `json:"status"`
+			StartedAt time.Time `json:"startedAt"`
 		} `json:"items"`
 	}
 	d.api(http.MethodGet, "/v1/clusters/"+cluster+"/jobs?limit=100", nil, &jobs)
@@ -575,7 +670,9 @@ func (d *deployment) checkJobs(cluster string) {
 				break
 			}
 		}
-		require.NotEmpty(d.t, tasks)
+		// A job that never started (its submission was undone: the api
+		// died while writing it) may have no task written at all.
+		require.True(d.t, len(tasks) > 0 || j.StartedAt.IsZero(), "job %s of %s started and has no task", j.ID, cluster)
 		for _, tv := range tasks {
 			var task taskView // the task's own view has every attempt
 			d.api(http.MethodGet, "/v1/clusters/"+cluster+"/jobs/"+j.ID+"/tasks/"+url.PathEscape(tv.ID), nil, &task)

@@ -26,6 +26,8 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"strconv"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -60,7 +62,13 @@ func fromEnv(ctx context.Context, obs metrics.Observer, log *slog.Logger) (*sqsb
 		return nil, err
 	}
 	a.Store = metrics.CountStore(a.Store, obs)
-	svc, err := assemble.BuildAWS(a, engine.Config{WorkerID: "lambda:" + lambdacontext.FunctionName + "/" + lambdacontext.LogStreamName, Observer: obs}, assemble.ReceivesShort, true, log)
+	// The function's timeout (template.yaml's WorkerTimeout, which
+	// AWSFromEnv has checked): the engine claims an action that no
+	// invocation could fit while half of one is left, rather than hand it
+	// to a fresh one (engine.Config.InvocationTimeout).
+	secs, _ := strconv.Atoi(os.Getenv("HEDDLE_WORKER_TIMEOUT"))
+	svc, err := assemble.BuildAWS(a, engine.Config{WorkerID: "lambda:" + lambdacontext.FunctionName + "/" + lambdacontext.LogStreamName, Observer: obs,
+		InvocationTimeout: time.Duration(secs) * time.Second}, assemble.ReceivesShort, true, log)
 	if err != nil {
 		return nil, err
 	}

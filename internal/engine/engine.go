@@ -146,6 +146,15 @@ type Config struct {
 	// same-node continuation is claimed in process, not sent, so this does
 	// not apply to it (a worker with a deadline claims one only if it fits).
 	LongTaskAfter time.Duration
+	// InvocationTimeout is the whole deadline of one invocation of a worker
+	// that has one (the worker Lambda's timeout, HEDDLE_WORKER_TIMEOUT);
+	// zero for workers without a deadline or when unknown. A worker with a
+	// deadline claims a later message of its batch, or a continuation,
+	// only when its action fits before the deadline, and leaves it to a
+	// fresh invocation otherwise; but an action whose timeout no
+	// invocation could fit gains nothing from a fresh one, so it is taken
+	// while at least half an invocation is left (see fits).
+	InvocationTimeout time.Duration
 	// ReceiveWait is how long a pool's worker (RunWorkers) waits for a
 	// message in one Receive; default 1 s. On SQS every Receive is a billed
 	// request, so `heddle worker` long-polls for queue.MaxWait (20 s).

@@ -439,3 +439,45 @@ func TestResendReadySendsEveryReadyTask(t *testing.T) {
 		require.Contains(t, d.TaskID, job.ID)
 	}
 }
+
+// TestAnActionNoInvocationCouldFitIsTakenWhileHalfAnInvocationIsLeft: a
+// worker Lambda shorter than its actions' timeouts (60 s, node actions of
+// 10 and 12 minutes, which it only starts: long actions run detached) can
+// never fit them, and a fresh invocation could do no better. So a later
+// message of its batch is taken while half an invocation is left, not
+// handed off (each hand-off is a receive, and enough of them sent messages
+// to the dead-letter queue); with less than half left it goes to a fresh
+// invocation.
+func TestAnActionNoInvocationCouldFitIsTakenWhileHalfAnInvocationIsLeft(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		left time.Duration
+		kept []int
+	}{
+		{"most of the invocation left", 57 * time.Second, nil},
+		{"less than half left", 20 * time.Second, []int{1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil, Config{InvocationTimeout: time.Minute})
+			_, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 2, nil))
+			require.NoError(t, err)
+			ds, err := b.q.Receive(b.ctx, tenant, queue.MaxBatch, time.Second, b.eng.cfg.Visibility)
+			require.NoError(t, err)
+			require.Len(t, ds, 2, "each node's create (a 12-minute timeout)")
+
+			ctx, cancel := context.WithTimeout(b.ctx, tt.left)
+			defer cancel()
+			kept := b.eng.HandleBatch(ctx, tenant, ds)
+			require.Equal(t, tt.kept, kept)
+			var creates []string
+			for _, r := range b.rec.runs {
+				if strings.HasSuffix(r.task, "/create") {
+					creates = append(creates, r.task)
+				}
+			}
+			require.Len(t, creates, 2-len(tt.kept), "the creates run in this invocation")
+		})
+	}
+}

@@ -86,7 +86,7 @@ func (e *Engine) succeed(ctx context.Context, ref TaskRef, lt loadedTask, res Re
 					sinks++
 				}
 			case cont && next == nil && !d.Join && d.NodeID != "" && d.NodeID == t.NodeID && d.Rollback == t.Rollback &&
-				fitsBefore(ctx, d.Timeout.Std()):
+				e.fits(ctx, d.Timeout.Std()):
 				e.startAttempt(d)
 				next = &loadedTask{task: *d, item: pd.loaded.item}
 				next.item.Version++

@@ -95,7 +95,7 @@ func (e *Engine) handle(ctx context.Context, tenant string, d queue.Delivery, la
 		_, _, err := e.succeed(ctx, ref, lt, Result{}, false)
 		return Disposition{}, err
 	}
-	if laterInBatch && !fitsBefore(ctx, lt.task.Timeout.Std()) {
+	if laterInBatch && !e.fits(ctx, lt.task.Timeout.Std()) {
 		// A worker with a deadline (a Lambda invocation) that has already
 		// spent some of it claims only what it can finish before it: cut off
 		// mid-action, the attempt would wait for its lease and run again.
@@ -124,6 +124,27 @@ const handOff = time.Millisecond
 func fitsBefore(ctx context.Context, timeout time.Duration) bool {
 	dl, ok := ctx.Deadline()
 	return !ok || time.Until(dl) > timeout
+}
+
+// fits reports whether a worker with ctx's deadline should claim an action
+// of the given timeout now rather than leave it to a fresh invocation: it
+// fits before the deadline, or no invocation could fit it (its timeout is
+// at least InvocationTimeout) and at least half an invocation is left.
+//
+// Without the second rule, a worker Lambda whose timeout is shorter than
+// its actions' (a 60 s function, 10-minute actions it runs detached, so it
+// only starts them) claimed only the first message of every batch and
+// handed the others off: each hand-off is a receive, and a message handed
+// off maxReceiveCount times went to the dead-letter queue, which stalled
+// its node, often the whole job behind a barrier, until the janitor sent
+// the task again ResendAfter later. A fresh invocation has no more room
+// for such an action than this one while this one has half of its own.
+func (e *Engine) fits(ctx context.Context, timeout time.Duration) bool {
+	if fitsBefore(ctx, timeout) {
+		return true
+	}
+	whole := e.cfg.InvocationTimeout
+	return whole > 0 && timeout >= whole && fitsBefore(ctx, whole/2)
 }
 
 // runFrom runs a claimed attempt (a poll when poll is set) and the
