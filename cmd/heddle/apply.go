@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,11 +50,11 @@ directory with -f -), which apply reads and uploads with the rest.`,
 			if err != nil {
 				return err
 			}
-			raw, err := c.Do(cmd.Context(), http.MethodPost, "/v1/catalog", nil, data, contentType)
+			res, err := c.ImportCatalog(cmd.Context(), data, contentType)
 			if err != nil {
 				return err
 			}
-			return printAnswer(a, cmd.OutOrStdout(), raw, printImport)
+			return printValue(a, cmd.OutOrStdout(), res, printImport)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the catalog document (.yaml, .yml or .json; - for stdin)")
