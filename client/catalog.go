@@ -12,6 +12,9 @@ func (c *Client) ImportCatalog(ctx context.Context, doc []byte, contentType stri
 	if err != nil {
 		return nil, err
 	}
+	if dst, ok := ctx.Value(answerKey{}).(*[]byte); ok && dst != nil {
+		*dst = raw
+	}
 	v, err := Decode[ImportResult](raw)
 	return &v, err
 }

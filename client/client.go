@@ -138,11 +138,30 @@ func Decode[T any](data []byte) (T, error) {
 	return v, nil
 }
 
+type answerKey struct{}
+
+// KeepAnswer returns a context under which the typed calls also leave the
+// body of their answer, as the server sent it, in *dst (the latest call's
+// when there are several, as in WaitJob): for a program that prints the
+// API's own JSON, as the CLI's -o json does.
+func KeepAnswer(ctx context.Context, dst *[]byte) context.Context {
+	return context.WithValue(ctx, answerKey{}, dst)
+}
+
+// Send sends in as JSON (when not nil) to a route this package has no
+// method for and decodes the answer into T.
+func Send[T any](ctx context.Context, c *Client, method, path string, query url.Values, in any) (*T, error) {
+	return call[T](ctx, c, method, path, query, in)
+}
+
 // call sends in as JSON (when not nil) and decodes the answer into T.
 func call[T any](ctx context.Context, c *Client, method, path string, query url.Values, in any) (*T, error) {
 	raw, err := c.JSON(ctx, method, path, query, in)
 	if err != nil {
 		return nil, err
+	}
+	if dst, ok := ctx.Value(answerKey{}).(*[]byte); ok && dst != nil {
+		*dst = raw
 	}
 	v, err := Decode[T](raw)
 	if err != nil {

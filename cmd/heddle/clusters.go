@@ -76,12 +76,7 @@ func (a *app) submit(cmd *cobra.Command, method, path string, body any, m mutati
 		if mu.DryRun {
 			q.Set("dryRun", "true")
 		}
-		raw, err := c.JSON(ctx, method, path, q, body)
-		if err != nil {
-			return nil, err
-		}
-		res, err := decodeBody[client.Result](raw)
-		return &res, err
+		return client.Send[client.Result](ctx, c, method, path, q, body)
 	}, m)
 }
 
@@ -92,12 +87,13 @@ func (a *app) submitWith(cmd *cobra.Command, send mutation, m mutationFlags) err
 	if err != nil {
 		return err
 	}
-	res, err := send(cmd.Context(), c, client.Mutate{DryRun: m.dryRun})
+	var ans answer
+	res, err := send(ans.keep(cmd.Context()), c, client.Mutate{DryRun: m.dryRun})
 	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	if err := printValue(a, out, res, func(w io.Writer, res *client.Result) { printSubmitted(w, res, m.wait) }); err != nil {
+	if err := printValue(a, out, &ans, res, func(w io.Writer, res *client.Result) { printSubmitted(w, res, m.wait) }); err != nil {
 		return err
 	}
 	if m.wait && res.Job != nil {
@@ -301,7 +297,7 @@ func newClustersListCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printValue(a, cmd.OutOrStdout(), &api.Page[domain.Cluster]{Items: items}, func(w io.Writer, clusters *api.Page[domain.Cluster]) {
+			return printValue(a, cmd.OutOrStdout(), nil, &api.Page[domain.Cluster]{Items: items}, func(w io.Writer, clusters *api.Page[domain.Cluster]) {
 				printClusters(w, clusters.Items, time.Now())
 			})
 		},
@@ -354,11 +350,12 @@ func newClustersShowCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			v, err := c.GetCluster(cmd.Context(), args[0])
+			var ans answer
+			v, err := c.GetCluster(ans.keep(cmd.Context()), args[0])
 			if err != nil {
 				return err
 			}
-			return printValue(a, cmd.OutOrStdout(), v, func(w io.Writer, v *cluster.View) {
+			return printValue(a, cmd.OutOrStdout(), &ans, v, func(w io.Writer, v *cluster.View) {
 				printCluster(w, v, time.Now())
 			})
 		},

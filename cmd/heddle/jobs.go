@@ -125,11 +125,12 @@ func newJobsShowCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			v, err := c.GetJob(cmd.Context(), args[0], args[1])
+			var ans answer
+			v, err := c.GetJob(ans.keep(cmd.Context()), args[0], args[1])
 			if err != nil {
 				return err
 			}
-			return printValue(a, cmd.OutOrStdout(), v, func(w io.Writer, v *cluster.JobView) {
+			return printValue(a, cmd.OutOrStdout(), &ans, v, func(w io.Writer, v *cluster.JobView) {
 				printJob(w, v, time.Now())
 			})
 		},
@@ -375,7 +376,8 @@ func (a *app) watch(cmd *cobra.Command, c *Client, clusterID, jobID string) erro
 		fmt.Fprintf(out, "watching job %s of cluster %s\n", jobID, clusterID)
 	}
 	// The client backs off while nothing moves, up to four intervals.
-	v, err := c.WaitJob(ctx, clusterID, jobID, client.WaitOptions{
+	var ans answer
+	v, err := c.WaitJob(ans.keep(ctx), clusterID, jobID, client.WaitOptions{
 		Interval: pollInterval, MaxInterval: 4 * pollInterval, MaxFailures: watchTransientErrors,
 		OnUpdate: func(v *client.JobView) {
 			if !a.jsonOut() {
@@ -389,7 +391,7 @@ func (a *app) watch(cmd *cobra.Command, c *Client, clusterID, jobID string) erro
 		return err
 	}
 	w.done()
-	if err := printValue(a, out, v, func(out io.Writer, v *client.JobView) {
+	if err := printValue(a, out, &ans, v, func(out io.Writer, v *client.JobView) {
 		fmt.Fprintf(out, "job %s %s: %d/%d tasks in %s\n", v.ID, v.Status, v.TaskDone, v.TaskTotal, jobDuration(&v.Job, time.Now()))
 	}); err != nil {
 		return err
@@ -457,11 +459,12 @@ func newJobControlCommand(a *app, what, short string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			j, err := c.ControlJob(cmd.Context(), args[0], args[1], what)
+			var ans answer
+			j, err := c.ControlJob(ans.keep(cmd.Context()), args[0], args[1], what)
 			if err != nil {
 				return err
 			}
-			if err := printValue(a, cmd.OutOrStdout(), j, func(w io.Writer, j *domain.Job) {
+			if err := printValue(a, cmd.OutOrStdout(), &ans, j, func(w io.Writer, j *domain.Job) {
 				fmt.Fprintf(w, "job %s (%s): %s\n", j.ID, j.Operation, j.Status)
 			}); err != nil {
 				return err

@@ -34,6 +34,10 @@ func TestParseSplitsClustersFromTheCatalog(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, doc.Declared)
 	require.NotNil(t, doc.Catalog)
+
+	doc, err = Parse([]byte("[1, 2"))
+	require.NoError(t, err, "a malformed document is the catalog import's to report")
+	require.False(t, doc.Declared)
 }
 
 func TestParseReportsProblemsByField(t *testing.T) {
@@ -101,7 +105,7 @@ func TestComputeConverges(t *testing.T) {
 		"sync grow to template version 2",
 		"remove services kv from grow",
 		`reconfigure grow with config {"a":2}`,
-		"add services lb to grow",
+		"add services lb to grow, with up to 3 nodes new",
 		"expand grow by 3 nodes",
 		"shrink small by 2 nodes",
 		"delete orphan (c-orphan)",

@@ -46,15 +46,15 @@ type Document struct {
 }
 
 // Parse splits a YAML or JSON document into its clusters and its catalog
-// part. Problems carry the field path (clusters[1].size).
+// part. Problems carry the field path (clusters[1].size). A document that
+// is not an object declares no clusters; its Catalog is data as it came.
 func Parse(data []byte) (*Document, error) {
 	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, domain.Problems{{Code: domain.CodeMalformed, Message: fmt.Sprintf("the document is neither YAML nor JSON: %v", err)}}
-	}
 	var top map[string]json.RawMessage
-	if err := json.Unmarshal(js, &top); err != nil || top == nil {
-		return nil, domain.Problems{{Code: domain.CodeWrongType, Message: "the document must be an object with apiVersion and the kinds it declares"}}
+	if err != nil || json.Unmarshal(js, &top) != nil || top == nil {
+		// Not a document of clusters: the catalog import says what is
+		// wrong with it.
+		return &Document{Catalog: data}, nil
 	}
 	doc := &Document{}
 	raw, ok := top["clusters"]

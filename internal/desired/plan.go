@@ -51,7 +51,7 @@ type Step struct {
 func (s Step) String() string {
 	switch r := s.Request.(type) {
 	case cluster.CreateRequest:
-		return fmt.Sprintf("create %s from template %s with %d nodes", s.Name, templateName(r.Template, r.TemplateVersion), r.Size)
+		return fmt.Sprintf("create %s from template %s with %s", s.Name, templateName(r.Template, r.TemplateVersion), nodes(r.Size))
 	case cluster.ManageRequest:
 		return fmt.Sprintf("adopt %s (%s): mark it managed by %s", s.Name, s.ClusterID, r.ManagedBy)
 	case cluster.SyncRequest:
@@ -59,15 +59,26 @@ func (s Step) String() string {
 	case cluster.RemoveServicesRequest:
 		return fmt.Sprintf("remove services %s from %s", strings.Join(r.Services, ","), s.Name)
 	case cluster.ShrinkRequest:
-		return fmt.Sprintf("shrink %s by %d nodes", s.Name, r.Count)
+		return fmt.Sprintf("shrink %s by %s", s.Name, nodes(r.Count))
 	case cluster.ReconfigureRequest:
 		return fmt.Sprintf("reconfigure %s with config %s", s.Name, compact(r.Config))
 	case cluster.AddServicesRequest:
+		if r.MaxNewNodes > 0 {
+			return fmt.Sprintf("add services %s to %s, with up to %s new", strings.Join(r.Services, ","), s.Name, nodes(r.MaxNewNodes))
+		}
 		return fmt.Sprintf("add services %s to %s", strings.Join(r.Services, ","), s.Name)
 	case cluster.ExpandRequest:
-		return fmt.Sprintf("expand %s by %d nodes", s.Name, r.Count)
+		return fmt.Sprintf("expand %s by %s", s.Name, nodes(r.Count))
 	}
 	return fmt.Sprintf("%s %s (%s)", s.Kind, s.Name, s.ClusterID)
+}
+
+// nodes counts nodes in words: "1 node", "3 nodes".
+func nodes(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
 }
 
 func templateName(name string, version int) string {
@@ -207,7 +218,10 @@ func ForCluster(i int, d Cluster, e *domain.Cluster, adopt bool) ([]Step, domain
 	}
 	if d.Services != nil {
 		if added := minus(d.Services, e.Services); len(added) > 0 {
-			step(AddServices, cluster.AddServicesRequest{Services: added})
+			// Where the constraints want the added services on nodes of
+			// their own, they may take the nodes the cluster is to grow
+			// by; the expand that follows is planned again after it.
+			step(AddServices, cluster.AddServicesRequest{Services: added, MaxNewNodes: max(0, d.Size-e.NodeCount)})
 		}
 	}
 	if d.Size > e.NodeCount {
