@@ -105,7 +105,7 @@ func TestComputeConverges(t *testing.T) {
 		"sync grow to template version 2",
 		"remove services kv from grow",
 		`reconfigure grow with config {"a":2}`,
-		"add services lb to grow, with up to 3 nodes new",
+		"add services lb to grow, on up to 3 nodes added for them",
 		"expand grow by 3 nodes",
 		"shrink small by 2 nodes",
 		"delete orphan (c-orphan)",

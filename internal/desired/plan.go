@@ -64,7 +64,7 @@ func (s Step) String() string {
 		return fmt.Sprintf("reconfigure %s with config %s", s.Name, compact(r.Config))
 	case cluster.AddServicesRequest:
 		if r.MaxNewNodes > 0 {
-			return fmt.Sprintf("add services %s to %s, with up to %s new", strings.Join(r.Services, ","), s.Name, nodes(r.MaxNewNodes))
+			return fmt.Sprintf("add services %s to %s, on up to %s added for them", strings.Join(r.Services, ","), s.Name, nodes(r.MaxNewNodes))
 		}
 		return fmt.Sprintf("add services %s to %s", strings.Join(r.Services, ","), s.Name)
 	case cluster.ExpandRequest:
