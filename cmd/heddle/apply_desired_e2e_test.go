@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/desired"
 )
 
 // listed is what the tests read of clusters list -o json.
@@ -143,6 +146,18 @@ func TestApplyOwnershipAdoptAndAddService(t *testing.T) {
 	out = s.must(admin, "diff", "-f", empty, "--prune")
 	require.Contains(t, out, "delete hand")
 	require.NotContains(t, out, "delete other")
+	var plan struct {
+		DryRun bool `json:"dryRun"`
+		Steps  []struct {
+			Operation string          `json:"operation"`
+			Preview   json.RawMessage `json:"preview"`
+		} `json:"steps"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(s.must(admin, "diff", "-f", empty, "--prune", "-o", "json")), &plan))
+	require.True(t, plan.DryRun)
+	require.Len(t, plan.Steps, 1)
+	require.Equal(t, "delete", plan.Steps[0].Operation)
+	require.Contains(t, string(plan.Steps[0].Preview), `"dryRun"`)
 	r = s.cli(admin, "apply", "-f", empty, "--prune")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "pass --yes")
@@ -165,6 +180,15 @@ func TestApplyOwnershipAdoptAndAddService(t *testing.T) {
 	require.Len(t, left.Items, 1)
 	require.Equal(t, "other", left.Items[0].Name)
 
+	// The mark by hand: given, other is apply's to prune; cleared, not.
+	otherID := left.Items[0].ID
+	require.Contains(t, s.must(admin, "clusters", "manage", otherID, "--by", "apply"), "managed by apply")
+	require.Regexp(t, `managed by\s+apply`, s.must(admin, "clusters", "show", otherID))
+	require.Contains(t, s.must(admin, "diff", "-f", empty, "--prune"), "delete other")
+	require.Contains(t, s.must(admin, "clusters", "manage", otherID, "--by", ""), "managed by -")
+	require.Contains(t, s.must(admin, "diff", "-f", empty, "--prune"), "plan: 0 to create, 0 to change, 0 to delete, 0 unchanged")
+	left = s.clusters(admin)
+
 	// A bad document: every problem by field path, nothing changed.
 	bad := write("bad.yaml", "apiVersion: heddle/v1\nclusters:\n  - {name: x, template: web, size: 0, colour: red}\n")
 	r = s.cli(admin, "apply", "-f", bad)
@@ -173,4 +197,19 @@ func TestApplyOwnershipAdoptAndAddService(t *testing.T) {
 	r = s.cli(admin, "diff", "-f", bad)
 	require.Equal(t, 1, r.code)
 	require.Equal(t, left, s.clusters(admin))
+}
+
+// TestDocsDesiredStateExampleParses: the document the page shows first is
+// one apply takes, field for field.
+func TestDocsDesiredStateExampleParses(t *testing.T) {
+	t.Parallel()
+	doc, err := desired.Parse([]byte(docBlock(t, "../../docs/desired-state.md", "# Clusters as desired state", "yaml")))
+	require.NoError(t, err)
+	require.Len(t, doc.Clusters, 1)
+	c := doc.Clusters[0]
+	require.Equal(t, "shop", c.Name)
+	require.Equal(t, 1, c.TemplateVersion)
+	require.Equal(t, 3, c.Size)
+	require.Equal(t, []string{"lb", "web", "kv"}, c.Services)
+	require.Equal(t, 24*time.Hour, time.Duration(c.Lease))
 }

@@ -44,6 +44,7 @@ func newClustersCommand(a *app) *cobra.Command {
 		newServiceActionCommand(a, "restart", "Restart services (all when --services is not given)"),
 		newServiceActionCommand(a, "rolling-restart", "Restart services a batch of nodes at a time"),
 		newClustersExtendCommand(a),
+		newClustersManageCommand(a),
 		newClustersVerifyCommand(a),
 		newClustersEventsCommand(a),
 	)
@@ -376,6 +377,9 @@ func printCluster(w io.Writer, v *cluster.View, now time.Time) {
 	}
 	fmt.Fprintf(tw, "status\t%s\n", status)
 	fmt.Fprintf(tw, "owner\t%s\n", v.Owner)
+	if v.ManagedBy != "" {
+		fmt.Fprintf(tw, "managed by\t%s\n", v.ManagedBy)
+	}
 	fmt.Fprintf(tw, "provider\t%s\n", dash(v.Provider))
 	fmt.Fprintf(tw, "services\t%s\n", dash(strings.Join(v.Services, ", ")))
 	fmt.Fprintf(tw, "created\t%s\n", humanTime(v.CreatedAt))
