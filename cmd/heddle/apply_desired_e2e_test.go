@@ -88,6 +88,29 @@ func TestDocsDesiredStateSteps(t *testing.T) {
 			require.NotContains(t, out, "scratch")
 		}
 	}
+
+	// Then: a new version of the template, and shop pinned to it with a
+	// node fewer: sync first, then shrink; again, nothing.
+	catalog, err := os.ReadFile("../../docs/examples/catalog.yaml")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	v2 := filepath.Join(dir, "catalog-v2.yaml")
+	require.NoError(t, os.WriteFile(v2, []byte(strings.Replace(string(catalog),
+		"description: A load balancer, web servers and a key-value store.",
+		"description: A load balancer, web servers and a key-value store, version 2.", 1)), 0o600))
+	require.Contains(t, s.must(admin, "apply", "-f", v2), "1 updated")
+	pinned := filepath.Join(dir, "pinned.yaml")
+	require.NoError(t, os.WriteFile(pinned, []byte(`apiVersion: heddle/v1
+clusters:
+  - {name: shop, template: web, templateVersion: 2, size: 3, services: [lb, web, kv], config: {greeting: "hello again from shop"}}
+`), 0o600))
+	out := s.must(admin, "apply", "-f", pinned)
+	sync, shrink := strings.Index(out, "sync shop to template version 2:"), strings.Index(out, "shrink shop by 1 node:")
+	require.True(t, sync >= 0 && shrink > sync, "sync runs before shrink:\n%s", out)
+	shop := s.clusters(admin).Items[0]
+	require.Equal(t, 3, shop.NodeCount)
+	require.Contains(t, s.must(admin, "clusters", "list"), "web@2")
+	require.Contains(t, s.must(admin, "apply", "-f", pinned), "plan: 0 to create, 0 to change, 0 to delete, 1 unchanged")
 }
 
 // TestApplyOwnershipAdoptAndAddService: apply refuses a hand-made cluster
