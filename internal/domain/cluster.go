@@ -140,16 +140,12 @@ const (
 
 // Cluster is a set of nodes managed as one.
 type Cluster struct {
-	ID          string `json:"id"`
-	TenantID    string `json:"tenantId"`
-	Owner       string `json:"owner"` // user name
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
-	// ManagedBy names the tool that owns the cluster's desired state
-	// ("apply" for a cluster `heddle apply` made or adopted); others leave
-	// such a cluster's shape to it. Empty: managed by hand.
-	ManagedBy string      `json:"managedBy,omitempty"`
-	Template  TemplateRef `json:"template"`
+	ID          string      `json:"id"`
+	TenantID    string      `json:"tenantId"`
+	Owner       string      `json:"owner"` // user name
+	Name        string      `json:"name"`
+	Description string      `json:"description,omitempty"`
+	Template    TemplateRef `json:"template"`
 	// Resolved is the template as resolved when the cluster was created or last
 	// synced: later catalog changes do not alter a running cluster.
 	Resolved      *ClusterTemplate `json:"resolvedTemplate,omitempty"`
@@ -169,6 +165,10 @@ type Cluster struct {
 	// Health is what the latest verification found; nil until one ended.
 	Health  *ClusterHealth `json:"health,omitempty"`
 	Version int64          `json:"version"`
+	// ManagedBy names the tool that owns the cluster's desired state
+	// ("apply" for a cluster `heddle apply` made or adopted); others leave
+	// such a cluster's shape to it. Empty: managed by hand.
+	ManagedBy string `json:"managedBy,omitempty"`
 }
 
 // Operation is what a job does to a cluster.
