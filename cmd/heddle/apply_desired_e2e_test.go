@@ -212,6 +212,18 @@ func TestApplyOwnershipAdoptAndAddService(t *testing.T) {
 	require.Contains(t, s.must(admin, "diff", "-f", empty, "--prune"), "plan: 0 to create, 0 to change, 0 to delete, 0 unchanged")
 	left = s.clusters(admin)
 
+	// One document of catalog and clusters: the catalog is imported, then
+	// the cluster made from it.
+	catalog, err := os.ReadFile("../../docs/examples/catalog.yaml")
+	require.NoError(t, err)
+	both := write("both.yaml", string(catalog)+"clusters:\n  - {name: combo, template: web, size: 2}\n")
+	out = s.must(admin, "apply", "-f", both)
+	require.Contains(t, out, "catalog: ")
+	require.Contains(t, out, "0 created, 0 updated, 8 unchanged")
+	require.Contains(t, out, "create combo from template web with 2 nodes: job")
+	require.Len(t, s.clusters(admin).Items, 2)
+	left = s.clusters(admin)
+
 	// A bad document: every problem by field path, nothing changed.
 	bad := write("bad.yaml", "apiVersion: heddle/v1\nclusters:\n  - {name: x, template: web, size: 0, colour: red}\n")
 	r = s.cli(admin, "apply", "-f", bad)

@@ -100,9 +100,11 @@ type convergeReport struct {
 	DryRun    bool                 `json:"dryRun,omitempty"`
 }
 
-// converge imports the document's catalog part, plans its clusters against
-// the tenant's, previews every step as a dry run and, unless dryRun, runs
-// them: cluster by cluster, one job at a time, planning again after each.
+// converge plans the document's clusters against the tenant's (refusing,
+// with nothing changed, what apply may not touch), imports the document's
+// catalog part (the dry runs then see it), previews every step as a dry run
+// and, unless dryRun, runs them: cluster by cluster, one job at a time,
+// planning again after each.
 func (a *app) converge(cmd *cobra.Command, c *Client, doc *desired.Document, f convergeFlags, dryRun bool) error {
 	ctx := cmd.Context()
 	out := cmd.OutOrStdout()
@@ -110,19 +112,6 @@ func (a *app) converge(cmd *cobra.Command, c *Client, doc *desired.Document, f c
 		out = io.Discard
 	}
 	report := convergeReport{Steps: []stepReport{}, DryRun: dryRun}
-	if doc.Catalog != nil {
-		if dryRun {
-			fmt.Fprintln(out, "catalog: not previewed (heddle apply imports it; the dry runs below use the catalog as it is)")
-		} else {
-			res, err := c.ImportCatalog(ctx, doc.Catalog, "application/json")
-			if err != nil {
-				return err
-			}
-			report.Catalog = res
-			fmt.Fprint(out, "catalog: ")
-			printImport(out, res)
-		}
-	}
 	current, err := client.Collect(c.Clusters(ctx, client.ClusterFilter{}))
 	if err != nil {
 		return err
@@ -133,6 +122,22 @@ func (a *app) converge(cmd *cobra.Command, c *Client, doc *desired.Document, f c
 			Message: "apply would touch clusters it may not; nothing was changed", Details: plan.Problems}}
 	}
 	report.Unchanged = append(report.Unchanged, plan.Unchanged...)
+	// What an error from here on may say was left alone.
+	nothing := "nothing was changed"
+	if doc.Catalog != nil {
+		if dryRun {
+			fmt.Fprintln(out, "catalog: not previewed (heddle apply imports it; the dry runs below use the catalog as it is)")
+		} else {
+			res, err := c.ImportCatalog(ctx, doc.Catalog, "application/json")
+			if err != nil {
+				return err
+			}
+			report.Catalog = res
+			nothing = "no cluster was changed (the document's catalog part was imported)"
+			fmt.Fprint(out, "catalog: ")
+			printImport(out, res)
+		}
+	}
 	previewed := map[string]bool{}
 	for _, s := range plan.Steps {
 		r := stepReport{Step: s}
@@ -141,7 +146,7 @@ func (a *app) converge(cmd *cobra.Command, c *Client, doc *desired.Document, f c
 			res, err := sendStep(ctx, c, s, client.Mutate{DryRun: true})
 			switch {
 			case err != nil && !previewed[s.Name]:
-				return fmt.Errorf("the dry run of %q failed, so nothing was changed: %w", s.String(), err)
+				return fmt.Errorf("the dry run of %q failed, so %s: %w", s.String(), nothing, err)
 			case err != nil:
 				// It runs on the cluster as the steps before it leave it.
 				r.PreviewError = err.Error()
@@ -166,7 +171,7 @@ func (a *app) converge(cmd *cobra.Command, c *Client, doc *desired.Document, f c
 		}
 		return nil
 	}
-	if err := confirmPrune(cmd, plan, f.yes); err != nil {
+	if err := confirmPrune(cmd, plan, f.yes, nothing); err != nil {
 		return err
 	}
 	jobs, err := a.runPlan(cmd, c, doc, plan, current, f, out)
@@ -215,7 +220,7 @@ func sendStep(ctx context.Context, c *Client, s desired.Step, m client.Mutate) (
 
 // confirmPrune asks before --prune deletes, unless --yes: on a terminal it
 // asks; elsewhere it refuses.
-func confirmPrune(cmd *cobra.Command, p desired.Plan, yes bool) error {
+func confirmPrune(cmd *cobra.Command, p desired.Plan, yes bool, nothing string) error {
 	var names []string
 	for _, s := range p.Steps {
 		if s.Kind == desired.Delete {
@@ -228,12 +233,12 @@ func confirmPrune(cmd *cobra.Command, p desired.Plan, yes bool) error {
 	list := strings.Join(names, ", ")
 	in, ok := cmd.InOrStdin().(*os.File)
 	if !ok || !term.IsTerminal(int(in.Fd())) {
-		return fmt.Errorf("--prune would delete %s; nothing was changed: pass --yes to delete them (there is no terminal to ask on)", list)
+		return fmt.Errorf("--prune would delete %s; %s: pass --yes to delete them (there is no terminal to ask on)", list, nothing)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "delete %s? [y/N] ", list)
 	answer, _ := bufio.NewReader(in).ReadString('\n')
 	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-		return errors.New("nothing was changed: the deletes were not confirmed")
+		return fmt.Errorf("%s: the deletes were not confirmed", nothing)
 	}
 	return nil
 }
