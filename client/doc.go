@@ -44,5 +44,6 @@
 //		}
 //	}
 //
-// Routes without a method here are reached with Do, JSON, Each and GetPage.
+// Routes without a method here are reached with Send, Do, JSON, Each and
+// GetPage.
 package client
