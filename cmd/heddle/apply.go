@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +15,10 @@ import (
 )
 
 func newApplyCommand(a *app) *cobra.Command {
-	var file string
+	var (
+		file string
+		cf   convergeFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE",
 		Short: "Import a catalog document (YAML or JSON) into your tenant",
@@ -26,9 +28,20 @@ changes nothing. -f - reads the document from stdin.
 
 A script resource in the document's scripts list holds its text in content,
 or names a file with file: (relative to the document; to the current
-directory with -f -), which apply reads and uploads with the rest.`,
+directory with -f -), which apply reads and uploads with the rest.
+
+A document may also declare clusters (a clusters list: name, template,
+templateVersion, size, services, config, lease). apply then converges them:
+it creates what is missing and, for a cluster that exists, previews and runs
+the operations that bring it to the declaration (sync, remove-services,
+shrink, reconfigure, add-services, expand), one job at a time. A cluster
+apply makes is marked managedBy: apply; apply changes no other cluster
+unless --adopt, and --prune deletes the clusters it manages that the
+document no longer declares (asking on a terminal unless --yes). heddle
+diff -f shows the plan and changes nothing.`,
 		Example: `  heddle apply -f docs/examples/catalog.yaml
-  cat catalog.json | heddle apply -f -`,
+  cat catalog.json | heddle apply -f -
+  heddle apply -f docs/examples/clusters.yaml --prune --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			data, err := readDocument(cmd.InOrStdin(), file)
@@ -47,20 +60,29 @@ directory with -f -), which apply reads and uploads with the rest.`,
 			if ok {
 				data, contentType = inlined, "application/json"
 			}
+			doc, err := parseDesired(data)
+			if err != nil {
+				return err
+			}
 			c, err := a.client(cmd)
 			if err != nil {
 				return err
 			}
-			raw, err := c.Do(cmd.Context(), http.MethodPost, "/v1/catalog", nil, data, contentType)
+			if doc.Declared {
+				return a.converge(cmd, c, doc, cf, false)
+			}
+			var ans answer
+			res, err := c.ImportCatalog(ans.keep(cmd.Context()), data, contentType)
 			if err != nil {
 				return err
 			}
-			return printAnswer(a, cmd.OutOrStdout(), raw, printImport)
+			return printValue(a, cmd.OutOrStdout(), &ans, res, printImport)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the catalog document (.yaml, .yml or .json; - for stdin)")
 	_ = cmd.MarkFlagRequired("file")
 	_ = cmd.MarkFlagFilename("file", "yaml", "yml", "json")
+	cf.register(cmd, true)
 	return cmd
 }
 

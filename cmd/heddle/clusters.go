@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heddle-io/heddle/client"
 	"github.com/heddle-io/heddle/internal/api"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
@@ -42,6 +44,7 @@ func newClustersCommand(a *app) *cobra.Command {
 		newServiceActionCommand(a, "restart", "Restart services (all when --services is not given)"),
 		newServiceActionCommand(a, "rolling-restart", "Restart services a batch of nodes at a time"),
 		newClustersExtendCommand(a),
+		newClustersManageCommand(a),
 		newClustersVerifyCommand(a),
 		newClustersEventsCommand(a),
 	)
@@ -60,46 +63,58 @@ func (m *mutationFlags) register(cmd *cobra.Command) {
 	cmd.MarkFlagsMutuallyExclusive("dry-run", "wait")
 }
 
-// submit sends a mutation and prints its job, or the preview of a dry run;
-// with --wait it then watches the job.
+// mutation is one job-submitting call of the client.
+type mutation func(ctx context.Context, c *Client, m client.Mutate) (*client.Result, error)
+
+// submit sends the mutation at method and path (with query extra) through
+// the client's raw call, as submitWith sends a typed one.
 func (a *app) submit(cmd *cobra.Command, method, path string, body any, m mutationFlags, extra url.Values) error {
+	return a.submitWith(cmd, func(ctx context.Context, c *Client, mu client.Mutate) (*client.Result, error) {
+		q := url.Values{}
+		for k, v := range extra {
+			q[k] = v
+		}
+		if mu.DryRun {
+			q.Set("dryRun", "true")
+		}
+		return client.Send[client.Result](ctx, c, method, path, q, body)
+	}, m)
+}
+
+// submitWith sends a mutation and prints its job, or the preview of a dry
+// run; with --wait it then watches the job.
+func (a *app) submitWith(cmd *cobra.Command, send mutation, m mutationFlags) error {
 	c, err := a.client(cmd)
 	if err != nil {
 		return err
 	}
-	q := url.Values{}
-	for k, v := range extra {
-		q[k] = v
-	}
-	if m.dryRun {
-		q.Set("dryRun", "true")
-	}
-	raw, err := c.JSON(cmd.Context(), method, path, q, body)
+	var ans answer
+	res, err := send(ans.keep(cmd.Context()), c, client.Mutate{DryRun: m.dryRun})
 	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	res, err := decodeBody[cluster.Result](raw)
-	if err != nil {
+	if err := printValue(a, out, &ans, res, func(w io.Writer, res *client.Result) { printSubmitted(w, res, m.wait) }); err != nil {
 		return err
-	}
-	if a.jsonOut() {
-		if err := printJSON(out, raw); err != nil {
-			return err
-		}
-	} else if res.DryRun || res.Job == nil {
-		printPreview(out, &res)
-	} else {
-		fmt.Fprintf(out, "cluster  %s (%s, %s)\n", res.Cluster.ID, res.Cluster.Name, res.Cluster.Status)
-		fmt.Fprintf(out, "job      %s (%s, %s)\n", res.Job.ID, res.Job.Operation, res.Job.Status)
-		if !m.wait {
-			fmt.Fprintf(out, "watch it with: heddle jobs watch %s %s\n", res.Cluster.ID, res.Job.ID)
-		}
 	}
 	if m.wait && res.Job != nil {
 		return a.watch(cmd, c, res.Cluster.ID, res.Job.ID)
 	}
 	return nil
+}
+
+// printSubmitted prints a mutation's answer: the preview of a dry run, or
+// the cluster and its job.
+func printSubmitted(w io.Writer, res *client.Result, waiting bool) {
+	if res.DryRun || res.Job == nil {
+		printPreview(w, res)
+		return
+	}
+	fmt.Fprintf(w, "cluster  %s (%s, %s)\n", res.Cluster.ID, res.Cluster.Name, res.Cluster.Status)
+	fmt.Fprintf(w, "job      %s (%s, %s)\n", res.Job.ID, res.Job.Operation, res.Job.Status)
+	if !waiting {
+		fmt.Fprintf(w, "watch it with: heddle jobs watch %s %s\n", res.Cluster.ID, res.Job.ID)
+	}
 }
 
 // printPreview renders a dry run: the layout change, the plan's summary and
@@ -237,7 +252,9 @@ func newClustersCreateCommand(a *app) *cobra.Command {
 				}
 				req.ProviderFields[k] = v
 			}
-			return a.submit(cmd, http.MethodPost, "/v1/clusters", req, m, nil)
+			return a.submitWith(cmd, func(ctx context.Context, c *Client, mu client.Mutate) (*client.Result, error) {
+				return c.CreateCluster(ctx, req, mu)
+			}, m)
 		},
 	}
 	f := cmd.Flags()
@@ -271,26 +288,17 @@ func newClustersListCommand(a *app) *cobra.Command {
 		Short:   "List clusters (TERMINATED ones only with --all or --status)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := url.Values{}
-			if status != "" {
-				q.Set("status", strings.ToUpper(status))
-			}
-			if template != "" {
-				q.Set("template", template)
-			}
-			if owner != "" {
-				q.Set("owner", owner)
-			}
-			if all {
-				q.Set("all", "true")
-			}
-			// Every page (a filter may leave a page short of its limit).
-			every := pageFlags{all: true}
-			raw, err := every.list(a, cmd, "/v1/clusters", q)
+			c, err := a.client(cmd)
 			if err != nil {
 				return err
 			}
-			return printAnswer(a, cmd.OutOrStdout(), raw, func(w io.Writer, clusters *api.Page[domain.Cluster]) {
+			// Every page (a filter may leave a page short of its limit).
+			f := client.ClusterFilter{Status: domain.ClusterStatus(strings.ToUpper(status)), Template: template, Owner: owner, All: all}
+			items, err := client.Collect(c.Clusters(cmd.Context(), f))
+			if err != nil {
+				return err
+			}
+			return printValue(a, cmd.OutOrStdout(), nil, &api.Page[domain.Cluster]{Items: items}, func(w io.Writer, clusters *api.Page[domain.Cluster]) {
 				printClusters(w, clusters.Items, time.Now())
 			})
 		},
@@ -339,7 +347,16 @@ func newClustersShowCommand(a *app) *cobra.Command {
 		Short: "Show a cluster: its nodes, the progress of its latest job, its lease",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(a, cmd, http.MethodGet, clusterPath(args[0]), nil, func(w io.Writer, v *cluster.View) {
+			c, err := a.client(cmd)
+			if err != nil {
+				return err
+			}
+			var ans answer
+			v, err := c.GetCluster(ans.keep(cmd.Context()), args[0])
+			if err != nil {
+				return err
+			}
+			return printValue(a, cmd.OutOrStdout(), &ans, v, func(w io.Writer, v *cluster.View) {
 				printCluster(w, v, time.Now())
 			})
 		},
@@ -360,6 +377,9 @@ func printCluster(w io.Writer, v *cluster.View, now time.Time) {
 	}
 	fmt.Fprintf(tw, "status\t%s\n", status)
 	fmt.Fprintf(tw, "owner\t%s\n", v.Owner)
+	if v.ManagedBy != "" {
+		fmt.Fprintf(tw, "managed by\t%s\n", v.ManagedBy)
+	}
 	fmt.Fprintf(tw, "provider\t%s\n", dash(v.Provider))
 	fmt.Fprintf(tw, "services\t%s\n", dash(strings.Join(v.Services, ", ")))
 	fmt.Fprintf(tw, "created\t%s\n", humanTime(v.CreatedAt))
@@ -492,11 +512,9 @@ func newClustersDeleteCommand(a *app) *cobra.Command {
 		Short: "Delete a cluster: stop and remove its services, then delete its nodes",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q := url.Values{}
-			if force {
-				q.Set("force", "true")
-			}
-			return a.submit(cmd, http.MethodDelete, clusterPath(args[0]), nil, m, q)
+			return a.submitWith(cmd, func(ctx context.Context, c *Client, mu client.Mutate) (*client.Result, error) {
+				return c.DeleteCluster(ctx, args[0], force, mu)
+			}, m)
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "delete the nodes without stopping and removing services first")
@@ -520,7 +538,9 @@ func newMutationCommand(a *app, action, use, short string, body any, prepare fun
 					return err
 				}
 			}
-			return a.submit(cmd, http.MethodPost, clusterPath(args[0], action), body, m, nil)
+			return a.submitWith(cmd, func(ctx context.Context, c *Client, mu client.Mutate) (*client.Result, error) {
+				return c.Mutation(ctx, args[0], action, body, mu)
+			}, m)
 		},
 	}
 	m.register(cmd)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/heddle-io/heddle/client"
 	"github.com/heddle-io/heddle/internal/api"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
@@ -121,7 +121,16 @@ func newJobsShowCommand(a *app) *cobra.Command {
 		Short: "Show a job and its tasks",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return call(a, cmd, http.MethodGet, jobPath(args[0], args[1]), nil, func(w io.Writer, v *cluster.JobView) {
+			c, err := a.client(cmd)
+			if err != nil {
+				return err
+			}
+			var ans answer
+			v, err := c.GetJob(ans.keep(cmd.Context()), args[0], args[1])
+			if err != nil {
+				return err
+			}
+			return printValue(a, cmd.OutOrStdout(), &ans, v, func(w io.Writer, v *cluster.JobView) {
 				printJob(w, v, time.Now())
 			})
 		},
@@ -366,63 +375,32 @@ func (a *app) watch(cmd *cobra.Command, c *Client, clusterID, jobID string) erro
 	if !a.jsonOut() && !w.tty {
 		fmt.Fprintf(out, "watching job %s of cluster %s\n", jobID, clusterID)
 	}
-	var (
-		raw      []byte
-		v        cluster.JobView
-		failures int
-	)
-	for {
-		var err error
-		raw, err = c.Do(ctx, http.MethodGet, jobPath(clusterID, jobID), nil, nil, "")
-		var ae *APIError
-		switch {
-		case err == nil:
-			failures = 0
-			if v, err = decodeBody[cluster.JobView](raw); err != nil {
-				w.done()
-				return err
-			}
+	// The client backs off while nothing moves, up to four intervals.
+	var ans answer
+	v, err := c.WaitJob(ans.keep(ctx), clusterID, jobID, client.WaitOptions{
+		Interval: pollInterval, MaxInterval: 4 * pollInterval, MaxFailures: watchTransientErrors,
+		OnUpdate: func(v *client.JobView) {
 			if !a.jsonOut() {
-				w.update(&v, time.Now())
+				w.update(v, time.Now())
 			}
-		case errors.As(err, &ae) && ae.Status < 500, ctx.Err() != nil:
-			w.done()
-			return err
-		default:
-			if failures++; failures >= watchTransientErrors {
-				w.done()
-				return err
-			}
-			fmt.Fprintf(stderr, "heddle: %v (trying again)\n", err)
-		}
-		if err == nil && v.Status.Terminal() {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			w.done()
-			return ctx.Err()
-		case <-time.After(pollInterval):
-		}
+		},
+		OnRetry: func(err error) { fmt.Fprintf(stderr, "heddle: %v (trying again)\n", err) },
+	})
+	if err != nil {
+		w.done()
+		return err
 	}
 	w.done()
-	if a.jsonOut() {
-		if err := printJSON(out, raw); err != nil {
-			return err
-		}
-	} else {
+	if err := printValue(a, out, &ans, v, func(out io.Writer, v *client.JobView) {
 		fmt.Fprintf(out, "job %s %s: %d/%d tasks in %s\n", v.ID, v.Status, v.TaskDone, v.TaskTotal, jobDuration(&v.Job, time.Now()))
+	}); err != nil {
+		return err
 	}
 	if v.Status == domain.JobSucceeded {
 		return nil
 	}
-	reportFailure(stderr, &v, func(id string) (*domain.Task, error) {
-		raw, err := c.Do(ctx, http.MethodGet, jobPath(clusterID, jobID)+"/tasks/"+pathEscape(id), nil, nil, "")
-		if err != nil {
-			return nil, err
-		}
-		t, err := decodeBody[domain.Task](raw)
-		return &t, err
+	reportFailure(stderr, v, func(id string) (*domain.Task, error) {
+		return c.GetTask(ctx, clusterID, jobID, id)
 	})
 	return &exitError{code: 1}
 }
@@ -481,11 +459,12 @@ func newJobControlCommand(a *app, what, short string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			raw, err := c.Do(cmd.Context(), http.MethodPost, jobPath(args[0], args[1])+"/"+what, nil, nil, "")
+			var ans answer
+			j, err := c.ControlJob(ans.keep(cmd.Context()), args[0], args[1], what)
 			if err != nil {
 				return err
 			}
-			if err := printAnswer(a, cmd.OutOrStdout(), raw, func(w io.Writer, j *domain.Job) {
+			if err := printValue(a, cmd.OutOrStdout(), &ans, j, func(w io.Writer, j *domain.Job) {
 				fmt.Fprintf(w, "job %s (%s): %s\n", j.ID, j.Operation, j.Status)
 			}); err != nil {
 				return err

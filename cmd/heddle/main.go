@@ -5,7 +5,8 @@
 //	heddle keygen       print a fresh API key, e.g. for HEDDLE_BOOTSTRAP_KEY
 //	heddle version      print the build version
 //	heddle config       show or set the client's endpoint and key
-//	heddle apply        import a catalog document
+//	heddle apply        import a catalog document; converge the clusters it declares
+//	heddle diff         show what apply would do to the declared clusters
 //	heddle tenants      create tenants (superadmin)
 //	heddle clusters     create, inspect and operate clusters
 //	heddle jobs         follow and control a cluster's jobs
@@ -98,7 +99,7 @@ func newRootCommand() *cobra.Command {
 	pf.StringVarP(&a.output, "output", "o", "table", "table or json (json prints the API's answers)")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(newServerCommand(), newWorkerCommand(), newKeygenCommand(), newVersionCommand(),
-		newConfigCommand(a), newApplyCommand(a), newTenantsCommand(a), newClustersCommand(a), newJobsCommand(a),
+		newConfigCommand(a), newApplyCommand(a), newDiffCommand(a), newTenantsCommand(a), newClustersCommand(a), newJobsCommand(a),
 		newScriptsCommand(a), newAuditCommand(a), newUsageCommand(a), newHostsCommand(a), newExportCommand(a),
 		newBackupCommand(a), newRestoreCommand(), newLoginCommand(a), newLogoutCommand(a), newIssuersCommand(a),
 		newWebhooksCommand(a), newMigrateCommand(a))

@@ -61,6 +61,7 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/v1/clusters/{cluster}/restart", user, s.serviceAction(domain.OpRestartServices)},
 		{http.MethodPost, "/v1/clusters/{cluster}/rolling-restart", user, s.serviceAction(domain.OpRollingRestart)},
 		{http.MethodPost, "/v1/clusters/{cluster}/lease", user, s.extendLease},
+		{http.MethodPost, "/v1/clusters/{cluster}/managed-by", user, s.setManagedBy},
 		{http.MethodPost, "/v1/clusters/{cluster}/verify", user, s.verifyCluster},
 		{http.MethodGet, "/v1/clusters/{cluster}/events", user, s.listEvents},
 		{http.MethodGet, "/v1/clusters/{cluster}/jobs", user, s.listJobs},

@@ -43,6 +43,9 @@ type CreateRequest struct {
 	// KeepOnFailure keeps what a failed create made (for debugging) instead
 	// of deleting it.
 	KeepOnFailure bool `json:"keepOnFailure,omitempty"`
+	// ManagedBy marks the cluster as owned by a tool (see
+	// domain.Cluster.ManagedBy).
+	ManagedBy string `json:"managedBy,omitempty"`
 }
 
 func (r *CreateRequest) validate() domain.Problems {
@@ -62,6 +65,9 @@ func (r *CreateRequest) validate() domain.Problems {
 	}
 	if r.Size < 1 || r.Size > domain.MaxClusterSize {
 		add("size", domain.CodeOutOfRange, fmt.Sprintf("must be between 1 and %d nodes", domain.MaxClusterSize))
+	}
+	if r.ManagedBy != "" && !domain.ValidName(r.ManagedBy) {
+		add("managedBy", domain.CodeInvalid, managedByRule)
 	}
 	if r.Lease < 0 {
 		add("lease", domain.CodeOutOfRange, "a lease cannot be negative")
@@ -132,7 +138,7 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 		return nil, err
 	}
 	c := domain.Cluster{
-		ID: id, TenantID: tenant, Owner: p.User, Name: req.Name, Description: req.Description,
+		ID: id, TenantID: tenant, Owner: p.User, Name: req.Name, Description: req.Description, ManagedBy: req.ManagedBy,
 		Template: domain.TemplateRef{Name: tmpl.Name, Version: tmpl.Version}, Resolved: tmpl,
 		Provider: providerName, Services: servicesOn(layout.Nodes), Config: config,
 		DNSSuffix: firstOf(req.DNSSuffix, tmpl.Defaults.DNSSuffix), Status: domain.ClusterPending, CreatedAt: now,

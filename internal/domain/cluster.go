@@ -165,6 +165,10 @@ type Cluster struct {
 	// Health is what the latest verification found; nil until one ended.
 	Health  *ClusterHealth `json:"health,omitempty"`
 	Version int64          `json:"version"`
+	// ManagedBy names the tool that owns the cluster's desired state
+	// ("apply" for a cluster `heddle apply` made or adopted); others leave
+	// such a cluster's shape to it. Empty: managed by hand.
+	ManagedBy string `json:"managedBy,omitempty"`
 }
 
 // Operation is what a job does to a cluster.

@@ -1,0 +1,49 @@
+// Package client is heddle's public Go client: typed calls on the /v1 API
+// with the API's own request and answer types, listings as iterators that
+// follow the cursors, jobs waited on with backoff, and errors (*Error) that
+// expose the error envelope's code and field problems. The heddle CLI is
+// built on it.
+//
+// A program that creates a cluster, waits for its job and lists the nodes:
+//
+//	package main
+//
+//	import (
+//		"context"
+//		"errors"
+//		"fmt"
+//		"log"
+//		"os"
+//
+//		"github.com/heddle-io/heddle/client"
+//	)
+//
+//	func main() {
+//		ctx := context.Background()
+//		c := client.New(os.Getenv("HEDDLE_ENDPOINT"), os.Getenv("HEDDLE_KEY"))
+//		res, err := c.CreateCluster(ctx, client.CreateRequest{Name: "web1", Template: "web", Size: 3}, client.Mutate{})
+//		var apiErr *client.Error
+//		if errors.As(err, &apiErr) {
+//			for _, p := range apiErr.Details {
+//				fmt.Fprintf(os.Stderr, "%s: %s (%s)\n", p.Field, p.Message, p.Code)
+//			}
+//			log.Fatalf("%s: %v", apiErr.Code, err)
+//		} else if err != nil {
+//			log.Fatal(err)
+//		}
+//		job, err := c.WaitJob(ctx, res.Cluster.ID, res.Job.ID, client.WaitOptions{})
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		fmt.Println("create", job.Status)
+//		for n, err := range c.Nodes(ctx, res.Cluster.ID) {
+//			if err != nil {
+//				log.Fatal(err)
+//			}
+//			fmt.Println(n.ID, n.Hostname, n.Status)
+//		}
+//	}
+//
+// Routes without a method here are reached with Send, Do, JSON, Each and
+// GetPage.
+package client
