@@ -43,13 +43,13 @@ func (p *Plan) stages(ix indexed) [][]int32 {
 	pending := make([]int, len(p.Tasks))
 	var ready []int32
 	for i := range p.Tasks {
-		pending[i] = len(ix.deps[i])
+		pending[i] = len(ix.depsOf(i))
 		if pending[i] == 0 {
 			ready = append(ready, int32(i))
 		}
 	}
 	release := func(t int32, into []int32) []int32 {
-		for _, u := range ix.dependents[t] {
+		for _, u := range ix.dependentsOf(t) {
 			pending[u]--
 			if pending[u] == 0 {
 				into = append(into, u)
@@ -162,7 +162,7 @@ func (p *Plan) criticalPath(ix indexed, est Estimator) CriticalPath {
 	for i := range p.Tasks { // plan order is topological
 		via[i] = -1
 		var start time.Duration
-		for _, d := range ix.deps[i] {
+		for _, d := range ix.depsOf(i) {
 			if finish[d] > start || (finish[d] == start && via[i] < 0) {
 				start, via[i] = finish[d], d
 			}
