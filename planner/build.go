@@ -597,7 +597,11 @@ func (p *planning) emitChains() {
 			estimate += bits.OnesCount8(uint8(set))
 		}
 	}
-	p.graph = newGraph(p.req.Limits, estimate+estimate/8)
+	nodeIDs := make([]string, len(p.nodes))
+	for i := range p.nodes {
+		nodeIDs[i] = p.nodes[i].id
+	}
+	p.graph = newGraph(p.req.Limits, estimate+estimate/8, nodeIDs, p.g.names)
 	anchors := make([]int32, 5*nn*ns)
 	for i := range anchors {
 		anchors[i] = -1
@@ -616,7 +620,7 @@ func (p *planning) emitChains() {
 
 	installOrder, runtimeOrder := p.g.order[installPhase], p.g.order[runtimePhase]
 	for ni := range p.nodes {
-		n, w := &p.nodes[ni], &p.work[ni]
+		w := &p.work[ni]
 		prev := int32(-1)
 		push := func(t int32) {
 			if prev >= 0 {
@@ -629,7 +633,7 @@ func (p *planning) emitChains() {
 		}
 		nodeAction := func(a domain.Action) int32 {
 			t := p.graph.add(gtask{
-				node: int32(ni), nodeID: n.id, action: a,
+				node: int32(ni), service: -1, action: p.graph.actionNum(a),
 				timeout: nodeActionTimeout(a), maxAttempts: domain.DefaultRetries + 1,
 			})
 			push(t)
@@ -644,11 +648,9 @@ func (p *planning) emitChains() {
 			if !ok {
 				return
 			}
-			name := p.g.names[s]
 			t := p.graph.add(gtask{
-				node: int32(ni), nodeID: n.id,
-				service: name, action: action,
-				timeout: def.TimeoutOrDefault(), maxAttempts: def.RetryLimit() + 1,
+				node: int32(ni), service: int16(s), action: p.graph.actionNum(action),
+				timeout: def.TimeoutOrDefault(), maxAttempts: int32(def.RetryLimit() + 1),
 			})
 			push(t)
 			k := ni*ns + s

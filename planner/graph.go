@@ -19,64 +19,78 @@ type graph struct {
 	// tasks have one or two, and one allocation each is most of what a
 	// 10,000-node plan would otherwise allocate per task.
 	slab []int32
+	// What tasks name by number (gtask): a task stays 64 bytes, where
+	// three strings of its own made it 112, at 60,000 tasks a plan.
+	nodeIDs  []string
+	services []string
+	actions  []domain.Action
 }
 
 type gtask struct {
 	// name is a join's ID; a work task's is derived from what it does
-	// (id), and only written out when the plan is finished.
+	// (graph.taskID), and only written out when the plan is finished.
 	name        string
-	node        int32 // index into the planning's nodes; -1 for joins
-	nodeID      string
-	service     string
-	action      domain.Action
-	timeout     domain.Duration
-	maxAttempts int
 	deps        []int32
+	timeout     domain.Duration
+	node        int32 // index into nodeIDs (the planning's nodes); -1 for joins
+	maxAttempts int32
+	service     int16 // index into services; -1 for a node-level action or a join
+	action      uint8 // index into actions
 }
 
 func (t *gtask) isJoin() bool { return t.node < 0 }
 
-// id is the task's ID (Task's documentation says how it is made).
-func (t *gtask) id() string {
+// actionNum numbers a, adding it to the graph's actions the first time.
+func (g *graph) actionNum(a domain.Action) uint8 {
+	for i, known := range g.actions {
+		if known == a {
+			return uint8(i)
+		}
+	}
+	g.actions = append(g.actions, a)
+	return uint8(len(g.actions) - 1)
+}
+
+// taskID is task i's ID (Task's documentation says how it is made).
+func (g *graph) taskID(i int32) string {
 	var b strings.Builder
-	b.Grow(t.idLen())
-	t.writeID(&b)
+	b.Grow(g.idLen(&g.tasks[i]))
+	g.writeID(&b, &g.tasks[i])
 	return b.String()
 }
 
-func (t *gtask) idLen() int {
+func (g *graph) idLen(t *gtask) int {
 	switch {
 	case t.isJoin():
 		return len(t.name)
-	case t.service == "":
-		return len(t.nodeID) + 1 + len(t.action)
+	case t.service < 0:
+		return len(g.nodeIDs[t.node]) + 1 + len(g.actions[t.action])
 	default:
-		return len(t.nodeID) + 1 + len(t.service) + 1 + len(t.action)
+		return len(g.nodeIDs[t.node]) + 1 + len(g.services[t.service]) + 1 + len(g.actions[t.action])
 	}
 }
 
-func (t *gtask) writeID(b *strings.Builder) {
-	switch {
-	case t.isJoin():
+func (g *graph) writeID(b *strings.Builder, t *gtask) {
+	if t.isJoin() {
 		b.WriteString(t.name)
-	case t.service == "":
-		b.WriteString(t.nodeID)
-		b.WriteByte('/')
-		b.WriteString(string(t.action))
-	default:
-		b.WriteString(t.nodeID)
-		b.WriteByte('/')
-		b.WriteString(t.service)
-		b.WriteByte('/')
-		b.WriteString(string(t.action))
+		return
 	}
+	b.WriteString(g.nodeIDs[t.node])
+	b.WriteByte('/')
+	if t.service >= 0 {
+		b.WriteString(g.services[t.service])
+		b.WriteByte('/')
+	}
+	b.WriteString(string(g.actions[t.action]))
 }
 
-func newGraph(limits Limits, sizeHint int) *graph {
+func newGraph(limits Limits, sizeHint int, nodeIDs, services []string) *graph {
 	return &graph{
 		tasks:    make([]gtask, 0, sizeHint),
 		limits:   limits.withDefaults(),
 		barriers: map[string]int32{},
+		nodeIDs:  nodeIDs,
+		services: services,
 	}
 }
 
@@ -86,7 +100,7 @@ func (g *graph) add(t gtask) int32 {
 }
 
 func (g *graph) addJoin(name string, deps []int32) int32 {
-	return g.add(gtask{name: "join:" + name, node: -1, action: ActionJoin, maxAttempts: 1, deps: deps})
+	return g.add(gtask{name: "join:" + name, node: -1, service: -1, action: g.actionNum(ActionJoin), maxAttempts: 1, deps: deps})
 }
 
 // dependOn makes task t wait for every task in on.
@@ -143,7 +157,7 @@ func (g *graph) boundFanIn() {
 		if len(g.tasks[i].deps) <= max {
 			continue
 		}
-		base := joinBase(g.tasks[i].id())
+		base := joinBase(g.taskID(int32(i)))
 		n := 0
 		for len(g.tasks[i].deps) > max {
 			deps := g.tasks[i].deps
@@ -187,7 +201,7 @@ func (g *graph) boundFanOut() {
 		if len(dependents[i]) <= max {
 			continue
 		}
-		base := joinBase(g.tasks[i].id())
+		base := joinBase(g.taskID(int32(i)))
 		n := 0
 		for len(dependents[i]) > max {
 			outs := dependents[i]
@@ -291,14 +305,14 @@ func (g *graph) finish(prefix string) ([]Task, *builtIndex, error) {
 	ix := &builtIndex{end: make([]int32, n), depStart: make([]int32, n+1)}
 	total := 0
 	for _, t := range order {
-		total += len(prefix) + g.tasks[t].idLen()
+		total += len(prefix) + g.idLen(&g.tasks[t])
 		ix.end[position[t]] = int32(total)
 	}
 	var sb strings.Builder
 	sb.Grow(total)
 	for _, t := range order {
 		sb.WriteString(prefix)
-		g.tasks[t].writeID(&sb)
+		g.writeID(&sb, &g.tasks[t])
 	}
 	ix.ids = sb.String()
 	idAt := func(pos int32) string {
@@ -327,14 +341,17 @@ func (g *graph) finish(prefix string) ([]Task, *builtIndex, error) {
 		task := Task{
 			ID:          idAt(int32(pos)),
 			Kind:        KindWork,
-			NodeID:      gt.nodeID,
-			Service:     gt.service,
-			Action:      gt.action,
+			Action:      g.actions[gt.action],
 			Timeout:     gt.timeout,
-			MaxAttempts: gt.maxAttempts,
+			MaxAttempts: int(gt.maxAttempts),
 		}
 		if gt.isJoin() {
 			task.Kind = KindJoin
+		} else {
+			task.NodeID = g.nodeIDs[gt.node]
+		}
+		if gt.service >= 0 {
+			task.Service = g.services[gt.service]
 		}
 		if len(gt.deps) > 0 {
 			for k, d := range gt.deps {
