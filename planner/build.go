@@ -3,6 +3,7 @@ package planner
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"sort"
@@ -189,6 +190,10 @@ func prepare(req *Request, op domain.Operation, oldNodes, newNodes []domain.Node
 		names = append(names, s)
 	}
 	sort.Strings(names)
+	if len(names) > math.MaxInt16 {
+		// Tasks under construction number their service in 16 bits.
+		return nil, invalid("the layouts hold %d services; a plan handles at most %d", len(names), math.MaxInt16)
+	}
 	g, err := newServiceGraph(names, req.Services)
 	if err != nil {
 		return nil, err
