@@ -1,7 +1,10 @@
 package planner
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strconv"
@@ -79,7 +82,8 @@ type planning struct {
 	refs    [][]bool // refs[s][r]: s's configuration refers to r
 	changed []bool   // services whose set of nodes changes
 	force   bool
-	skipped skips // actions the recorded run states make needless
+	skipped skips
+	prefix  string // starts every task ID (RollbackPrefix for a rollback) // actions the recorded run states make needless
 
 	graph *graph
 	// Anchors, per node*services+service (-1 when absent).
@@ -115,11 +119,11 @@ func Build(req Request) (*Plan, error) {
 			return nil, err
 		}
 		rp.force = true
+		rp.prefix = RollbackPrefix
 		plan.Rollback, err = rp.plan()
 		if err != nil {
 			return nil, err
 		}
-		plan.Rollback.prefixIDs(RollbackPrefix)
 	}
 	return plan, nil
 }
@@ -144,33 +148,35 @@ func prepare(req *Request, op domain.Operation, oldNodes, newNodes []domain.Node
 	if sameLayout(op) && len(newNodes) == 0 {
 		newNodes = oldNodes
 	}
+	// Sized up front: at 10,000 nodes, growing these was most of what
+	// planning allocated.
 	type pair struct{ old, new *domain.Node }
-	byID := map[string]*pair{}
-	var ids []string
+	byID := make(map[string]int32, max(len(oldNodes), len(newNodes)))
+	pairs := make([]pair, 0, len(oldNodes)+len(newNodes))
 	present := map[string]bool{}
 	for side, list := range [][]domain.Node{oldNodes, newNodes} {
 		name := [...]string{"Old", "New"}[side]
-		seen := map[string]bool{}
 		for i := range list {
 			n := &list[i]
 			if !domain.ValidName(n.ID) {
 				return nil, invalid("%s[%d]: node ID %q must be 1 to 63 letters, digits, '_', '.' or '-'", name, i, n.ID)
 			}
-			if seen[n.ID] {
+			at, ok := byID[n.ID]
+			if !ok {
+				at = int32(len(pairs))
+				byID[n.ID] = at
+				pairs = append(pairs, pair{})
+			}
+			pr := &pairs[at]
+			// A node already on this side is listed twice there.
+			if side == 0 && pr.old != nil || side == 1 && pr.new != nil {
 				return nil, invalid("%s[%d]: node %s is listed twice", name, i, n.ID)
 			}
-			seen[n.ID] = true
 			for k, s := range n.Services {
 				if slices.Contains(n.Services[:k], s) { // service lists are short
 					return nil, invalid("%s[%d]: node %s lists service %q twice", name, i, n.ID, s)
 				}
 				present[s] = true
-			}
-			pr := byID[n.ID]
-			if pr == nil {
-				pr = &pair{}
-				byID[n.ID] = pr
-				ids = append(ids, n.ID)
 			}
 			if side == 0 {
 				pr.old = n
@@ -184,18 +190,26 @@ func prepare(req *Request, op domain.Operation, oldNodes, newNodes []domain.Node
 		names = append(names, s)
 	}
 	sort.Strings(names)
+	if len(names) > math.MaxInt16 {
+		// Tasks under construction number their service in 16 bits.
+		return nil, invalid("the layouts hold %d services; a plan handles at most %d", len(names), math.MaxInt16)
+	}
 	g, err := newServiceGraph(names, req.Services)
 	if err != nil {
 		return nil, err
 	}
-	p := &planning{op: op, req: req, g: g, force: req.Force}
-	for _, id := range ids {
-		pr := byID[id]
-		n := node{id: id, inOld: pr.old != nil, inNew: pr.new != nil}
+	p := &planning{op: op, req: req, g: g, force: req.Force, nodes: make([]node, 0, len(pairs))}
+	for k := range pairs {
+		pr := &pairs[k]
+		id := pr.new
+		if pr.old != nil {
+			id = pr.old
+		}
+		n := node{id: id.ID, inOld: pr.old != nil, inNew: pr.new != nil}
 		if pr.old != nil && pr.new != nil &&
 			(pr.old.HardwareType != pr.new.HardwareType || pr.old.ImageType != pr.new.ImageType) {
 			return nil, invalid("node %s changes hardware or image type (%s/%s to %s/%s); a node cannot be rebuilt in place: shrink it away and expand instead",
-				id, pr.old.HardwareType, pr.old.ImageType, pr.new.HardwareType, pr.new.ImageType)
+				n.id, pr.old.HardwareType, pr.old.ImageType, pr.new.HardwareType, pr.new.ImageType)
 		}
 		if pr.old != nil {
 			n.num, n.hardwareType, n.imageType = pr.old.Num, pr.old.HardwareType, pr.old.ImageType
@@ -212,11 +226,11 @@ func prepare(req *Request, op domain.Operation, oldNodes, newNodes []domain.Node
 		}
 		p.nodes = append(p.nodes, n)
 	}
-	sort.Slice(p.nodes, func(i, j int) bool {
-		if p.nodes[i].num != p.nodes[j].num {
-			return p.nodes[i].num < p.nodes[j].num
+	slices.SortFunc(p.nodes, func(a, b node) int {
+		if a.num != b.num {
+			return cmp.Compare(a.num, b.num)
 		}
-		return p.nodes[i].id < p.nodes[j].id
+		return strings.Compare(a.id, b.id)
 	})
 	p.changed = make([]bool, len(names))
 	for i := range p.nodes {
@@ -565,11 +579,11 @@ func (p *planning) plan() (*Plan, error) {
 		p.linkDependencies()
 		p.linkReferences()
 	}
-	tasks, err := p.graph.finish()
+	tasks, built, err := p.graph.finish(p.prefix)
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{Operation: p.op, Diff: p.diff(), Tasks: tasks, Skipped: p.skipped.list()}, nil
+	return &Plan{Operation: p.op, Diff: p.diff(), Tasks: tasks, Skipped: p.skipped.list(), built: built}, nil
 }
 
 // emitChains adds each node's tasks, each depending on the one before, in the
@@ -578,14 +592,21 @@ func (p *planning) emitChains() {
 	ns, nn := len(p.g.names), len(p.nodes)
 	estimate := 0
 	for i := range p.work {
-		estimate += 4
-		for _, set := range p.work[i].svc {
-			if set != 0 {
-				estimate += 4
+		w := &p.work[i]
+		for _, on := range [...]bool{w.create, w.confirm, w.bootstrap, w.delete} {
+			if on {
+				estimate++
 			}
 		}
+		for _, set := range w.svc {
+			estimate += bits.OnesCount8(uint8(set))
+		}
 	}
-	p.graph = newGraph(p.req.Limits, estimate+estimate/8)
+	nodeIDs := make([]string, len(p.nodes))
+	for i := range p.nodes {
+		nodeIDs[i] = p.nodes[i].id
+	}
+	p.graph = newGraph(p.req.Limits, estimate+estimate/8, nodeIDs, p.g.names)
 	anchors := make([]int32, 5*nn*ns)
 	for i := range anchors {
 		anchors[i] = -1
@@ -604,7 +625,7 @@ func (p *planning) emitChains() {
 
 	installOrder, runtimeOrder := p.g.order[installPhase], p.g.order[runtimePhase]
 	for ni := range p.nodes {
-		n, w := &p.nodes[ni], &p.work[ni]
+		w := &p.work[ni]
 		prev := int32(-1)
 		push := func(t int32) {
 			if prev >= 0 {
@@ -617,7 +638,7 @@ func (p *planning) emitChains() {
 		}
 		nodeAction := func(a domain.Action) int32 {
 			t := p.graph.add(gtask{
-				id: n.id + "/" + string(a), node: int32(ni), nodeID: n.id, action: a,
+				node: int32(ni), service: -1, action: p.graph.actionNum(a),
 				timeout: nodeActionTimeout(a), maxAttempts: domain.DefaultRetries + 1,
 			})
 			push(t)
@@ -632,11 +653,9 @@ func (p *planning) emitChains() {
 			if !ok {
 				return
 			}
-			name := p.g.names[s]
 			t := p.graph.add(gtask{
-				id: n.id + "/" + name + "/" + string(action), node: int32(ni), nodeID: n.id,
-				service: name, action: action,
-				timeout: def.TimeoutOrDefault(), maxAttempts: def.RetryLimit() + 1,
+				node: int32(ni), service: int16(s), action: p.graph.actionNum(action),
+				timeout: def.TimeoutOrDefault(), maxAttempts: int32(def.RetryLimit() + 1),
 			})
 			push(t)
 			k := ni*ns + s

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/heddle-io/heddle/internal/domain"
 )
@@ -14,26 +15,82 @@ type graph struct {
 	tasks    []gtask
 	limits   Limits
 	barriers map[string]int32
+	// slab is where the first dependencies of tasks are taken from: most
+	// tasks have one or two, and one allocation each is most of what a
+	// 10,000-node plan would otherwise allocate per task.
+	slab []int32
+	// What tasks name by number (gtask): a task stays 64 bytes, where
+	// three strings of its own made it 112, at 60,000 tasks a plan.
+	nodeIDs  []string
+	services []string
+	actions  []domain.Action
 }
 
 type gtask struct {
-	id          string
-	node        int32 // index into the planning's nodes; -1 for joins
-	nodeID      string
-	service     string
-	action      domain.Action
-	timeout     domain.Duration
-	maxAttempts int
+	// name is a join's ID; a work task's is derived from what it does
+	// (graph.taskID), and only written out when the plan is finished.
+	name        string
 	deps        []int32
+	timeout     domain.Duration
+	node        int32 // index into nodeIDs (the planning's nodes); -1 for joins
+	maxAttempts int32
+	service     int16 // index into services; -1 for a node-level action or a join
+	action      uint8 // index into actions
 }
 
 func (t *gtask) isJoin() bool { return t.node < 0 }
 
-func newGraph(limits Limits, sizeHint int) *graph {
+// actionNum numbers a, adding it to the graph's actions the first time.
+func (g *graph) actionNum(a domain.Action) uint8 {
+	for i, known := range g.actions {
+		if known == a {
+			return uint8(i)
+		}
+	}
+	g.actions = append(g.actions, a)
+	return uint8(len(g.actions) - 1)
+}
+
+// taskID is task i's ID (Task's documentation says how it is made).
+func (g *graph) taskID(i int32) string {
+	var b strings.Builder
+	b.Grow(g.idLen(&g.tasks[i]))
+	g.writeID(&b, &g.tasks[i])
+	return b.String()
+}
+
+func (g *graph) idLen(t *gtask) int {
+	switch {
+	case t.isJoin():
+		return len(t.name)
+	case t.service < 0:
+		return len(g.nodeIDs[t.node]) + 1 + len(g.actions[t.action])
+	default:
+		return len(g.nodeIDs[t.node]) + 1 + len(g.services[t.service]) + 1 + len(g.actions[t.action])
+	}
+}
+
+func (g *graph) writeID(b *strings.Builder, t *gtask) {
+	if t.isJoin() {
+		b.WriteString(t.name)
+		return
+	}
+	b.WriteString(g.nodeIDs[t.node])
+	b.WriteByte('/')
+	if t.service >= 0 {
+		b.WriteString(g.services[t.service])
+		b.WriteByte('/')
+	}
+	b.WriteString(string(g.actions[t.action]))
+}
+
+func newGraph(limits Limits, sizeHint int, nodeIDs, services []string) *graph {
 	return &graph{
 		tasks:    make([]gtask, 0, sizeHint),
 		limits:   limits.withDefaults(),
 		barriers: map[string]int32{},
+		nodeIDs:  nodeIDs,
+		services: services,
 	}
 }
 
@@ -43,12 +100,23 @@ func (g *graph) add(t gtask) int32 {
 }
 
 func (g *graph) addJoin(name string, deps []int32) int32 {
-	return g.add(gtask{id: "join:" + name, node: -1, action: ActionJoin, maxAttempts: 1, deps: deps})
+	return g.add(gtask{name: "join:" + name, node: -1, service: -1, action: g.actionNum(ActionJoin), maxAttempts: 1, deps: deps})
 }
 
 // dependOn makes task t wait for every task in on.
 func (g *graph) dependOn(t int32, on ...int32) {
-	g.tasks[t].deps = append(g.tasks[t].deps, on...)
+	deps := g.tasks[t].deps
+	if deps == nil {
+		// Room for two from the slab; the capacity ends there, so a third
+		// dependency moves the list out rather than into a neighbour's.
+		n := max(len(on), 2)
+		if len(g.slab) < n {
+			g.slab = make([]int32, max(n, 4096))
+		}
+		deps = g.slab[:0:n]
+		g.slab = g.slab[n:]
+	}
+	g.tasks[t].deps = append(deps, on...)
 }
 
 // groupEdge makes every task of dst wait for every task of src. Small groups
@@ -89,7 +157,7 @@ func (g *graph) boundFanIn() {
 		if len(g.tasks[i].deps) <= max {
 			continue
 		}
-		base := joinBase(g.tasks[i].id)
+		base := joinBase(g.taskID(int32(i)))
 		n := 0
 		for len(g.tasks[i].deps) > max {
 			deps := g.tasks[i].deps
@@ -133,7 +201,7 @@ func (g *graph) boundFanOut() {
 		if len(dependents[i]) <= max {
 			continue
 		}
-		base := joinBase(g.tasks[i].id)
+		base := joinBase(g.taskID(int32(i)))
 		n := 0
 		for len(dependents[i]) > max {
 			outs := dependents[i]
@@ -179,8 +247,10 @@ func (g *graph) dedupe() {
 
 // finish bounds the graph, orders it topologically (Kahn's algorithm, ready
 // tasks in creation order, so the order reads like waves of work) and turns it
-// into Tasks with their dependencies as IDs in that same order.
-func (g *graph) finish() ([]Task, error) {
+// into Tasks with their dependencies as IDs in that same order, every ID
+// starting with prefix. It also returns the plan's index (Plan.built), which
+// it knows without looking an ID up.
+func (g *graph) finish(prefix string) ([]Task, *builtIndex, error) {
 	g.dedupe()
 	g.boundFanIn()
 	g.boundFanOut()
@@ -223,16 +293,38 @@ func (g *graph) finish() ([]Task, error) {
 	}
 	if len(order) != n {
 		// Chains follow one global order, so this is a planner bug, not bad input.
-		return nil, fmt.Errorf("planner: internal error: the task graph has a cycle (%d of %d tasks ordered)", len(order), n)
+		return nil, nil, fmt.Errorf("planner: internal error: the task graph has a cycle (%d of %d tasks ordered)", len(order), n)
 	}
-	position := make([]int32, n)
+	position := pending // free again: every count reached zero
 	for pos, t := range order {
 		position[t] = int32(pos)
 	}
-	edgeCount := 0
-	for i := range g.tasks {
-		edgeCount += len(g.tasks[i].deps)
+
+	// Every ID, in plan order, in one string: one allocation with no
+	// pointers for the collector to follow, instead of one per task.
+	ix := &builtIndex{end: make([]int32, n), depStart: make([]int32, n+1)}
+	total := 0
+	for _, t := range order {
+		total += len(prefix) + g.idLen(&g.tasks[t])
+		ix.end[position[t]] = int32(total)
 	}
+	var sb strings.Builder
+	sb.Grow(total)
+	for _, t := range order {
+		sb.WriteString(prefix)
+		g.writeID(&sb, &g.tasks[t])
+	}
+	ix.ids = sb.String()
+	idAt := func(pos int32) string {
+		start := int32(0)
+		if pos > 0 {
+			start = ix.end[pos-1]
+		}
+		return ix.ids[start:ix.end[pos]]
+	}
+
+	edgeCount := int(dependentCount[n])
+	ix.deps = make([]int32, 0, edgeCount)
 	ids := make([]string, edgeCount) // one backing array for every DependsOn
 	out := make([]Task, n)
 	// Work task IDs are unique by construction (unique node IDs, one task per
@@ -241,33 +333,41 @@ func (g *graph) finish() ([]Task, error) {
 	for pos, t := range order {
 		gt := &g.tasks[t]
 		if gt.isJoin() {
-			if _, dup := joinIDs[gt.id]; dup {
-				return nil, fmt.Errorf("planner: internal error: two joins have the ID %q", gt.id)
+			if _, dup := joinIDs[gt.name]; dup {
+				return nil, nil, fmt.Errorf("planner: internal error: two joins have the ID %q", gt.name)
 			}
-			joinIDs[gt.id] = struct{}{}
+			joinIDs[gt.name] = struct{}{}
 		}
 		task := Task{
-			ID:          gt.id,
+			ID:          idAt(int32(pos)),
 			Kind:        KindWork,
-			NodeID:      gt.nodeID,
-			Service:     gt.service,
-			Action:      gt.action,
+			Action:      g.actions[gt.action],
 			Timeout:     gt.timeout,
-			MaxAttempts: gt.maxAttempts,
+			MaxAttempts: int(gt.maxAttempts),
 		}
 		if gt.isJoin() {
 			task.Kind = KindJoin
+		} else {
+			task.NodeID = g.nodeIDs[gt.node]
+		}
+		if gt.service >= 0 {
+			task.Service = g.services[gt.service]
 		}
 		if len(gt.deps) > 0 {
-			slices.SortFunc(gt.deps, func(a, b int32) int { return int(position[a] - position[b]) })
+			for k, d := range gt.deps {
+				gt.deps[k] = position[d]
+			}
+			slices.Sort(gt.deps)
 			dst := ids[:len(gt.deps):len(gt.deps)]
 			ids = ids[len(gt.deps):]
 			for k, d := range gt.deps {
-				dst[k] = g.tasks[d].id
+				dst[k] = out[d].ID // d < pos: already written
 			}
 			task.DependsOn = dst
+			ix.deps = append(ix.deps, gt.deps...)
 		}
+		ix.depStart[pos+1] = int32(len(ix.deps))
 		out[pos] = task
 	}
-	return out, nil
+	return out, ix, nil
 }

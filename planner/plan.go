@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"slices"
+
 	"github.com/heddle-io/heddle/internal/domain"
 )
 
@@ -48,17 +50,6 @@ type Task struct {
 // or service name, and forward IDs never start with it).
 const RollbackPrefix = "rollback:"
 
-// prefixIDs puts prefix in front of every task ID and dependency.
-func (p *Plan) prefixIDs(prefix string) {
-	for i := range p.Tasks {
-		t := &p.Tasks[i]
-		t.ID = prefix + t.ID
-		for k := range t.DependsOn {
-			t.DependsOn[k] = prefix + t.DependsOn[k]
-		}
-	}
-}
-
 // IsJoin reports whether t is a join.
 func (t *Task) IsJoin() bool { return t.Kind == KindJoin }
 
@@ -77,6 +68,13 @@ type Plan struct {
 	// nodes the expand reconfigured back to the old layout. The engine persists
 	// it with the job so a failure never needs planning to recover.
 	Rollback *Plan `json:"rollback,omitempty"`
+
+	// built is the index Build made with the tasks, so that a preview of a
+	// plan just built does not rebuild it from the IDs (at 10,000 nodes a
+	// map of 55,000 of them was most of a dry run's time). It is used only
+	// while Tasks are still exactly what Build made (builtIndex.matches);
+	// JSON leaves it out.
+	built *builtIndex
 }
 
 // Dependents maps each task ID to the tasks that depend on it, in plan order:
@@ -105,21 +103,74 @@ func (p *Plan) Counts() (work, joins, edges int) {
 }
 
 // indexed is a plan's tasks as numbers, for the graph algorithms that work on
-// plans (which may have come back from JSON, so nothing internal is kept).
+// plans (which may have come back from JSON, so nothing internal is kept
+// unless builtIndex vouches for it). Both directions are flat arrays with
+// offsets (CSR): a handful of allocations whatever the plan's size.
 type indexed struct {
-	deps       [][]int32
-	dependents [][]int32
+	depStart, deps             []int32
+	dependentStart, dependents []int32
+}
+
+// depsOf lists task i's dependencies, by position, in plan order.
+func (ix *indexed) depsOf(i int) []int32 { return ix.deps[ix.depStart[i]:ix.depStart[i+1]] }
+
+// dependentsOf lists the tasks that depend on task i, in plan order.
+func (ix *indexed) dependentsOf(i int32) []int32 {
+	return ix.dependents[ix.dependentStart[i]:ix.dependentStart[i+1]]
+}
+
+// builtIndex is what graph.finish knows about the plan it makes: every ID,
+// back to back in one string, and each task's dependencies by position.
+type builtIndex struct {
+	ids      string
+	end      []int32 // task i's ID ends at ids[end[i]]
+	depStart []int32
+	deps     []int32
+}
+
+// matches reports whether tasks are still the ones b was built with: the
+// same IDs in the same order, each with the same dependencies. Strings cut
+// from the same memory compare by pointer first, so on an unchanged plan
+// this costs one comparison per task and edge, no hashing.
+func (b *builtIndex) matches(tasks []Task) bool {
+	if b == nil || len(b.end) != len(tasks) {
+		return false
+	}
+	start := int32(0)
+	for i := range tasks {
+		t := &tasks[i]
+		if t.ID != b.ids[start:b.end[i]] {
+			return false
+		}
+		start = b.end[i]
+		deps := b.deps[b.depStart[i]:b.depStart[i+1]]
+		if len(deps) != len(t.DependsOn) {
+			return false
+		}
+		for k, d := range deps {
+			if t.DependsOn[k] != tasks[d].ID {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (p *Plan) index() (indexed, error) {
+	if p.built.matches(p.Tasks) {
+		return withDependents(p.built.depStart, p.built.deps), nil
+	}
 	pos := make(map[string]int32, len(p.Tasks))
+	edges := 0
 	for i, t := range p.Tasks {
 		if _, dup := pos[t.ID]; dup {
 			return indexed{}, &PlanError{Task: t.ID, Reason: "is listed twice"}
 		}
 		pos[t.ID] = int32(i)
+		edges += len(t.DependsOn)
 	}
-	ix := indexed{deps: make([][]int32, len(p.Tasks)), dependents: make([][]int32, len(p.Tasks))}
+	depStart := make([]int32, len(p.Tasks)+1)
+	deps := make([]int32, 0, edges)
 	for i, t := range p.Tasks {
 		for _, d := range t.DependsOn {
 			j, ok := pos[d]
@@ -129,11 +180,32 @@ func (p *Plan) index() (indexed, error) {
 			if j >= int32(i) {
 				return indexed{}, &PlanError{Task: t.ID, Reason: "depends on " + d + ", which does not come before it"}
 			}
-			ix.deps[i] = append(ix.deps[i], j)
-			ix.dependents[j] = append(ix.dependents[j], int32(i))
+			deps = append(deps, j)
+		}
+		depStart[i+1] = int32(len(deps))
+	}
+	return withDependents(depStart, deps), nil
+}
+
+// withDependents completes an index from its dependencies: each task's
+// dependents in plan order.
+func withDependents(depStart, deps []int32) indexed {
+	n := len(depStart) - 1
+	ix := indexed{depStart: depStart, deps: deps, dependentStart: make([]int32, n+1), dependents: make([]int32, len(deps))}
+	for _, d := range deps {
+		ix.dependentStart[d+1]++
+	}
+	for i := 1; i <= n; i++ {
+		ix.dependentStart[i] += ix.dependentStart[i-1]
+	}
+	fill := slices.Clone(ix.dependentStart[:n])
+	for i := 0; i < n; i++ {
+		for _, d := range deps[depStart[i]:depStart[i+1]] {
+			ix.dependents[fill[d]] = int32(i)
+			fill[d]++
 		}
 	}
-	return ix, nil
+	return ix
 }
 
 // PlanError reports a plan that is not in topological order or names a

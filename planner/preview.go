@@ -53,6 +53,22 @@ func (p *planning) diff() LayoutDiff {
 	var d LayoutDiff
 	before := make([]int, len(p.g.names))
 	after := make([]int, len(p.g.names))
+	var created, deleted int
+	for i := range p.nodes {
+		switch n := &p.nodes[i]; {
+		case n.created():
+			created++
+		case n.deleted():
+			deleted++
+		}
+	}
+	if created > 0 {
+		d.AddedNodes = make([]NodeSummary, 0, created)
+	}
+	if deleted > 0 {
+		d.RemovedNodes = make([]NodeSummary, 0, deleted)
+	}
+	lists := serviceLists{g: p.g}
 	for i := range p.nodes {
 		n := &p.nodes[i]
 		for s := range p.g.names {
@@ -66,10 +82,10 @@ func (p *planning) diff() LayoutDiff {
 		switch {
 		case n.created():
 			d.AddedNodes = append(d.AddedNodes, NodeSummary{ID: n.id, Num: n.num, HardwareType: n.hardwareType,
-				ImageType: n.imageType, Services: p.g.serviceList(n.newSvc)})
+				ImageType: n.imageType, Services: lists.of(n.newSvc)})
 		case n.deleted():
 			d.RemovedNodes = append(d.RemovedNodes, NodeSummary{ID: n.id, Num: n.num, HardwareType: n.hardwareType,
-				ImageType: n.imageType, Services: p.g.serviceList(n.oldSvc)})
+				ImageType: n.imageType, Services: lists.of(n.oldSvc)})
 		default:
 			var added, removed []string
 			for s, name := range p.g.names {
@@ -91,6 +107,36 @@ func (p *planning) diff() LayoutDiff {
 		}
 	}
 	return d
+}
+
+// serviceLists names service sets (serviceList) and gives nodes with the
+// same set the same list: a layout has a few kinds of node, and 10,000
+// nodes would otherwise mean 10,000 copies of a few lists. Readers of a
+// NodeSummary never change its Services.
+type serviceLists struct {
+	g    *serviceGraph
+	seen map[uint64][]string
+}
+
+func (l *serviceLists) of(set []bool) []string {
+	if len(set) > 64 {
+		return l.g.serviceList(set)
+	}
+	var key uint64
+	for s, on := range set {
+		if on {
+			key |= 1 << s
+		}
+	}
+	if list, ok := l.seen[key]; ok {
+		return list
+	}
+	if l.seen == nil {
+		l.seen = map[uint64][]string{}
+	}
+	list := l.g.serviceList(set)
+	l.seen[key] = list
+	return list
 }
 
 // Preview is what a dry run shows: the layout change, the task graph and its

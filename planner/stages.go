@@ -43,13 +43,13 @@ func (p *Plan) stages(ix indexed) [][]int32 {
 	pending := make([]int, len(p.Tasks))
 	var ready []int32
 	for i := range p.Tasks {
-		pending[i] = len(ix.deps[i])
+		pending[i] = len(ix.depsOf(i))
 		if pending[i] == 0 {
 			ready = append(ready, int32(i))
 		}
 	}
 	release := func(t int32, into []int32) []int32 {
-		for _, u := range ix.dependents[t] {
+		for _, u := range ix.dependentsOf(t) {
 			pending[u]--
 			if pending[u] == 0 {
 				into = append(into, u)
@@ -57,8 +57,26 @@ func (p *Plan) stages(ix indexed) [][]int32 {
 		}
 		return into
 	}
+	// Nodes by number, and the stage that last took a task of each, so a
+	// stage needs no set of its own (at 10,000 nodes, clearing and filling
+	// a map per stage was most of this).
+	nodeOf := make([]int32, len(p.Tasks))
+	nodeNums := map[string]int32{}
+	for i := range p.Tasks {
+		id := p.Tasks[i].NodeID
+		if id == "" {
+			nodeOf[i] = -1
+			continue
+		}
+		n, ok := nodeNums[id]
+		if !ok {
+			n = int32(len(nodeNums))
+			nodeNums[id] = n
+		}
+		nodeOf[i] = n
+	}
+	busyIn := make([]int32, len(nodeNums)) // stage number + 1
 	var stages [][]int32
-	busy := map[string]bool{}
 	for len(ready) > 0 {
 		// Pass joins through first: their dependents are sources now too.
 		for k := 0; k < len(ready); k++ {
@@ -67,17 +85,17 @@ func (p *Plan) stages(ix indexed) [][]int32 {
 			}
 		}
 		var next, taken []int32
-		clear(busy)
+		stage := int32(len(stages)) + 1
 		slices.Sort(ready) // plan order, so a stage reads like the plan
 		for _, t := range ready {
-			task := &p.Tasks[t]
+			n := nodeOf[t]
 			switch {
-			case task.IsJoin():
-			case busy[task.NodeID]:
+			case p.Tasks[t].IsJoin():
+			case n >= 0 && busyIn[n] == stage:
 				next = append(next, t) // one task per node per stage
 			default:
-				if task.NodeID != "" {
-					busy[task.NodeID] = true
+				if n >= 0 {
+					busyIn[n] = stage
 				}
 				taken = append(taken, t)
 			}
@@ -162,7 +180,7 @@ func (p *Plan) criticalPath(ix indexed, est Estimator) CriticalPath {
 	for i := range p.Tasks { // plan order is topological
 		via[i] = -1
 		var start time.Duration
-		for _, d := range ix.deps[i] {
+		for _, d := range ix.depsOf(i) {
 			if finish[d] > start || (finish[d] == start && via[i] < 0) {
 				start, via[i] = finish[d], d
 			}

@@ -99,10 +99,13 @@
 // or more), its claim (or the continuation that readied it), its
 // completion, one subtraction per dependency beyond the first, and every op
 // of a canceled transaction; plus its node's share (created, then marked at
-// the job's end) and the job's counters. BenchmarkNoopTasks prints the
-// figure; for a 100-node create it is about 3.8 (0.34 creations, 0.17 node
-// items, 0.27-0.49 claims, 2.52 completions with their dependents' updates,
-// 0.17 node statuses at the end, the rest canceled transactions).
+// the job's end, with one usage record per transaction of that end, not
+// per node) and the job's counters. BenchmarkNoopTasks prints the figure;
+// for a 100-node create it is about 3.85 (0.34 creations, 0.17 node items,
+// 0.27-0.49 claims, 2.52 completions with their dependents' updates, 0.17
+// node statuses at the end, the rest canceled transactions: 0.1-0.2,
+// mostly wide joins' completions canceled by a dependent's other
+// dependency completing meanwhile).
 // Progress (done/total) is a view: workers count it in memory and write it
 // once per job per ProgressInterval.
 //

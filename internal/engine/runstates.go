@@ -203,17 +203,18 @@ func (e *Engine) recordNodes(ctx context.Context, tenant, cluster, jobID string,
 		if err != nil {
 			return fmt.Errorf("reading the nodes of cluster %s: %w", cluster, err)
 		}
-		var ops []store.Op
+		var writes []nodeWrite
 		for _, it := range items {
 			n, err := decodeNode(it)
 			if err != nil {
 				return err
 			}
 			changed := false
+			var w nodeWrite
 			if marked[n.ID] && n.Status != status {
 				n.Status, changed = status, true
 				if lt, ok := lifetimeAt(tenant, c, n, e.now()); ok {
-					ops = append(ops, store.Put(usage.Item(lt), store.Condition{}))
+					w.lifetime = &lt
 				}
 			}
 			if n.Status != domain.NodeDeleted && applyOutcomes(&n, jobID, outcomes[n.ID]) {
@@ -221,11 +222,12 @@ func (e *Engine) recordNodes(ctx context.Context, tenant, cluster, jobID string,
 			}
 			if changed {
 				status := string(n.Status)
-				ops = append(ops, store.Update(it.Key, store.Condition{Version: it.Version}, store.Changes{Data: mustJSON(n), Status: &status}))
+				w.op = store.Update(it.Key, store.Condition{Version: it.Version}, store.Changes{Data: mustJSON(n), Status: &status})
+				writes = append(writes, w)
 			}
 		}
 		conflict := false
-		for _, batch := range checkedBatches(check, ops) {
+		for _, batch := range usageBatches(check, jobID, string(status), writes) {
 			err := e.store.Transact(ctx, batch)
 			var terr *store.TransactionError
 			if errors.As(err, &terr) {
@@ -262,24 +264,50 @@ func lifetimeAt(tenant string, c domain.Cluster, n domain.Node, now time.Time) (
 	return usage.Lifetime{}, false
 }
 
-// checkedBatches cuts ops into transactions within DynamoDB's limits on
-// items and bytes, each led by check.
-func checkedBatches(check store.Op, ops []store.Op) [][]store.Op {
+// nodeWrite is one node's update at a job's end and, when the update opens
+// or closes the node's lifetime, its usage record.
+type nodeWrite struct {
+	op       store.Op
+	lifetime *usage.Lifetime
+}
+
+// usageBatches cuts writes into transactions within DynamoDB's limits,
+// each led by check and closed by one usage batch (usage.BatchItem) of
+// the lifetimes of its own nodes: a node's record commits with its
+// status or not at all, at one usage write per transaction instead of
+// one per node.
+func usageBatches(check store.Op, job, status string, writes []nodeWrite) [][]store.Op {
 	var out [][]store.Op
 	base := store.TransactSize([]store.Op{check})
-	batch, size := []store.Op{check}, base
-	for _, op := range ops {
-		n := store.TransactSize([]store.Op{op})
-		if len(batch) == store.MaxTransactItems || size+n > store.MaxTransactBytes {
-			out = append(out, batch)
-			batch, size = []store.Op{check}, base
+	var batch []store.Op
+	var lifetimes []usage.Lifetime
+	size := base
+	flush := func() {
+		if len(batch) == 0 {
+			return
 		}
-		batch = append(batch, op)
+		ops := append([]store.Op{check}, batch...)
+		if len(lifetimes) > 0 {
+			ops = append(ops, store.Put(usage.BatchItem(job, status, lifetimes), store.Condition{}))
+		}
+		out = append(out, ops)
+		batch, lifetimes, size = nil, nil, base
+	}
+	// Room for the batch record: each lifetime is a few hundred bytes.
+	const lifetimeBytes = 1 << 10
+	for _, w := range writes {
+		n := store.TransactSize([]store.Op{w.op}) + lifetimeBytes
+		// check + nodes + the usage record within the items' limit.
+		if len(batch)+2 >= store.MaxTransactItems || size+n > store.MaxTransactBytes || len(lifetimes) == usage.MaxBatch {
+			flush()
+		}
+		batch = append(batch, w.op)
+		if w.lifetime != nil {
+			lifetimes = append(lifetimes, *w.lifetime)
+		}
 		size += n
 	}
-	if len(batch) > 1 {
-		out = append(out, batch)
-	}
+	flush()
 	return out
 }
 

@@ -35,6 +35,34 @@ func Item(l Lifetime) store.Item {
 	return store.Item{Key: Key(l.Tenant, l.Cluster, l.Node), Data: data}
 }
 
+// batchPartition holds the batch records (BatchItem), apart from the
+// one-per-node records of Key: code from before batches reads only that
+// partition, so while two releases run side by side it leaves batches
+// alone (its reports miss their nodes) instead of misreading them.
+const batchPartition = "USAGEBATCHES"
+
+// MaxBatch is the most lifetimes one batch record holds: about 300 bytes
+// each, far below DynamoDB's 400 KB item.
+const MaxBatch = 500
+
+// batch is a batch record's document.
+type batch struct {
+	Lifetimes []Lifetime `json:"lifetimes"`
+}
+
+// BatchItem is one store item recording the lifetimes that one write
+// opens or closes (a job's end marks its nodes in transactions of up to
+// 100 items: one batch each, rather than one usage write per node). The
+// key names the cluster, the job, the status the job's end gave and the
+// first node of the batch; ls must be non-empty, of one tenant and
+// cluster, and at most MaxBatch. A job's end marks each node once (under
+// the node's version), so two batches never share a key.
+func BatchItem(job, status string, ls []Lifetime) store.Item {
+	l := ls[0]
+	data, _ := json.Marshal(batch{Lifetimes: ls})
+	return store.Item{Key: store.Key{PK: store.TenantPK(l.Tenant, batchPartition), SK: l.Cluster + "#" + job + "#" + status + "#" + l.Node}, Data: data}
+}
+
 // Grouping says what a report sums by.
 type Grouping string
 
@@ -208,25 +236,78 @@ type Reader struct{ s store.Store }
 func NewReader(s store.Store) *Reader { return &Reader{s: s} }
 
 // Lifetimes returns every lifetime of a tenant that overlaps [from, to).
+//
+// A node's life may be recorded more than once: opened in one record and
+// closed in another (batches are never rewritten), or, from before
+// batches, in one record per node that its close replaced. Records of the
+// same node and start are one lifetime, closed if any record closes it.
 func (r *Reader) Lifetimes(ctx context.Context, tenant string, from, to time.Time) ([]Lifetime, error) {
+	type life struct {
+		cluster, node string
+		start         time.Time
+	}
+	byLife := map[life]int{}
+	var all []Lifetime
+	add := func(l Lifetime) {
+		k := life{l.Cluster, l.Node, l.Start.UTC()}
+		i, ok := byLife[k]
+		if !ok {
+			byLife[k] = len(all)
+			all = append(all, l)
+			return
+		}
+		if cur := all[i]; cur.End.IsZero() || (!l.End.IsZero() && l.End.Before(cur.End)) {
+			all[i] = l
+		}
+	}
+	err := r.each(ctx, store.TenantPK(tenant, "USAGE"), func(it store.Item) error {
+		var l Lifetime
+		if err := json.Unmarshal(it.Data, &l); err != nil {
+			return errors.Join(fmt.Errorf("reading usage record %s", it.SK), err)
+		}
+		add(l)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = r.each(ctx, store.TenantPK(tenant, batchPartition), func(it store.Item) error {
+		var b batch
+		if err := json.Unmarshal(it.Data, &b); err != nil {
+			return errors.Join(fmt.Errorf("reading usage batch %s", it.SK), err)
+		}
+		for _, l := range b.Lifetimes {
+			add(l)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	var out []Lifetime
+	for _, l := range all {
+		if l.Start.Before(to) && (l.End.IsZero() || l.End.After(from)) {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// each calls fn with every item of partition pk.
+func (r *Reader) each(ctx context.Context, pk string, fn func(store.Item) error) error {
 	cursor := ""
 	for {
-		page, err := r.s.Query(ctx, store.TenantPK(tenant, "USAGE"), store.Query{Limit: store.MaxPageSize, Cursor: cursor})
+		page, err := r.s.Query(ctx, pk, store.Query{Limit: store.MaxPageSize, Cursor: cursor})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, it := range page.Items {
-			var l Lifetime
-			if err := json.Unmarshal(it.Data, &l); err != nil {
-				return nil, errors.Join(fmt.Errorf("reading usage record %s", it.SK), err)
-			}
-			if l.Start.Before(to) && (l.End.IsZero() || l.End.After(from)) {
-				out = append(out, l)
+			if err := fn(it); err != nil {
+				return err
 			}
 		}
 		if page.Next == "" {
-			return out, nil
+			return nil
 		}
 		cursor = page.Next
 	}
