@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heddle-io/heddle/internal/store"
@@ -41,6 +43,13 @@ func benchStores(b *testing.B, fn func(b *testing.B, db store.Store)) {
 		client := dynamostore.NewEmulatorClient(endpoint)
 		table := fmt.Sprintf("api-bench-%d", time.Now().UnixNano())
 		require.NoError(b, dynamostore.CreateTable(context.Background(), client, table))
+		// A 10,000-node benchmark leaves some 30,000 items: dropped, or
+		// DynamoDB Local grows by gigabytes and slows everyone after.
+		b.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		})
 		fn(b, store.NewCounting(dynamostore.New(client, table)))
 	})
 }
