@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -61,6 +63,11 @@ func TestGoldenEventsOnDynamoDB(t *testing.T) {
 	client := dynamostore.NewEmulatorClient(endpoint)
 	table := fmt.Sprintf("heddle-api-golden-%d", time.Now().UnixNano())
 	require.NoError(t, dynamostore.CreateTable(context.Background(), client, table))
+	t.Cleanup(func() { // tables left behind grow the emulator for every later run
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
 	checkGolden(t, dynamostore.New(client, table), "dynamodb")
 }
 

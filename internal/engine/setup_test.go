@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -114,6 +115,11 @@ func openStore(t testing.TB) store.Store {
 		client := dynamostore.NewEmulatorClient(os.Getenv("HEDDLE_DYNAMODB_ENDPOINT"))
 		table := fmt.Sprintf("engine-%d-%d", time.Now().UnixNano(), tableSeq.Add(1))
 		require.NoError(t, dynamostore.CreateTable(context.Background(), client, table))
+		t.Cleanup(func() { // tables left behind grow the emulator for every later run
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		})
 		return dynamostore.New(client, table)
 	}
 	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{NoSync: os.Getenv("HEDDLE_BENCH_NOSYNC") != ""})

@@ -3,6 +3,8 @@ package identity_test
 import (
 	"context"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"os"
 	"path/filepath"
 	"sync"
@@ -290,6 +292,11 @@ func TestIssuerCRUDOnDynamoDB(t *testing.T) {
 	client := dynamostore.NewEmulatorClient(endpoint)
 	table := fmt.Sprintf("heddle-identity-%d", time.Now().UnixNano())
 	require.NoError(t, dynamostore.CreateTable(context.Background(), client, table))
+	t.Cleanup(func() { // tables left behind grow the emulator for every later run
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
 	checkIssuerCRUD(t, setupOn(t, dynamostore.New(client, table)))
 }
 
