@@ -29,10 +29,10 @@ const (
 type GroupGraph struct {
 	// Groups are in stage order, then by service and action; a group's ID
 	// is its index.
-	Groups []TaskGroup  `json:"groups"`
-	Edges  []GroupEdge  `json:"edges"`
-	Stages int          `json:"stages"`
-	Path   GraphPath    `json:"criticalPath"`
+	Groups []TaskGroup `json:"groups"`
+	Edges  []GroupEdge `json:"edges"`
+	Stages int         `json:"stages"`
+	Path   GraphPath   `json:"criticalPath"`
 	// Omitted counts what the bounds above left out.
 	OmittedGroups int `json:"omittedGroups,omitempty"`
 	OmittedEdges  int `json:"omittedEdges,omitempty"`
