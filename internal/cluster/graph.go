@@ -29,7 +29,12 @@ func (s *Service) JobGraph(ctx context.Context, p access.Principal, cluster, job
 	if err != nil {
 		return nil, err
 	}
-	now := s.cfg.Clock()
+	return jobGraph(tasks, rollback, s.cfg.Clock(), s.cfg.Estimates)
+}
+
+// jobGraph is JobGraph on the job's tasks: a task that ran weighs ranFor,
+// one that has not est.
+func jobGraph(tasks []domain.Task, rollback bool, now time.Time, est planner.Estimator) (*planner.GroupGraph, error) {
 	plan := &planner.Plan{}
 	status := map[string]domain.TaskStatus{}
 	took := map[string]time.Duration{}
@@ -60,7 +65,6 @@ func (s *Service) JobGraph(ctx context.Context, p access.Principal, cluster, job
 			Timeout: t.Timeout, MaxAttempts: t.MaxAttempts, DependsOn: deps})
 	}
 	plan.Tasks = topological(plan.Tasks)
-	est := s.cfg.Estimates
 	weigh := func(t *planner.Task) time.Duration {
 		if d, ok := took[t.ID]; ok {
 			return d
