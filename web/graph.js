@@ -118,13 +118,15 @@ export function planGraph(preview) {
 }
 
 // JobGraph is the job page's graph card, read again when the job's counts
-// change (the critical path of a running job moves as tasks end).
+// change (the critical path of a running job moves as tasks end), and
+// never sooner than twice the last read took.
 export class JobGraph {
   constructor(view, clusterID, jobID) {
     this.view = view;
     this.base = `clusters/${enc(clusterID)}/jobs/${enc(jobID)}/graph`;
     this.sig = '';
     this.loading = false;
+    this.nextLoad = 0;
     this.rollback = h('input', { type: 'checkbox', id: 'graph-rollback', onchange: () => { this.sig = ''; this.update(this.job); } });
     this.body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
     this.el = h('section', { class: 'card', id: 'job-graph' },
@@ -136,10 +138,14 @@ export class JobGraph {
   async update(job) {
     if (!job) return;
     this.job = job;
+    // Running tasks lengthen the critical path: while some run, read again
+    // every 10 s even if the counts stand still.
+    const running = !ENDED.has(job.status) && ((job.taskStatus || {}).RUNNING || (job.rollbackStatus || {}).RUNNING);
     const sig = JSON.stringify([this.rollback.checked, job.status, job.taskStatus, job.rollbackStatus,
-      ENDED.has(job.status) ? 0 : Math.floor(Date.now() / 10000)]);
-    if (sig === this.sig || this.loading) return;
+      running ? Math.floor(Date.now() / 10000) : 0]);
+    if (sig === this.sig || this.loading || Date.now() < this.nextLoad) return;
     this.loading = true;
+    const began = Date.now();
     try {
       const g = await get(`${this.base}${this.rollback.checked ? '?rollback=true' : ''}`);
       if (this.view.stopped) return;
@@ -150,6 +156,9 @@ export class JobGraph {
       if (!this.view.stopped) replace(this.body, errorBox(err));
     } finally {
       this.loading = false;
+      // A big job's graph reads every task: never more than a third of
+      // the time.
+      this.nextLoad = Date.now() + 2 * (Date.now() - began);
     }
   }
 }

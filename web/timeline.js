@@ -93,7 +93,11 @@ export class Timeline {
       const count = (st) => ((job.taskStatus || {})[st] || 0) + ((job.rollbackStatus || {})[st] || 0);
       const tasks = [];
       let more = false;
-      for (const status of RAN.filter((st) => count(st) > 0)) {
+      // Before any task has started, ready tasks have not run either (but
+      // for one waiting to retry its first failed attempt, drawn once it
+      // runs again): a big job's first wave is not read for nothing.
+      const started = RAN.some((st) => st !== 'READY' && count(st) > 0);
+      for (const status of RAN.filter((st) => count(st) > 0 && (started || st !== 'READY'))) {
         let cursor = '';
         do {
           if (tasks.length >= MAX_TASKS) {

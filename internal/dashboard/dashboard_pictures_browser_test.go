@@ -79,7 +79,9 @@ func (g graphAnswer) critical() (groups, edges int) {
 // cluster's layout as node groups; it compares each with what the API
 // answers and reads the timeline's colours back from its canvas.
 func TestDashboardPicturesInBrowser(t *testing.T) {
-	ctx, problems := browser(t)
+	// A 200-node create takes some 20 s on a quiet machine, minutes on a
+	// loaded one: the bounds are liveness bounds.
+	ctx, problems := browserFor(t, 8*time.Minute)
 	s := startServer(t)
 	s.admin = demotest.TenantWithCatalog(t, s.srv.URL(), s.super, "acme", 250, demotest.BigCatalog)
 	shot := newShots(t)
@@ -134,7 +136,8 @@ func TestDashboardPicturesInBrowser(t *testing.T) {
 	firstBars := intOf("bars first drawn", `document.querySelector('#timeline').dataset.bars`)
 
 	step("the job ends and the timeline follows it",
-		until(`document.querySelector('#job-info')?.dataset.status === 'SUCCEEDED'`),
+		chromedp.Poll[chromedp.Void](`document.querySelector('#job-info')?.dataset.status === 'SUCCEEDED'`,
+			chromedp.WithPollingInterval(250*time.Millisecond), chromedp.WithPollingTimeout(6*time.Minute)),
 		until(`document.querySelector('#timeline').dataset.rows === '200' &&
 			document.querySelector('#timeline').dataset.barsRunning === '0' &&
 			document.querySelector('#timeline').dataset.bars === document.querySelector('#timeline').dataset.barsSucceeded`),
