@@ -108,3 +108,53 @@ func TestGroupGraphOfALargePlanIsSmall(t *testing.T) {
 	require.Less(t, len(data), 64<<10, "a 1,000-node graph answers in under 64 KB")
 	t.Logf("%d work tasks: %d groups, %d edges, %d bytes", tasks, len(g.Groups), len(g.Edges), len(data))
 }
+
+// FuzzGroupGraphOfArbitraryPlans feeds plans as JSON might hold them: a
+// malformed one is refused with a *PlanError; for the rest every work task
+// is in exactly one group, edges join two groups forward in stage order,
+// the critical path runs through work tasks each in a critical group, and
+// its edges join critical groups.
+func FuzzGroupGraphOfArbitraryPlans(f *testing.F) {
+	f.Add([]byte(`{"tasks":[{"id":"a","kind":"work","nodeId":"n","action":"install"},{"id":"j","kind":"join","action":"join","dependsOn":["a"]},{"id":"b","kind":"work","nodeId":"n","action":"start","dependsOn":["j"]}]}`))
+	f.Add([]byte(`{"tasks":[{"id":"a","dependsOn":["b"]},{"id":"b"}]}`))
+	f.Add([]byte(`{"tasks":[{"id":"x","nodeId":"n","service":"s"},{"id":"y","nodeId":"n","service":"s"},{"id":"z","nodeId":"m","dependsOn":["x","y"]}]}`))
+	f.Add([]byte(`{"tasks":[{"id":"j","kind":"join"},{"id":"k","kind":"join","dependsOn":["j"]},{"id":"w","dependsOn":["k"]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var plan Plan
+		if json.Unmarshal(data, &plan) != nil {
+			return
+		}
+		g, err := plan.GroupGraph(nil, func(string) domain.TaskStatus { return domain.TaskReady })
+		if err != nil {
+			var pe *PlanError
+			require.ErrorAs(t, err, &pe)
+			return
+		}
+		work := map[string]bool{}
+		for _, task := range plan.Tasks {
+			if !task.IsJoin() {
+				work[task.ID] = true
+			}
+		}
+		total := 0
+		for i, grp := range g.Groups {
+			require.Equal(t, i, grp.ID)
+			require.Positive(t, grp.Tasks)
+			require.Equal(t, grp.Tasks, grp.Status[domain.TaskReady])
+			total += grp.Tasks
+		}
+		if g.OmittedGroups == 0 {
+			require.Equal(t, len(work), total, "every work task in one group")
+		}
+		for _, e := range g.Edges {
+			require.Less(t, g.Groups[e.From].Stage, g.Groups[e.To].Stage, "edges go forward")
+			if e.Critical {
+				require.True(t, g.Groups[e.From].Critical && g.Groups[e.To].Critical)
+			}
+		}
+		for _, id := range g.Path.Tasks {
+			require.True(t, work[id], "%s on the path is not a work task", id)
+		}
+		require.Equal(t, len(work) > 0, len(g.Path.Tasks) > 0)
+	})
+}
