@@ -127,7 +127,7 @@ export class JobGraph {
     this.sig = '';
     this.loading = false;
     this.nextLoad = 0;
-    this.rollback = h('input', { type: 'checkbox', id: 'graph-rollback', onchange: () => { this.sig = ''; this.update(this.job); } });
+    this.rollback = h('input', { type: 'checkbox', id: 'graph-rollback', onchange: () => { this.sig = ''; this.nextLoad = 0; this.update(this.job); } });
     this.body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
     this.el = h('section', { class: 'card', id: 'job-graph' },
       h('h2', {}, 'Task graph'),

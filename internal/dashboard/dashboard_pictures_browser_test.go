@@ -214,6 +214,14 @@ func TestDashboardPicturesInBrowser(t *testing.T) {
 	segs := value("segments", chromedp.Evaluate[string](`JSON.stringify([...document.querySelectorAll('#job-graph-svg rect.seg')].map((r) => [r.dataset.status, r.getAttribute('fill')]))`))
 	require.Equal(t, "["+strings.TrimSuffix(strings.Repeat(`["SUCCEEDED","#2e9d57"],`, len(jg.Groups)), ",")+"]", segs)
 
+	var rg graphAnswer
+	require.Equal(t, http.StatusOK, s.call(s.admin, "GET", "/v1"+jobPath+"/graph?rollback=true", nil, &rg))
+	require.NotEmpty(t, rg.Groups)
+	step("the rollback plan's graph",
+		chromedp.Click(css("#graph-rollback")),
+		until(fmt.Sprintf(`document.querySelectorAll('#job-graph-svg g.group').length === %d &&
+			[...document.querySelectorAll('#job-graph-svg rect.seg')].every((r) => r.dataset.status === 'BLOCKED')`, len(rg.Groups))))
+
 	var c struct {
 		Layout []struct {
 			Count    int      `json:"count"`
