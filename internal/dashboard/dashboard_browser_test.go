@@ -572,7 +572,9 @@ func TestDashboardLargeJobInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("submits a 10,000-node create")
 	}
-	ctx, problems := browser(t)
+	// The browser's context runs from here: it covers the wait (up to ten
+	// minutes, a liveness bound) for the job to start as well as the page.
+	ctx, problems := browserFor(t, 12*time.Minute)
 	s := &server{t: t, super: access.NewKeySecret()}
 	srv, err := localserver.Start(context.Background(), localserver.Config{
 		DataDir: t.TempDir(), Listen: "127.0.0.1:0", BootstrapKey: s.super, Version: "test", NoWorkers: true,
