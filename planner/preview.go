@@ -159,6 +159,10 @@ type Preview struct {
 	StageSizes []int `json:"stageSizes,omitempty"`
 	// Omitted says what Bounded left out; nil when the preview is whole.
 	Omitted *Omitted `json:"omitted,omitempty"`
+	// Graph is the whole task graph summarised by stage, service and action
+	// with the critical path marked (GroupGraph); Bounded keeps it whole,
+	// as it is small at any size.
+	Graph *GroupGraph `json:"graph,omitempty"`
 }
 
 // Omitted counts the entries a bounded preview leaves out of each list.
@@ -245,6 +249,7 @@ func NewPreview(plan *Plan, est Estimator) (*Preview, error) {
 	for _, st := range stages {
 		pv.StageSizes = append(pv.StageSizes, len(st))
 	}
+	pv.Graph = plan.groupGraph(ix, at, est, nil)
 	if est != nil {
 		cp := plan.criticalPath(ix, est)
 		pv.CriticalPath = &PathSummary{

@@ -5,6 +5,7 @@ import { get, post, del, enc } from './api.js';
 import { h, replace, badge, progressBar, stageView, when, errorBox } from './dom.js';
 import { confirmAction } from './ui.js';
 import { healthCard, eventList } from './health.js';
+import { layoutPicture } from './layout.js';
 
 // EVENTS is how many of the latest events the page shows.
 const EVENTS = 20;
@@ -116,6 +117,7 @@ function nodeGroups(c) {
   const layout = c.layout || [];
   const total = layout.reduce((sum, g) => sum + g.count, 0);
   const summary = h('div', { id: 'layout' },
+    layoutPicture(layout, 'layout-picture'),
     h('table', {},
       h('thead', {}, h('tr', {}, ['Nodes', 'Services', 'Hardware', 'Image'].map((t) => h('th', {}, t)))),
       h('tbody', {}, layout.map((g) => h('tr', { dataset: { layout: (g.services || []).join(',') } },

@@ -3,6 +3,8 @@
 import { get, post, enc } from './api.js';
 import { h, replace, badge, progressBar, when, errorBox, NAME_PATTERN } from './dom.js';
 import { healthBadge } from './health.js';
+import { layoutPicture } from './layout.js';
+import { planGraph } from './graph.js';
 
 // renderClusters lists the clusters, polled every 2 s. Busy clusters (with
 // an active job) are read one by one for their progress.
@@ -103,9 +105,11 @@ function previewCard(res, onConfirm) {
     h('h2', {}, `Plan: ${pv.operation || 'create'} ${res.cluster ? res.cluster.name : ''}`),
     h('p', { id: 'plan-summary' },
       `${sum.workTasks ?? 0} tasks in ${sum.stages ?? 0} stages (${sum.edges ?? 0} dependencies, ${sum.joins ?? 0} joins)`),
+    layoutPicture(res.layout || [], 'plan-layout-picture'),
     layoutTable(res.layout || []),
     serviceChanges(pv.diff && pv.diff.services),
-    h('div', { class: 'row' }, confirm));
+    h('div', { class: 'row' }, confirm),
+    planGraph(pv));
 }
 
 export function layoutTable(groups) {

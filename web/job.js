@@ -1,11 +1,14 @@
 // One job, live, at any size: its status, its tasks counted by status and
-// by stage, and a page of its tasks (failed and running first, filtered by
+// by stage, its timeline and task graph (timeline.js, graph.js), and a page
+// of its tasks (failed and running first, filtered by
 // status) with each opened task's output read from the task itself;
 // abort, pause, resume and retry.
 
 import { get, post, enc } from './api.js';
 import { h, replace, badge, progressBar, stageView, when, duration, errorBox } from './dom.js';
 import { confirmAction } from './ui.js';
+import { Timeline } from './timeline.js';
+import { JobGraph } from './graph.js';
 
 // ALLOWED says in which job states each control is accepted (the engine
 // refuses the others); the buttons are enabled accordingly.
@@ -26,6 +29,8 @@ export function renderJob(view, { id, job }) {
   const live = h('div', { id: 'job-live' }, h('p', { class: 'muted' }, 'Loading…'));
   const result = h('div', { id: 'job-result' });
   const tasks = h('div', { id: 'job-tasks' });
+  const timeline = new Timeline(view, base);
+  const graph = new JobGraph(view, id, job);
   // Which tasks' output the user opened (id -> the task whole, once read):
   // kept across refreshes.
   const open = new Map();
@@ -48,6 +53,8 @@ export function renderJob(view, { id, job }) {
         open.set(id, await get(`${base}/tasks/${enc(id)}`).catch(() => open.get(id)));
       }
       if (view.stopped) return;
+      timeline.update(j);
+      graph.update(j);
       for (const [verb, button] of Object.entries(buttons)) button.disabled = !ALLOWED[verb].includes(j.status);
       nextCursor = page.nextCursor || '';
       next.disabled = !nextCursor;
@@ -80,6 +87,8 @@ export function renderJob(view, { id, job }) {
     h('div', { class: 'row', id: 'job-controls' }, Object.values(buttons)),
     result,
     live,
+    timeline.el,
+    graph.el,
     h('section', { class: 'card', id: 'tasks' },
       h('h2', {}, 'Tasks'),
       h('div', { class: 'row' }, h('label', {}, 'Status', statusFilter), prev, next),

@@ -230,6 +230,10 @@ func BenchmarkGet10000NodeCluster(b *testing.B) {
 			{"tasks-status-failed", tasks + "?status=FAILED"},
 			{"task-one", tasks + "/" + url.PathEscape(lastTask)},
 			{"nodes-page", "/v1/clusters/" + id + "/nodes"},
+			// What the dashboard's job page reads besides: the task graph,
+			// and the timeline's pages (500 tasks of a status).
+			{"graph", "/v1/clusters/" + id + "/jobs/" + job + "/graph"},
+			{"timeline-page", "/v1/clusters/" + id + "/jobs/" + job + "/tasks?status=READY&limit=500"},
 		} {
 			b.Run(target.name, func(b *testing.B) {
 				timed(b, db, http.StatusOK, func(int) *http.Response { return bundle.raw(b, key, http.MethodGet, target.path, nil) })

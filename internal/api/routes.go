@@ -68,6 +68,7 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/v1/clusters/{cluster}/jobs/{job}", user, s.getJob},
 		{http.MethodGet, "/v1/clusters/{cluster}/jobs/{job}/tasks", user, s.listTasks},
 		{http.MethodGet, "/v1/clusters/{cluster}/jobs/{job}/tasks/{task}", user, s.getTask},
+		{http.MethodGet, "/v1/clusters/{cluster}/jobs/{job}/graph", user, s.getJobGraph},
 		{http.MethodPost, "/v1/clusters/{cluster}/jobs/{job}/abort", user, s.controlJob(cluster.JobAbort)},
 		{http.MethodPost, "/v1/clusters/{cluster}/jobs/{job}/pause", user, s.controlJob(cluster.JobPause)},
 		{http.MethodPost, "/v1/clusters/{cluster}/jobs/{job}/resume", user, s.controlJob(cluster.JobResume)},

@@ -102,6 +102,12 @@ func TestDashboardMountedNextToTheAPI(t *testing.T) {
 // failed loads, Content-Security-Policy violations).
 func browser(t *testing.T) (context.Context, func() []string) {
 	t.Helper()
+	return browserFor(t, 90*time.Second)
+}
+
+// browserFor is browser whose context ends after limit.
+func browserFor(t *testing.T, limit time.Duration) (context.Context, func() []string) {
+	t.Helper()
 	if _, err := os.Stat(chromium); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s is missing; .ci/run installs Debian's chromium", chromium)
@@ -162,7 +168,7 @@ func browser(t *testing.T) (context.Context, func() []string) {
 			mu.Unlock()
 		}
 	}))
-	ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
+	ctx, cancel := context.WithTimeout(bctx, limit)
 	t.Cleanup(cancel)
 	return ctx, func() []string {
 		mu.Lock()
@@ -566,7 +572,9 @@ func TestDashboardLargeJobInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("submits a 10,000-node create")
 	}
-	ctx, problems := browser(t)
+	// The browser's context runs from here: it covers the wait (up to ten
+	// minutes, a liveness bound) for the job to start as well as the page.
+	ctx, problems := browserFor(t, 12*time.Minute)
 	s := &server{t: t, super: access.NewKeySecret()}
 	srv, err := localserver.Start(context.Background(), localserver.Config{
 		DataDir: t.TempDir(), Listen: "127.0.0.1:0", BootstrapKey: s.super, Version: "test", NoWorkers: true,
