@@ -161,7 +161,7 @@ func (p *Plan) groupGraph(ix indexed, stages [][]int32, est Estimator, status fu
 		}
 		via[i] = -1
 		var start time.Duration
-		for _, d := range ix.deps[i] {
+		for _, d := range ix.depsOf(i) {
 			if finish[d] > start || (finish[d] == start && via[i] < 0) {
 				start, via[i] = finish[d], d
 			}
@@ -208,14 +208,14 @@ func (p *Plan) groupGraph(ix indexed, stages [][]int32, est Estimator, status fu
 	for i := range p.Tasks {
 		if groupOf[i] < 0 {
 			var from []int
-			for _, d := range ix.deps[i] {
+			for _, d := range ix.depsOf(i) {
 				from = append(from, sources(d)...)
 			}
 			slices.Sort(from)
 			behind[int32(i)] = slices.Compact(from)
 			continue
 		}
-		for _, d := range ix.deps[i] {
+		for _, d := range ix.depsOf(i) {
 			for _, g := range sources(d) {
 				if g != groupOf[i] {
 					edges[[2]int{g, groupOf[i]}] = true
