@@ -57,8 +57,13 @@ func (r *recorder) Execute(ctx context.Context, a Attempt) Result {
 	}
 	res := r.inner.Execute(ctx, a)
 	end := r.seq.Add(1)
+	// A run whose worker died with it in hand (its context canceled) is no
+	// success the engine saw, even if the executor finished it: under load
+	// such a run can end after the janitor's retry succeeded and its
+	// dependents started, and counting it would date the success too late.
+	ok := res.Err == nil && res.PollAfter == 0 && ctx.Err() == nil
 	r.mu.Lock()
-	r.runs = append(r.runs, execution{job: a.Task.JobID, task: a.Task.ID, attempt: a.Task.Attempt, start: start, end: end, ok: res.Err == nil && res.PollAfter == 0, poll: a.Poll != ""})
+	r.runs = append(r.runs, execution{job: a.Task.JobID, task: a.Task.ID, attempt: a.Task.Attempt, start: start, end: end, ok: ok, poll: a.Poll != ""})
 	r.mu.Unlock()
 	return res
 }
