@@ -235,22 +235,7 @@ func exportKinds(ctx context.Context, s store.Store, kinds []domain.Kind) (*Docu
 			}
 			for _, e := range es {
 				e.EntityMeta().Version = 0
-				switch v := e.(type) {
-				case *domain.Provider:
-					d.Providers = append(d.Providers, v)
-				case *domain.HardwareType:
-					d.HardwareTypes = append(d.HardwareTypes, v)
-				case *domain.ImageType:
-					d.ImageTypes = append(d.ImageTypes, v)
-				case *domain.Script:
-					d.Scripts = append(d.Scripts, v)
-				case *domain.Service:
-					d.Services = append(d.Services, v)
-				case *domain.PartialTemplate:
-					d.PartialTemplates = append(d.PartialTemplates, v)
-				case *domain.ClusterTemplate:
-					d.ClusterTemplates = append(d.ClusterTemplates, v)
-				}
+				d.add(e)
 			}
 			if next == "" {
 				break
