@@ -136,6 +136,13 @@ func (e *Engine) Tasks(ctx context.Context, tenant, jobID string) ([]domain.Task
 // expiry means the cluster never expires.
 func (e *Engine) SetLease(ctx context.Context, tenant string, c domain.Cluster, expires time.Time) (domain.Cluster, error) {
 	c.ExpiresAt = expires
+	return e.rewriteCluster(ctx, tenant, c)
+}
+
+// rewriteCluster writes c as it is, on the condition that the record is
+// still the version c was read at: the edits no job makes (lease, owner)
+// cannot race a job that takes or releases the cluster meanwhile.
+func (e *Engine) rewriteCluster(ctx context.Context, tenant string, c domain.Cluster) (domain.Cluster, error) {
 	it := clusterItem(tenant, c)
 	written, err := e.store.Write(ctx, store.Update(it.Key, store.Condition{Version: c.Version},
 		store.Changes{Data: it.Data, Index: it.Index, ClearIndex: it.Index == nil}))
