@@ -30,6 +30,12 @@
 //   - Sweep, for the janitor, terminates live instances and deletes key
 //     pairs tagged for clusters that no longer exist.
 //
+// The client's HTTP requests go through bodyGuard (requestbody.go): the
+// SDK closes a request body while net/http may still be finishing its
+// write, which without the guard breaks the connection under a response
+// being read and makes the SDK send the call again (a listing served
+// twice).
+//
 // Credentials: an access key pair in the provider's fields (the secret is a
 // sensitive field, sealed at rest), or none to use heddle's own role (the
 // worker Lambda's or Fargate task's). The endpoint field points the client

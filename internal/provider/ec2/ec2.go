@@ -259,7 +259,8 @@ func (p *EC2) newClient(ctx context.Context, fields map[string]string) (API, err
 	if e := fields[FieldEndpoint]; e != "" {
 		opts.BaseEndpoint = aws.String(e)
 	}
-	return awsec2.New(opts), nil
+	// After the SDK has settled its HTTP client: see requestbody.go.
+	return awsec2.New(opts, func(o *awsec2.Options) { o.HTTPClient = bodyGuard{o.HTTPClient} }), nil
 }
 
 // KeyPairName is the EC2 key pair that holds a cluster's public key.
