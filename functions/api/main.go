@@ -62,6 +62,7 @@ import (
 	"github.com/heddle-io/heddle/internal/onboard/awsonboard"
 	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/ratelimit"
+	"github.com/heddle-io/heddle/internal/sdkbody"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/tenantmove"
 	"github.com/heddle-io/heddle/internal/usage"
@@ -126,7 +127,7 @@ func newOnboarder(a *assemble.AWS, workerFunction string, log *slog.Logger) (*aw
 	if workerFunction == "" {
 		log.Warn("api: HEDDLE_WORKER_FUNCTION is not set: new tenants get queues but no event source mapping, so no Lambda consumes them")
 	} else {
-		cfg.Lambda = awslambda.NewFromConfig(a.Config)
+		cfg.Lambda = awslambda.NewFromConfig(a.Config, func(o *awslambda.Options) { o.HTTPClient = sdkbody.Guard(o.HTTPClient) })
 	}
 	return awsonboard.New(cfg)
 }

@@ -30,6 +30,8 @@ import (
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/dynamostore"
 	"github.com/heddle-io/heddle/internal/webhooks"
+
+	"github.com/heddle-io/heddle/internal/sdkbody"
 )
 
 // AWS are the parts of a Lambda or of `heddle worker` on Fargate, read from
@@ -82,7 +84,10 @@ func AWSFromEnv(ctx context.Context, needQueue bool) (*AWS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading AWS configuration: %w", err)
 	}
+	// Every client sends each call once (package sdkbody); the guard goes on
+	// last, after the SDK has set up its HTTP client for the service.
 	out := &AWS{Config: cfg, Store: dynamostore.New(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.HTTPClient = sdkbody.Guard(o.HTTPClient)
 		if ep := os.Getenv("HEDDLE_DYNAMODB_ENDPOINT"); ep != "" {
 			o.BaseEndpoint = aws.String(ep)
 		}
@@ -91,6 +96,7 @@ func AWSFromEnv(ctx context.Context, needQueue bool) (*AWS, error) {
 		return out, nil
 	}
 	out.SQS = sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		o.HTTPClient = sdkbody.Guard(o.HTTPClient)
 		if ep := os.Getenv("HEDDLE_SQS_ENDPOINT"); ep != "" {
 			o.BaseEndpoint = aws.String(ep)
 		}
@@ -107,7 +113,7 @@ func AWSFromEnv(ctx context.Context, needQueue bool) (*AWS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the long-task queues: %w", err)
 	}
-	out.Keyring = secrets.NewKeyring(secrets.NewKMSKey(kms.NewFromConfig(cfg), keyID))
+	out.Keyring = secrets.NewKeyring(secrets.NewKMSKey(kms.NewFromConfig(cfg, func(o *kms.Options) { o.HTTPClient = sdkbody.Guard(o.HTTPClient) }), keyID))
 	return out, nil
 }
 

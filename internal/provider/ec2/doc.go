@@ -30,7 +30,7 @@
 //   - Sweep, for the janitor, terminates live instances and deletes key
 //     pairs tagged for clusters that no longer exist.
 //
-// The client's HTTP requests go through bodyGuard (requestbody.go): the
+// The client's HTTP requests go through sdkbody.Guard, as every AWS client: the
 // SDK closes a request body while net/http may still be finishing its
 // write, which without the guard breaks the connection under a response
 // being read and makes the SDK send the call again (a listing served

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/provider"
+	"github.com/heddle-io/heddle/internal/sdkbody"
 	"github.com/heddle-io/heddle/internal/sshexec"
 )
 
@@ -259,8 +260,8 @@ func (p *EC2) newClient(ctx context.Context, fields map[string]string) (API, err
 	if e := fields[FieldEndpoint]; e != "" {
 		opts.BaseEndpoint = aws.String(e)
 	}
-	// After the SDK has settled its HTTP client: see requestbody.go.
-	return awsec2.New(opts, func(o *awsec2.Options) { o.HTTPClient = bodyGuard{o.HTTPClient} }), nil
+	// After the SDK has settled its HTTP client: see package sdkbody.
+	return awsec2.New(opts, func(o *awsec2.Options) { o.HTTPClient = sdkbody.Guard(o.HTTPClient) }), nil
 }
 
 // KeyPairName is the EC2 key pair that holds a cluster's public key.

@@ -22,6 +22,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/heddle-io/heddle/internal/queue"
+
+	"github.com/heddle-io/heddle/internal/sdkbody"
 )
 
 // Client is the part of *sqs.Client that Queue uses.
@@ -125,7 +127,7 @@ func NewEmulatorClient(endpoint string) *sqs.Client {
 		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 			tr.MaxIdleConnsPerHost = 64
 		}),
-	})
+	}, func(o *sqs.Options) { o.HTTPClient = sdkbody.Guard(o.HTTPClient) }) // package sdkbody
 }
 
 // QueueName is the name of the tenant's queue; it fails if the tenant id

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/heddle-io/heddle/internal/store"
+
+	"github.com/heddle-io/heddle/internal/sdkbody"
 )
 
 // CreateTable creates table with the layout Store expects, on-demand billing
@@ -83,5 +85,5 @@ func NewEmulatorClient(endpoint string) *dynamodb.Client {
 		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 			tr.MaxIdleConnsPerHost = 64
 		}),
-	})
+	}, func(o *dynamodb.Options) { o.HTTPClient = sdkbody.Guard(o.HTTPClient) }) // package sdkbody
 }

@@ -1,11 +1,15 @@
-package ec2
+package sdkbody
 
 import (
 	"io"
 	"net/http"
-
-	awsec2 "github.com/aws/aws-sdk-go-v2/service/ec2"
 )
+
+// HTTPClient is what every AWS SDK service client takes as its HTTPClient
+// (aws.HTTPClient and each service's own, which are the same method).
+type HTTPClient interface {
+	Do(*http.Request) (*http.Response, error)
+}
 
 // The SDK (smithy-go) hands net/http each request body wrapped in a
 // "safe" reader that it closes as soon as the response headers are back,
@@ -16,19 +20,22 @@ import (
 // SDK closes the body, the second copy gets io.EOF, and net/http takes it
 // for a failed write and closes the connection, while the response body is
 // still being read from it. The read fails with "use of closed network
-// connection", the SDK retries, and EC2 serves the call twice: a second
-// DescribeInstances against the account's request rate (uncounted by the
-// describe bucket of views.go), a second attempt of every other call. It
-// needs a response larger than the connection's read buffer (4 KB): a
-// cluster's listing is that. See aws/aws-sdk-go-v2#2737; the SDK's answer
+// connection", the SDK retries, and the service serves the call twice: a
+// second DescribeInstances against EC2's request rate, or a conditional
+// DynamoDB write that succeeded tried again and refused by its own
+// condition, which reads as a lost race. It needs a response larger than
+// the connection's read buffer (4 KB): a cluster's listing, a task item
+// returned by an update. See aws/aws-sdk-go-v2#2737; the SDK's answer
 // there is to retry such errors, which is exactly the duplicate call.
 //
-// bodyGuard hides WriteTo: net/http then reads the closed body with Read,
+// Guard hides WriteTo: net/http then reads the closed body with Read,
 // which answers a plain io.EOF, the end it expects, and the connection
 // stays whole.
-type bodyGuard struct{ next awsec2.HTTPClient }
+func Guard(next HTTPClient) HTTPClient { return guard{next} }
 
-func (g bodyGuard) Do(r *http.Request) (*http.Response, error) {
+type guard struct{ next HTTPClient }
+
+func (g guard) Do(r *http.Request) (*http.Response, error) {
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = readOnlyBody{r.Body}
 	}
