@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/store"
@@ -153,46 +152,31 @@ func (e *Engine) NodeSummaryFor(ctx context.Context, tenant, cluster string, job
 }
 
 // NodesByID reads the named nodes of a cluster, in the order given,
-// skipping any that are gone. The reads go nodeReaders at a time: on
-// DynamoDB a hundred Gets one after another would take a hundred round trips.
+// skipping any that are gone.
 func (e *Engine) NodesByID(ctx context.Context, tenant, cluster string, ids []string) ([]domain.Node, error) {
-	found := make([]*domain.Node, len(ids))
-	errs := make([]error, len(ids))
-	sem := make(chan struct{}, nodeReaders)
-	var wg sync.WaitGroup
+	keys := make([]store.Key, len(ids))
 	for i, id := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			it, err := e.store.Get(ctx, nodeKey(tenant, cluster, id))
-			if errors.Is(err, store.ErrNotFound) {
-				return
-			}
-			if err != nil {
-				errs[i] = fmt.Errorf("reading node %s: %w", id, err)
-				return
-			}
-			n, err := decodeNode(it)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			found[i] = &n
-		}()
+		keys[i] = nodeKey(tenant, cluster, id)
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	// One BatchGetItem for a view's first 100 nodes on DynamoDB (their IDs
+	// do not sort by number, so no range query reads them).
+	items, err := store.GetMany(ctx, e.store, keys)
+	if err != nil {
+		return nil, fmt.Errorf("reading %d nodes of cluster %s: %w", len(ids), cluster, err)
+	}
+	byID := make(map[string]domain.Node, len(items))
+	for _, it := range items {
+		n, err := decodeNode(it)
+		if err != nil {
+			return nil, err
+		}
+		byID[n.ID] = n
 	}
 	out := make([]domain.Node, 0, len(ids))
-	for _, n := range found {
-		if n != nil {
-			out = append(out, *n)
+	for _, id := range ids {
+		if n, ok := byID[id]; ok {
+			out = append(out, n)
 		}
 	}
 	return out, nil
 }
-
-// nodeReaders is how many of NodesByID's reads are in flight at once.
-const nodeReaders = 8

@@ -519,3 +519,46 @@ func requestError(what string, err error) error {
 	}
 	return fmt.Errorf("dynamostore: %s: %w", what, err)
 }
+
+// batchGetKeys is how many keys one BatchGetItem takes.
+const batchGetKeys = 100
+
+// GetBatch implements store.BatchGetter: BatchGetItem, 100 keys a call,
+// strongly consistent, asking again for the keys DynamoDB left unprocessed
+// (throttling, or an answer past 16 MB).
+func (s *Store) GetBatch(ctx context.Context, keys []store.Key) ([]store.Item, error) {
+	out := make([]store.Item, 0, len(keys))
+	for start := 0; start < len(keys); start += batchGetKeys {
+		chunk := keys[start:min(start+batchGetKeys, len(keys))]
+		want := make([]map[string]types.AttributeValue, len(chunk))
+		for i, k := range chunk {
+			want[i] = keyAttrs(k)
+		}
+		for wait := 5 * time.Millisecond; len(want) > 0; wait = min(2*wait, time.Second) {
+			res, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+				*s.table: {Keys: want, ConsistentRead: aws.Bool(true)},
+			}})
+			if err != nil {
+				return nil, requestError("batch get", err)
+			}
+			for _, m := range res.Responses[*s.table] {
+				it, err := unmarshalItem(m)
+				if err != nil {
+					return nil, err
+				}
+				if it != nil {
+					out = append(out, *it)
+				}
+			}
+			want = res.UnprocessedKeys[*s.table].Keys
+			if len(want) > 0 {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(wait):
+				}
+			}
+		}
+	}
+	return out, nil
+}

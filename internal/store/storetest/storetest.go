@@ -20,6 +20,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		run  func(t *testing.T, s store.Store)
 	}{
 		{"GetMissing", testGetMissing},
+		{"GetMany", testGetMany},
 		{"PutGetRoundTrip", testPutGetRoundTrip},
 		{"VersionsBumpOnEveryWrite", testVersionsBumpOnEveryWrite},
 		{"Conditions", testConditions},
