@@ -90,7 +90,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	hc := c.HTTP
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = defaultHTTP
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -172,3 +172,9 @@ func call[T any](ctx context.Context, c *Client, method, path string, query url.
 
 // PathEscape escapes one path segment (a cluster, job or task id).
 func PathEscape(s string) string { return url.PathEscape(s) }
+
+// defaultHTTP serves a Client without HTTP. Its transport is its own, not
+// http.DefaultTransport, so a program's other users of the default transport
+// (httptest.Server.Close closes its idle connections) cannot break a request
+// in flight.
+var defaultHTTP = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}

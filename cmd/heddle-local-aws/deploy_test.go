@@ -109,7 +109,7 @@ func previousRelease(t *testing.T) (dir, commit string) {
 // versions take the share previous of the invocations.
 func (d *deployment) shift(previous float64) {
 	d.t.Helper()
-	resp, err := http.Post(d.ready.Lambda+"/local-aws/shift?previous="+strconv.FormatFloat(previous, 'f', -1, 64), "", nil)
+	resp, err := testHTTP.Post(d.ready.Lambda+"/local-aws/shift?previous="+strconv.FormatFloat(previous, 'f', -1, 64), "", nil)
 	require.NoError(d.t, err)
 	resp.Body.Close()
 	require.Equal(d.t, http.StatusNoContent, resp.StatusCode)
@@ -189,7 +189,7 @@ func TestDeployWhileBusy(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1.0, s.Aliases["worker"], "before the deploy the aliases point at the previous release")
 	for _, bad := range []string{"NaN", "1.5", "-0.1", "half"} {
-		resp, err := http.Post(d.ready.Lambda+"/local-aws/shift?previous="+bad, "", nil)
+		resp, err := testHTTP.Post(d.ready.Lambda+"/local-aws/shift?previous="+bad, "", nil)
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, bad)

@@ -197,7 +197,7 @@ func (d *deployment) stop(ddbEndpoint, sqsEndpoint string) {
 
 func (d *deployment) stats() (stats, error) {
 	var s stats
-	resp, err := http.Get(d.ready.Lambda + "/local-aws/stats")
+	resp, err := testHTTP.Get(d.ready.Lambda + "/local-aws/stats")
 	if err != nil {
 		return s, err
 	}
@@ -274,7 +274,7 @@ func TestThroughTheRealBinaries(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("arn:aws:lambda:%s:%s:function:heddle-%s-worker:live", region, accountID, strings.TrimPrefix(d.ready.Table, "heddle-")),
 		s.Mappings[0].FunctionArn, "the mapping invokes the worker's alias, as template.yaml's HEDDLE_WORKER_FUNCTION says")
 	require.Zero(t, s.Aliases["worker"], "no deploy runs: the alias is the current release's")
-	resp, err := http.Post(d.ready.Lambda+"/local-aws/shift?previous=0.5", "", nil)
+	resp, err := testHTTP.Post(d.ready.Lambda+"/local-aws/shift?previous=0.5", "", nil)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusConflict, resp.StatusCode, "no previous release to shift to")
@@ -354,7 +354,7 @@ func (d *deployment) callOnce(method, path string, body, out any) (int, error) {
 	}
 	req.Header.Set("Authorization", "Bearer "+d.key)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTP.Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -522,7 +522,7 @@ func TestChaos(t *testing.T) {
 				kills[name+" (busy)"]++
 			}
 		default:
-			resp, err := http.Post(d.ready.Lambda+"/local-aws/kill-idle/"+name, "", nil)
+			resp, err := testHTTP.Post(d.ready.Lambda+"/local-aws/kill-idle/"+name, "", nil)
 			require.NoError(t, err)
 			var killed struct {
 				PID int `json:"pid"`
@@ -754,7 +754,7 @@ func TestFrontDoorRefusesBadInput(t *testing.T) {
 	// Over API Gateway's 10 MB: refused before the function is invoked.
 	req, _ := http.NewRequest(http.MethodPost, d.ready.Endpoint+"/v1/catalog", bytes.NewReader(make([]byte, 10*1024*1024+1)))
 	req.Header.Set("Content-Type", "application/yaml")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTP.Do(req)
 	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -764,7 +764,7 @@ func TestFrontDoorRefusesBadInput(t *testing.T) {
 	// Events that are not API Gateway's, straight to the function through
 	// Lambda's Invoke: a failed invocation, and the environment lives on.
 	for _, payload := range []string{`not json`, `{"version":"2.0","requestContext":{"http":{"method":"GET"}},"rawPath":7}`} {
-		resp, err := http.Post(d.ready.Lambda+"/2015-03-31/functions/heddle-"+strings.TrimPrefix(d.ready.Table, "heddle-")+"-api/invocations", "application/json", strings.NewReader(payload))
+		resp, err := testHTTP.Post(d.ready.Lambda+"/2015-03-31/functions/heddle-"+strings.TrimPrefix(d.ready.Table, "heddle-")+"-api/invocations", "application/json", strings.NewReader(payload))
 		require.NoError(t, err)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

@@ -91,7 +91,7 @@ func (d *deployment) killAll(fn string) {
 func (d *deployment) invoke(t *testing.T, name string, payload []byte) time.Duration {
 	t.Helper()
 	start := time.Now()
-	resp, err := http.Post(d.ready.Lambda+"/2015-03-31/functions/"+name+"/invocations", "application/json", bytes.NewReader(payload))
+	resp, err := testHTTP.Post(d.ready.Lambda+"/2015-03-31/functions/"+name+"/invocations", "application/json", bytes.NewReader(payload))
 	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()

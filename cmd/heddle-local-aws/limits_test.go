@@ -37,7 +37,7 @@ func TestAnswersOverSixMBThroughTheRealAPI(t *testing.T) {
 	get := func(path string) (int, []byte) {
 		req, _ := http.NewRequest(http.MethodGet, d.ready.Endpoint+path, nil)
 		req.Header.Set("Authorization", "Bearer "+d.key)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testHTTP.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
@@ -72,7 +72,7 @@ func TestAnswersOverSixMBThroughTheRealAPI(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, d.ready.Endpoint+"/v1/catalog", bytes.NewReader(append([]byte(`{"nope":"`), append(bytes.Repeat([]byte("x"), 9*1024*1024), '"', '}')...)))
 	req.Header.Set("Authorization", "Bearer "+d.key)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTP.Do(req)
 	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()

@@ -51,7 +51,7 @@ func startLocalServer(t *testing.T) *localServer {
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get(s.endpoint + "/v1/status")
+		resp, err := testHTTP.Get(s.endpoint + "/v1/status")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

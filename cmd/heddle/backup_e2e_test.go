@@ -130,7 +130,7 @@ func TestBackupRoundTripMidJob(t *testing.T) {
 	req, err := http.NewRequest(http.MethodGet, "http://"+s.addr+"/v1/tenants/later", nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+s.super)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTP.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusNotFound, resp.StatusCode, "the tenant made after the backup is not in the restored store")

@@ -41,7 +41,7 @@ func TestFiveHundredEntityCatalogOnTheLocalServer(t *testing.T) {
 		}
 		req.Header.Set("Authorization", "Bearer "+admin)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testHTTP.Do(req)
 		if err != nil {
 			t.Error(err)
 			return

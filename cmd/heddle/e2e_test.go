@@ -88,7 +88,7 @@ func (s *server) start() {
 	s.cmd = cmd
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get("http://" + s.addr + "/v1/status")
+		resp, err := testHTTP.Get("http://" + s.addr + "/v1/status")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -144,7 +143,7 @@ func TestLoginBrowserFlow(t *testing.T) {
 	require.NotEmpty(t, authURL)
 	require.Contains(t, authURL, "code_challenge_method=S256")
 	require.Contains(t, authURL, "redirect_uri=http%3A%2F%2F127.0.0.1%3A")
-	resp, err := http.Get(authURL)
+	resp, err := testHTTP.Get(authURL)
 	require.NoError(t, err)
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()

@@ -231,7 +231,7 @@ func waitAnswers(t *testing.T, url string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		resp, err := http.Get(url)
+		resp, err := testHTTP.Get(url)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -69,7 +69,7 @@ func TestAuthorizerThroughFrontDoor(t *testing.T) {
 		if bearer != "" {
 			req.Header.Set("Authorization", "Bearer "+bearer)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testHTTP.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)

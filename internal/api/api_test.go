@@ -129,7 +129,7 @@ func (b *testBundle) raw(t testing.TB, key, method, path string, body any, heade
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTP.Do(req)
 	require.NoError(t, err)
 	return resp
 }

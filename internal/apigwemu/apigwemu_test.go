@@ -122,7 +122,7 @@ func setup(t *testing.T, fn *fakeFunction, timeout time.Duration) *httptest.Serv
 
 func do(t *testing.T, req *http.Request) (*http.Response, string) {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTP.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

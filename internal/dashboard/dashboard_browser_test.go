@@ -71,7 +71,7 @@ func (s *server) tenant() {
 func TestDashboardMountedNextToTheAPI(t *testing.T) {
 	s := startServer(t)
 	get := func(path string) (*http.Response, string) {
-		resp, err := http.Get(s.srv.URL() + path)
+		resp, err := testHTTP.Get(s.srv.URL() + path)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		data, err := io.ReadAll(resp.Body)

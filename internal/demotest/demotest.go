@@ -80,7 +80,7 @@ func Call(t testing.TB, baseURL, key, method, path string, body, out any) int {
 	if rd != nil {
 		req.Header.Set("Content-Type", ct)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
@@ -211,3 +211,8 @@ func FailedTasks(jobBody []byte) string {
 	}
 	return sb.String()
 }
+
+// httpClient has a transport of its own: httptest.Server.Close in a parallel
+// test closes http.DefaultTransport's idle connections and can break a
+// request in flight.
+var httpClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}

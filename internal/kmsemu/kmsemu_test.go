@@ -79,7 +79,7 @@ func TestRefusals(t *testing.T) {
 	_, err = f.client.Encrypt(ctx, &kms.EncryptInput{KeyId: aws.String(keyARN), Plaintext: []byte("x")})
 	require.ErrorContains(t, err, "UnknownOperationException", "a call heddle does not make fails loudly")
 
-	resp, err := http.Get(f.url)
+	resp, err := testHTTP.Get(f.url)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)

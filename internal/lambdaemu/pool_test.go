@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		url := "http://" + os.Getenv("AWS_LAMBDA_RUNTIME_API") + pathInitError
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"errorMessage":"HEDDLE_TABLE is not set","errorType":"Config.Missing"}`))
 		req.Header.Set("Lambda-Runtime-Function-Error-Type", "Config.Missing")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := testHTTP.Do(req); err == nil {
 			resp.Body.Close()
 		}
 		os.Exit(1)

@@ -89,7 +89,7 @@ func post(b *testing.B, url, key, ct, body string, out any) int {
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewBufferString(body))
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", ct)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTP.Do(req)
 	require.NoError(b, err)
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
@@ -140,7 +140,7 @@ func BenchmarkGetCluster100Nodes(b *testing.B) {
 		for pb.Next() {
 			req, _ := http.NewRequest(http.MethodGet, target, nil)
 			req.Header.Set("Authorization", "Bearer "+admin)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := testHTTP.Do(req)
 			if err != nil || resp.StatusCode != http.StatusOK {
 				failed.Add(1)
 			}
@@ -211,7 +211,7 @@ func BenchmarkCreate1000NodesNoActions(b *testing.B) {
 			}
 			req, _ := http.NewRequest(http.MethodGet, srv.URL()+"/v1/clusters/"+c.Cluster.ID+"/jobs", nil)
 			req.Header.Set("Authorization", "Bearer "+admin)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := testHTTP.Do(req)
 			require.NoError(b, err)
 			require.NoError(b, json.NewDecoder(resp.Body).Decode(&jobs))
 			resp.Body.Close()

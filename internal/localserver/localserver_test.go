@@ -307,7 +307,7 @@ func (b *bundle) scrape() map[string]*dto.MetricFamily {
 	req, err := http.NewRequest("GET", b.srv.URL()+"/metrics", nil)
 	require.NoError(b.t, err)
 	req.Header.Set("Authorization", "Bearer "+b.super)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTP.Do(req)
 	require.NoError(b.t, err)
 	defer resp.Body.Close()
 	require.Equal(b.t, http.StatusOK, resp.StatusCode)
