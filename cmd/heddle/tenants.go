@@ -16,7 +16,7 @@ func newTenantsCommand(a *app) *cobra.Command {
 		Aliases: []string{"tenant"},
 		Short:   "Manage tenants (superadmin); export and import your own tenant's data (admin)",
 	}
-	cmd.AddCommand(newTenantsCreateCommand(a), newTenantExportCommand(a), newTenantImportCommand(a))
+	cmd.AddCommand(newTenantsCreateCommand(a), newTenantsUpdateCommand(a), newTenantExportCommand(a), newTenantImportCommand(a))
 	return cmd
 }
 

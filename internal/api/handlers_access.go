@@ -96,8 +96,8 @@ func (s *Server) createTenant(w http.ResponseWriter, r *http.Request, _ access.P
 		// The tenant exists and its admin key is shown only now, so the
 		// error carries both.
 		d := s.errorDetail(r, fmt.Errorf("%w: %w", onboardingIncomplete(fmt.Sprintf(
-			"tenant %q was created, but its queue could not be made (%v); PUT /v1/tenants/%s with the tenant retries it",
-			view.ID, err, view.ID)), err))
+			"tenant %q was created, but its queue could not be made (%v); heddle tenants update %s (PUT /v1/tenants/%s with the tenant) retries it",
+			view.ID, err, view.ID, view.ID)), err))
 		writeJSON(w, d.Status, CreateTenantIncompleteResponse{Error: d, CreateTenantResponse: created})
 		return nil
 	}
@@ -171,8 +171,8 @@ func (s *Server) updateTenant(w http.ResponseWriter, r *http.Request, p access.P
 	// how a failed POST is finished.
 	if err := s.onboarder.Resize(r.Context(), view.Tenant); err != nil {
 		return fmt.Errorf("%w: %w", onboardingIncomplete(fmt.Sprintf(
-			"tenant %q was updated to version %d, but its queue and worker mapping could not be brought to %d workers (%v); PUT the tenant again (If-Match: %s) to retry",
-			view.ID, view.Version, view.Workers, err, versionETag(view.Version))), err)
+			"tenant %q was updated to version %d, but its queue and worker mapping could not be brought to %d workers (%v); heddle tenants update %s (or PUT the tenant again, If-Match: %s) retries it",
+			view.ID, view.Version, view.Workers, err, view.ID, versionETag(view.Version))), err)
 	}
 	writeJSON(w, http.StatusOK, view)
 	return nil

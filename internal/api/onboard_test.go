@@ -105,6 +105,7 @@ func TestFailedOnboardingIsRetriedByPUT(t *testing.T) {
 	require.Contains(t, e["message"], `tenant "globex" was created, but its queue could not be made`)
 	require.Contains(t, e["message"], "SQS is down")
 	require.Contains(t, e["message"], "PUT /v1/tenants/globex")
+	require.Contains(t, e["message"], "heddle tenants update globex", "names the CLI command too")
 	require.Equal(t, []string{"onboard globex 3"}, o.took())
 
 	require.Equal(t, "globex", body["tenant"].(map[string]any)["id"])
@@ -147,6 +148,7 @@ func TestFailedResizeSaysHowToRetry(t *testing.T) {
 	require.Equal(t, CodeOnboardingIncomplete, code)
 	require.Contains(t, e["message"], "could not be brought to 9 workers")
 	require.Contains(t, e["message"], "Lambda is busy")
+	require.Contains(t, e["message"], "heddle tenants update acme", "names the CLI command")
 	require.Equal(t, []string{"resize acme 9", "resize acme 9"}, o.took())
 
 	o.set(func(o *recordingOnboarder) { o.resizeErr = nil })

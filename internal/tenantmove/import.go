@@ -120,8 +120,8 @@ func (m *Mover) writeOne(ctx context.Context, tenant string, p planned) (kept bo
 	}
 	var te *store.TransactionError
 	if errors.As(err, &te) && len(te.Reasons) == len(p.ops) && len(p.ops) > 1 && te.Reasons[len(p.ops)-1] != nil && p.rec.PK == "CLUSTERS" && te.Reasons[0] == nil {
-		return false, fmt.Errorf("%w: cluster %s needs 1 cluster and %d nodes of tenant %s's quota; ask the target's superadmin to raise it (PUT /v1/tenants/%s with maxClusters and maxNodes) and run the import again",
-			ErrQuota, p.rec.SK, nodeCount(p.rec), tenant, tenant)
+		return false, fmt.Errorf("%w: cluster %s needs 1 cluster and %d nodes of tenant %s's quota; ask the target's superadmin to raise it (heddle tenants update %s --max-clusters N --max-nodes N, or PUT /v1/tenants/%s with maxClusters and maxNodes) and run the import again",
+			ErrQuota, p.rec.SK, nodeCount(p.rec), tenant, tenant, tenant)
 	}
 	if !errors.Is(err, store.ErrConditionFailed) {
 		return false, fmt.Errorf("tenantmove: write %s / %s: %w", p.rec.PK, p.rec.SK, err)

@@ -207,6 +207,7 @@ func TestQuotaTooSmall(t *testing.T) {
 	_, err = dst.mover.Import(t.Context(), "acme", domain.RoleAdmin, request(pages[0]))
 	require.ErrorIs(t, err, ErrQuota)
 	require.Contains(t, err.Error(), "2 nodes")
+	require.Contains(t, err.Error(), "heddle tenants update acme --max-clusters N --max-nodes N", "names the command that raises it")
 	_, err = store.Scoped(dst.store, "acme").Get(t.Context(), store.Key{PK: "CLUSTERS", SK: "c1"})
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
