@@ -28,7 +28,7 @@ type Observer interface {
 	Job(tenant, operation, status string, took time.Duration)
 	// Janitor is one pass of the janitor.
 	Janitor(pass JanitorPass, took time.Duration)
-	// Store is one store call (get, write, transact, query, query_index)
+	// Store is one store call (get, batch_get, write, transact, query, query_index)
 	// and whether it failed on a condition.
 	Store(call string, conflict bool)
 }

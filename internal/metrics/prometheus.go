@@ -48,7 +48,7 @@ func NewPrometheus() *Prometheus {
 	p.janitorPass = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "heddle_janitor_pass_seconds",
 		Help: "How long one janitor pass took.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)})
 	p.storeCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "heddle_store_calls_total",
-		Help: "Store calls by kind: get, write, transact, query, query_index."}, []string{"call"})
+		Help: "Store calls by kind: get, batch_get, write, transact, query, query_index."}, []string{"call"})
 	p.storeConflict = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "heddle_store_conflicts_total",
 		Help: "Store writes and transactions refused on a condition, by kind."}, []string{"call"})
 	p.reg.MustRegister(p.requests, p.requestTime, p.attempts, p.attemptTime, p.jobs, p.jobTime,

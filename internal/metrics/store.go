@@ -43,4 +43,23 @@ func (s *Store) QueryIndex(ctx context.Context, partition string, q store.IndexQ
 	return s.Store.QueryIndex(ctx, partition, q)
 }
 
-var _ store.Store = (*Store)(nil)
+// GetBatch keeps the wrapped store's batch reads (store.GetMany finds a
+// BatchGetter only on the outermost store, so without this method every
+// GetMany through the counted store would read one key at a time). It
+// counts one batch_get per call of a store that batches, else one get per
+// key, as the calls it makes.
+func (s *Store) GetBatch(ctx context.Context, keys []store.Key) ([]store.Item, error) {
+	if _, ok := s.Store.(store.BatchGetter); ok {
+		s.obs.Store("batch_get", false)
+	} else {
+		for range keys {
+			s.obs.Store("get", false)
+		}
+	}
+	return store.GetMany(ctx, s.Store, keys)
+}
+
+var (
+	_ store.Store       = (*Store)(nil)
+	_ store.BatchGetter = (*Store)(nil)
+)
