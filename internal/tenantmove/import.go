@@ -35,22 +35,26 @@ func (m *Mover) Import(ctx context.Context, tenant string, role domain.Role, req
 	}
 	var res ImportResult
 	var todo []planned
+	all := make([]planned, len(req.Records))
 	for i, rec := range req.Records {
 		p, err := m.plan(ctx, tenant, i, rec)
 		if err != nil {
 			return ImportResult{}, err
 		}
-		state, reason, err := m.compare(ctx, tenant, p)
-		if err != nil {
-			return ImportResult{}, err
-		}
-		switch state {
+		all[i] = p
+	}
+	found, err := m.read(ctx, all)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	for _, p := range all {
+		switch state, reason := compare(p, found); state {
 		case absent:
 			todo = append(todo, p)
 		case same:
 			res.Kept++
 		case other:
-			res.Conflicts = append(res.Conflicts, Conflict{PK: rec.PK, SK: rec.SK, Reason: reason})
+			res.Conflicts = append(res.Conflicts, Conflict{PK: p.rec.PK, SK: p.rec.SK, Reason: reason})
 		}
 	}
 	if req.Check {
@@ -126,10 +130,11 @@ func (m *Mover) writeOne(ctx context.Context, tenant string, p planned) (kept bo
 	if !errors.Is(err, store.ErrConditionFailed) {
 		return false, fmt.Errorf("tenantmove: write %s / %s: %w", p.rec.PK, p.rec.SK, err)
 	}
-	state, reason, cerr := m.compare(ctx, tenant, p)
-	if cerr != nil {
-		return false, cerr
+	found, rerr := m.read(ctx, []planned{p})
+	if rerr != nil {
+		return false, rerr
 	}
+	state, reason := compare(p, found)
 	if state == same {
 		return true, nil
 	}
@@ -209,42 +214,80 @@ const (
 	other
 )
 
+// read returns what the target holds at the planned records' keys, and at
+// the global lookup of every API key among them, by key. It reads them all
+// at once (store.GetMany: DynamoDB's BatchGetItem, 100 keys a round trip,
+// where one GetItem a key made a page of 500 records cost 500 round trips),
+// strongly consistent as Get is, so what compare decides is as safe as it
+// was key by key: the writes are conditional on the keys being free anyway.
+func (m *Mover) read(ctx context.Context, ps []planned) (map[store.Key]store.Item, error) {
+	keys := make([]store.Key, 0, len(ps))
+	seen := make(map[store.Key]bool, len(ps))
+	want := func(k store.Key) {
+		// A forged page may name one API key hash twice; BatchGetItem
+		// refuses a request that repeats a key.
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	for _, p := range ps {
+		want(p.ops[0].Key)
+		if lookup, ok := keyLookupOf(p); ok {
+			want(lookup)
+		}
+	}
+	items, err := store.GetMany(ctx, m.store, keys)
+	if err != nil {
+		return nil, fmt.Errorf("tenantmove: read the target's items at %d keys: %w", len(keys), err)
+	}
+	found := make(map[store.Key]store.Item, len(items))
+	for _, it := range items {
+		found[it.Key] = it
+	}
+	return found, nil
+}
+
+// keyLookupOf returns the key of the global lookup an API key record
+// writes (its hash), if p is one.
+func keyLookupOf(p planned) (store.Key, bool) {
+	if len(p.ops) > 1 && p.ops[1].Key.PK == "APIKEYS" {
+		return p.ops[1].Key, true
+	}
+	return store.Key{}, false
+}
+
 // compare says whether p's key is free, holds an equivalent item, or holds
-// something else (and what).
-func (m *Mover) compare(ctx context.Context, tenant string, p planned) (presence, string, error) {
-	cur, err := store.Scoped(m.store, tenant).Get(ctx, p.item.Key)
-	if errors.Is(err, store.ErrNotFound) {
-		if len(p.ops) > 1 && p.ops[1].Key.PK == "APIKEYS" {
-			if _, err := m.store.Get(ctx, p.ops[1].Key); err == nil {
-				return other, "an API key with this hash is already registered on the target", nil
-			} else if !errors.Is(err, store.ErrNotFound) {
-				return absent, "", fmt.Errorf("tenantmove: read an API key lookup: %w", err)
+// something else (and what), from what read found on the target.
+func compare(p planned, found map[store.Key]store.Item) (presence, string) {
+	cur, ok := found[p.ops[0].Key]
+	if !ok {
+		if lookup, isKey := keyLookupOf(p); isKey {
+			if _, taken := found[lookup]; taken {
+				return other, "an API key with this hash is already registered on the target"
 			}
 		}
-		return absent, "", nil
-	}
-	if err != nil {
-		return absent, "", fmt.Errorf("tenantmove: read %s: %w", p.item.Key, err)
+		return absent, ""
 	}
 	switch {
 	case p.rec.PK == "CAT" && p.rec.SK == "REV":
-		return same, "", nil // the target's revision counter orders its own later writes
+		return same, "" // the target's revision counter orders its own later writes
 	case p.rec.PK == "USERS":
 		var a, b domain.User
 		_ = json.Unmarshal(cur.Data, &a)
 		_ = json.Unmarshal(p.rec.Data, &b)
 		if a.Role == b.Role {
-			return same, "", nil
+			return same, ""
 		}
-		return other, fmt.Sprintf("user %s exists on the target with role %s, not %s", p.rec.SK, a.Role, b.Role), nil
+		return other, fmt.Sprintf("user %s exists on the target with role %s, not %s", p.rec.SK, a.Role, b.Role)
 	}
 	if cur.Status != p.item.Status || !reflect.DeepEqual(cur.Index, p.item.Index) || !equalCounters(cur.Counters, p.item.Counters) {
-		return other, "the target's item has another status, counters or index entry", nil
+		return other, "the target's item has another status, counters or index entry"
 	}
 	if !equalBodies(cur.Data, p.rec.Data) {
-		return other, "the target's item has another body", nil
+		return other, "the target's item has another body"
 	}
-	return same, "", nil
+	return same, ""
 }
 
 func equalCounters(a, b map[string]int64) bool {
@@ -303,6 +346,7 @@ func validate(tenant string, role domain.Role, req ImportRequest) domain.Problem
 		add("records", fmt.Sprintf("holds %d records; send at most %d per request, a page as the export wrote it", len(req.Records), MaxPageRecords))
 	}
 	seen := map[store.Key]bool{}
+	hashes := map[string]bool{}
 	for i, rec := range req.Records {
 		f := fmt.Sprintf("records[%d]", i)
 		if len(ps) > 20 {
@@ -321,6 +365,16 @@ func validate(tenant string, role domain.Role, req ImportRequest) domain.Problem
 			add(f, "repeats the key of an earlier record")
 		}
 		seen[k] = true
+		if strings.HasPrefix(rec.PK, "KEYS#") {
+			// Two keys of one hash would both claim its global lookup.
+			var kb keyBody
+			if json.Unmarshal(rec.Data, &kb) == nil && kb.Hash != "" {
+				if hashes[kb.Hash] {
+					add(f+".data.hash", "repeats the hash of an earlier API key of the page; a key's hash is unique")
+				}
+				hashes[kb.Hash] = true
+			}
+		}
 		if rec.Index != nil && !exportedIndex(rec.PK, rec.Index.Partition) {
 			add(f+".index", "only a cluster's lease expiry and its next health verification may be indexed in an export (jobs and tasks that run are never exported)")
 		}

@@ -143,7 +143,15 @@ func (sd *side) requireSame(t *testing.T, src *side, pages []*ExportPage) {
 // twice, nothing is missing.
 func TestImportHalfWayThenAgain(t *testing.T) {
 	t.Parallel()
-	src, dst := boltSide(t), boltSide(t)
+	for name, mk := range backends {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testImportHalfWayThenAgain(t, mk(t), mk(t))
+		})
+	}
+}
+
+func testImportHalfWayThenAgain(t *testing.T, src, dst *side) {
 	src.fill(t)
 	dst.tenant(t)
 	id, err := NewIdentity()
@@ -168,7 +176,15 @@ func TestImportHalfWayThenAgain(t *testing.T) {
 // written, and a check request reports the conflict.
 func TestConflictingTargetChangesNothing(t *testing.T) {
 	t.Parallel()
-	src, dst := boltSide(t), boltSide(t)
+	for name, mk := range backends {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testConflictingTargetChangesNothing(t, mk(t), mk(t))
+		})
+	}
+}
+
+func testConflictingTargetChangesNothing(t *testing.T, src, dst *side) {
 	src.fill(t)
 	dst.tenant(t)
 	_, err := dst.access.CreateUser(t.Context(), "acme", domain.User{TenantID: "acme", Name: "bob", Role: domain.RoleAdmin})
@@ -190,6 +206,44 @@ func TestConflictingTargetChangesNothing(t *testing.T) {
 	require.ErrorIs(t, err, ErrConflict)
 	_, err = store.Scoped(dst.store, "acme").Get(t.Context(), store.Key{PK: "CLUSTERS", SK: "c1"})
 	require.ErrorIs(t, err, store.ErrNotFound, "nothing was written")
+}
+
+// TestKeyHashTakenOnTarget: a key whose hash is already registered on the
+// target (the global lookup a key is authenticated by) is a conflict, found
+// by the batched read of the lookups, and nothing is written.
+func TestKeyHashTakenOnTarget(t *testing.T) {
+	t.Parallel()
+	for name, mk := range backends {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			src, dst := mk(t), mk(t)
+			src.fill(t)
+			dst.tenant(t)
+			id, err := NewIdentity()
+			require.NoError(t, err)
+			pages, _ := src.exportAll(t, id)
+			req := request(pages[0])
+			var hash string
+			for _, rec := range req.Records {
+				if strings.HasPrefix(rec.PK, "KEYS#bob") {
+					var k keyBody
+					require.NoError(t, json.Unmarshal(rec.Data, &k))
+					hash = k.Hash
+				}
+			}
+			require.NotEmpty(t, hash)
+			_, err = dst.store.Write(t.Context(), store.Put(store.Item{Key: store.Key{PK: "APIKEYS", SK: hash},
+				Data: []byte(`{"id":"k9","tenant":"globex","user":"eve"}`)}, store.Condition{}))
+			require.NoError(t, err)
+			_, err = dst.mover.Import(t.Context(), "acme", domain.RoleAdmin, req)
+			var ce *ConflictError
+			require.ErrorAs(t, err, &ce)
+			require.Len(t, ce.Conflicts, 1)
+			require.Contains(t, ce.Conflicts[0].Reason, "already registered")
+			_, err = store.Scoped(dst.store, "acme").Get(t.Context(), store.Key{PK: "USERS", SK: "bob"})
+			require.ErrorIs(t, err, store.ErrNotFound, "nothing was written")
+		})
+	}
 }
 
 // TestQuotaTooSmall: a target tenant whose quota cannot take a live
@@ -280,6 +334,20 @@ func TestForgedExportsAreRefused(t *testing.T) {
 			i := find(*r, "NODES#c1", "n1")
 			r.Records[i].Data = []byte(`{"id":"n1","providerId":"` + secrets.SealedPrefix + `AAAA"}`)
 		}, ".data"},
+		{"two keys of one hash", func(r *ImportRequest) {
+			for _, rec := range r.Records {
+				if strings.HasPrefix(rec.PK, "KEYS#bob") {
+					var k keyBody
+					require.NoError(t, json.Unmarshal(rec.Data, &k))
+					k.ID = "k-copy"
+					rec.SK, rec.Data = k.ID, nil
+					rec.Data, _ = json.Marshal(k)
+					r.Records = append(r.Records, rec)
+					return
+				}
+			}
+			t.Fatal("no key of bob")
+		}, ".data.hash"},
 		{"a cluster whose job runs", func(r *ImportRequest) {
 			i := find(*r, "CLUSTERS", "c1")
 			r.Records[i].Data = []byte(`{"id":"c1","activeJobId":"j9","nodeCount":2}`)
@@ -357,4 +425,33 @@ func TestIdentityFile(t *testing.T) {
 	require.Equal(t, a.Recipient(), r)
 	_, err = ParseRecipient("short")
 	require.Error(t, err)
+}
+
+// TestImportReadsAPageInOneBatch: on DynamoDB an import reads what the
+// target holds at a page's keys with BatchGetItem (one GetBatch a page,
+// 100 keys a round trip), not one GetItem a record.
+func TestImportReadsAPageInOneBatch(t *testing.T) {
+	t.Parallel()
+	src, dst := boltSide(t), dynamoSide(t)
+	src.fill(t)
+	dst.tenant(t)
+	counted := store.NewCounting(dst.store)
+	dst.mover = New(counted, dst.keyring)
+	id, err := NewIdentity()
+	require.NoError(t, err)
+	pages, _ := src.exportAll(t, id)
+	for round := range 2 { // writes all, then keeps all
+		for _, p := range pages {
+			counted.Reset()
+			res, err := dst.mover.Import(t.Context(), "acme", domain.RoleAdmin, request(p))
+			require.NoError(t, err)
+			require.Equal(t, len(p.Records), res.Written+res.Kept)
+			if round == 0 {
+				require.Positive(t, res.Written)
+			} else {
+				require.Zero(t, res.Written)
+			}
+			require.Equal(t, int64(1), counted.Counts().Gets, "one batch read for %d records", len(p.Records))
+		}
+	}
 }
