@@ -4,23 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
-	"github.com/heddle-io/heddle/internal/store/dynamostore"
+	"github.com/heddle-io/heddle/internal/store/dynamotest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/responses from the handler's answers")
@@ -53,22 +49,7 @@ func TestGoldenEvents(t *testing.T) {
 // byte after scrubbing (which hides the backend /v1/status names).
 func TestGoldenEventsOnDynamoDB(t *testing.T) {
 	t.Parallel()
-	endpoint := os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")
-	if endpoint == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("HEDDLE_DYNAMODB_ENDPOINT is not set: CI must run this against DynamoDB Local (scripts/dynamodb-local.sh)")
-		}
-		t.Skip("HEDDLE_DYNAMODB_ENDPOINT is not set; start DynamoDB Local with scripts/dynamodb-local.sh")
-	}
-	client := dynamostore.NewEmulatorClient(endpoint)
-	table := fmt.Sprintf("heddle-api-golden-%d", time.Now().UnixNano())
-	require.NoError(t, dynamostore.CreateTable(context.Background(), client, table))
-	t.Cleanup(func() { // tables left behind grow the emulator for every later run
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
-	checkGolden(t, dynamostore.New(client, table), "dynamodb")
+	checkGolden(t, dynamotest.Store(t, "heddle-api-golden"), "dynamodb")
 }
 
 func checkGolden(t *testing.T, db store.Store, backend string) {

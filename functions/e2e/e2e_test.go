@@ -24,7 +24,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
@@ -41,7 +40,7 @@ import (
 	"github.com/heddle-io/heddle/internal/queue/sqsqueue"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/sqsbatch"
-	"github.com/heddle-io/heddle/internal/store/dynamostore"
+	"github.com/heddle-io/heddle/internal/store/dynamotest"
 )
 
 const (
@@ -109,7 +108,7 @@ type lambdas struct {
 
 func setup(t *testing.T) *lambdas {
 	t.Helper()
-	ddbEndpoint := endpoint(t, "HEDDLE_DYNAMODB_ENDPOINT", "scripts/dynamodb-local.sh")
+	endpoint(t, "HEDDLE_DYNAMODB_ENDPOINT", "scripts/dynamodb-local.sh") // skips (fails in CI) before anything is made
 	sqsEndpoint := endpoint(t, "HEDDLE_SQS_ENDPOINT", "scripts/fauxqs.sh")
 	ctx := context.Background()
 	l := &lambdas{t: t, log: &logBuffer{}, dir: t.TempDir(), vars: map[string]string{"SUPER_KEY": superKey, "TENANT": tenantID}}
@@ -121,13 +120,7 @@ func setup(t *testing.T) *lambdas {
 	log := slog.New(slog.NewTextHandler(l.log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	// One DynamoDB table, as template.yaml declares it.
-	ddb := dynamostore.NewEmulatorClient(ddbEndpoint)
-	table := fmt.Sprintf("heddle-e2e-%d", time.Now().UnixNano())
-	require.NoError(t, dynamostore.CreateTable(ctx, ddb, table))
-	t.Cleanup(func() {
-		_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
-	db := dynamostore.New(ddb, table)
+	db := dynamotest.Store(t, "heddle-e2e")
 
 	// The tenants' queues, under a prefix of this test's own.
 	l.sqs = sqsqueue.NewEmulatorClient(sqsEndpoint)

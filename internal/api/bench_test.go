@@ -13,13 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
-	"github.com/heddle-io/heddle/internal/store/dynamostore"
+	"github.com/heddle-io/heddle/internal/store/dynamotest"
 )
 
 // Benchmarks of a 10,000-node cluster through the API on each store: the
@@ -36,21 +34,10 @@ func benchStores(b *testing.B, fn func(b *testing.B, db store.Store)) {
 		fn(b, store.NewCounting(db))
 	})
 	b.Run("dynamodb", func(b *testing.B) {
-		endpoint := os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")
-		if endpoint == "" {
-			b.Skip("HEDDLE_DYNAMODB_ENDPOINT is unset: run scripts/dynamodb-local.sh start and eval its env")
-		}
-		client := dynamostore.NewEmulatorClient(endpoint)
-		table := fmt.Sprintf("api-bench-%d", time.Now().UnixNano())
-		require.NoError(b, dynamostore.CreateTable(context.Background(), client, table))
-		// A 10,000-node benchmark leaves some 30,000 items: dropped, or
-		// DynamoDB Local grows by gigabytes and slows everyone after.
-		b.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-		})
-		fn(b, store.NewCounting(dynamostore.New(client, table)))
+		// A 10,000-node benchmark leaves some 30,000 items: its table is
+		// dropped, or DynamoDB Local grows by gigabytes and slows everyone
+		// after.
+		fn(b, store.NewCounting(dynamotest.Store(b, "api-bench")))
 	})
 }
 

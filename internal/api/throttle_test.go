@@ -2,19 +2,14 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heddle-io/heddle/internal/access"
@@ -22,7 +17,7 @@ import (
 	"github.com/heddle-io/heddle/internal/ratelimit"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
-	"github.com/heddle-io/heddle/internal/store/dynamostore"
+	"github.com/heddle-io/heddle/internal/store/dynamotest"
 )
 
 // testClock is a settable clock for Throttle.Now.
@@ -81,24 +76,8 @@ func throttleBackends(t *testing.T) map[string]func(t *testing.T) (store.Store, 
 	}
 }
 
-func dynamoEndpoint() string { return os.Getenv("HEDDLE_DYNAMODB_ENDPOINT") }
-
 func dynamoTable(t testing.TB) store.Store {
-	endpoint := dynamoEndpoint()
-	if endpoint == "" {
-		t.Skip("HEDDLE_DYNAMODB_ENDPOINT is not set; see scripts/dynamodb-local.sh")
-	}
-	c := dynamostore.NewEmulatorClient(endpoint)
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	table := "heddle-throttle-" + hex.EncodeToString(b)
-	require.NoError(t, dynamostore.CreateTable(t.Context(), c, table))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
-	return dynamostore.New(c, table)
+	return dynamotest.Store(t, "heddle-throttle")
 }
 
 func TestTenantOverItsLimitIsAnswered429(t *testing.T) {

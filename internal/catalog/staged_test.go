@@ -2,8 +2,6 @@ package catalog
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -14,15 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heddle-io/heddle/internal/catalog/catalogtest"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
-	"github.com/heddle-io/heddle/internal/store/dynamostore"
+	"github.com/heddle-io/heddle/internal/store/dynamotest"
 )
 
 // backends returns a fresh store of each backend: the embedded one always,
@@ -37,21 +33,8 @@ func backends(t testing.TB) map[string]func(testing.TB) store.Store {
 			return db
 		},
 	}
-	if endpoint := os.Getenv("HEDDLE_DYNAMODB_ENDPOINT"); endpoint != "" {
-		out["dynamodb"] = func(t testing.TB) store.Store {
-			c := dynamostore.NewEmulatorClient(endpoint)
-			suffix := make([]byte, 8)
-			_, _ = rand.Read(suffix)
-			table := "heddle-catalog-test-" + hex.EncodeToString(suffix)
-			require.NoError(t, dynamostore.CreateTable(context.Background(), c, table))
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				_, err := c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-				require.NoError(t, err)
-			})
-			return dynamostore.New(c, table)
-		}
+	if os.Getenv(dynamotest.EndpointVar) != "" {
+		out["dynamodb"] = func(t testing.TB) store.Store { return dynamotest.Store(t, "heddle-catalog-test") }
 	}
 	return out
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,7 +25,7 @@ import (
 	"github.com/heddle-io/heddle/internal/queue/sqsqueue"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
-	"github.com/heddle-io/heddle/internal/store/dynamostore"
+	"github.com/heddle-io/heddle/internal/store/dynamotest"
 	"github.com/heddle-io/heddle/planner"
 )
 
@@ -95,12 +94,7 @@ func eachBackend(t *testing.T, run func(t *testing.T)) {
 	})
 	t.Run("dynamodb", func(t *testing.T) {
 		t.Parallel()
-		if os.Getenv("HEDDLE_DYNAMODB_ENDPOINT") == "" {
-			if os.Getenv("CI") == "true" {
-				t.Fatal("CI=true but HEDDLE_DYNAMODB_ENDPOINT is unset: run scripts/dynamodb-local.sh start and eval its env")
-			}
-			t.Skip("HEDDLE_DYNAMODB_ENDPOINT is unset: run scripts/dynamodb-local.sh start and eval its env")
-		}
+		dynamotest.Endpoint(t) // skips without DynamoDB Local (fails in CI)
 		if os.Getenv(sqsEndpointVar) == "" {
 			if os.Getenv("CI") == "true" {
 				t.Fatal("CI=true but " + sqsEndpointVar + " is unset: run scripts/fauxqs.sh start and eval its env")
@@ -111,21 +105,11 @@ func eachBackend(t *testing.T, run func(t *testing.T)) {
 	})
 }
 
-var tableSeq atomic.Int64
-
 // openStore opens the store the test runs on (see eachBackend).
 func openStore(t testing.TB) store.Store {
 	t.Helper()
 	if strings.HasSuffix(t.Name(), "/dynamodb") {
-		client := dynamostore.NewEmulatorClient(os.Getenv("HEDDLE_DYNAMODB_ENDPOINT"))
-		table := fmt.Sprintf("engine-%d-%d", time.Now().UnixNano(), tableSeq.Add(1))
-		require.NoError(t, dynamostore.CreateTable(context.Background(), client, table))
-		t.Cleanup(func() { // tables left behind grow the emulator for every later run
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-		})
-		return dynamostore.New(client, table)
+		return dynamotest.Store(t, "engine")
 	}
 	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{NoSync: os.Getenv("HEDDLE_BENCH_NOSYNC") != ""})
 	require.NoError(t, err)

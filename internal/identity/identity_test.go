@@ -3,9 +3,6 @@ package identity_test
 import (
 	"context"
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -19,7 +16,7 @@ import (
 	"github.com/heddle-io/heddle/internal/identity/identitytest"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
-	"github.com/heddle-io/heddle/internal/store/dynamostore"
+	"github.com/heddle-io/heddle/internal/store/dynamotest"
 )
 
 type bundle struct {
@@ -285,19 +282,7 @@ func TestIssuerCRUDOnBolt(t *testing.T) {
 
 func TestIssuerCRUDOnDynamoDB(t *testing.T) {
 	t.Parallel()
-	endpoint := os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")
-	if endpoint == "" {
-		t.Skip("HEDDLE_DYNAMODB_ENDPOINT is not set; start DynamoDB Local with scripts/dynamodb-local.sh")
-	}
-	client := dynamostore.NewEmulatorClient(endpoint)
-	table := fmt.Sprintf("heddle-identity-%d", time.Now().UnixNano())
-	require.NoError(t, dynamostore.CreateTable(context.Background(), client, table))
-	t.Cleanup(func() { // tables left behind grow the emulator for every later run
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
-	checkIssuerCRUD(t, setupOn(t, dynamostore.New(client, table)))
+	checkIssuerCRUD(t, setupOn(t, dynamotest.Store(t, "heddle-identity")))
 }
 
 // checkIssuerCRUD: issuers are kept per tenant; one tenant neither sees

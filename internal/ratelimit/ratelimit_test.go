@@ -2,22 +2,17 @@ package ratelimit_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heddle-io/heddle/internal/ratelimit"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
-	"github.com/heddle-io/heddle/internal/store/dynamostore"
+	"github.com/heddle-io/heddle/internal/store/dynamotest"
 )
 
 func keyOf(k string) store.Key { return store.Key{PK: "RATE#" + k, SK: "count"} }
@@ -43,21 +38,7 @@ func boltStore(t *testing.T) *boltstore.Store {
 }
 
 func dynamoStore(t *testing.T) store.Store {
-	endpoint := os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")
-	if endpoint == "" {
-		t.Skip("HEDDLE_DYNAMODB_ENDPOINT is not set; see scripts/dynamodb-local.sh")
-	}
-	c := dynamostore.NewEmulatorClient(endpoint)
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	table := "heddle-rate-" + hex.EncodeToString(b)
-	require.NoError(t, dynamostore.CreateTable(t.Context(), c, table))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
-	return dynamostore.New(c, table)
+	return dynamotest.Store(t, "heddle-rate")
 }
 
 func TestLimitPerWindow(t *testing.T) {

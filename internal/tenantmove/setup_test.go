@@ -3,15 +3,11 @@ package tenantmove
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heddle-io/heddle/internal/access"
@@ -23,7 +19,7 @@ import (
 	"github.com/heddle-io/heddle/internal/sshexec"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
-	"github.com/heddle-io/heddle/internal/store/dynamostore"
+	"github.com/heddle-io/heddle/internal/store/dynamotest"
 )
 
 // side is one deployment: a store and the master key its secrets are
@@ -55,25 +51,7 @@ func boltSide(t testing.TB) *side {
 // dynamoSide is a fresh table on DynamoDB Local, deleted afterwards.
 func dynamoSide(t testing.TB) *side {
 	t.Helper()
-	endpoint := os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")
-	if endpoint == "" {
-		how := `HEDDLE_DYNAMODB_ENDPOINT is unset: run scripts/dynamodb-local.sh start and eval "$(scripts/dynamodb-local.sh env)"`
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true requires the DynamoDB backend to be tested: " + how)
-		}
-		t.Skip(how)
-	}
-	c := dynamostore.NewEmulatorClient(endpoint)
-	suffix := make([]byte, 8)
-	_, _ = rand.Read(suffix)
-	table := "heddle-test-" + hex.EncodeToString(suffix)
-	require.NoError(t, dynamostore.CreateTable(t.Context(), c, table))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
-	return newSide(t, dynamostore.New(c, table))
+	return newSide(t, dynamotest.Store(t, "heddle-tenantmove"))
 }
 
 func newSide(t testing.TB, s store.Store) *side {
