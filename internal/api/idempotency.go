@@ -64,6 +64,36 @@ var idempotentRoutes = map[string]bool{
 // and the OpenAPI test use it.
 func IdempotentRoute(method, pattern string) bool { return idempotentRoutes[method+" "+pattern] }
 
+// IdempotentPath reports whether a request of method on path (a concrete
+// path, such as /v1/clusters/c123/expand) goes to a route that honours an
+// Idempotency-Key: the public client sends one on exactly those.
+func IdempotentPath(method, path string) bool {
+	segs := strings.Split(path, "/")
+	for rt := range idempotentRoutes {
+		m, pattern, _ := strings.Cut(rt, " ")
+		if m == method && matchPattern(strings.Split(pattern, "/"), segs) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchPattern(pattern, segs []string) bool {
+	if len(pattern) != len(segs) {
+		return false
+	}
+	for i, p := range pattern {
+		if strings.HasPrefix(p, "{") {
+			if segs[i] == "" {
+				return false
+			}
+		} else if p != segs[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // idempotent wraps a route's handler: without an Idempotency-Key it runs
 // next as is (one map lookup and a header read on the hot path); with one
 // it claims the key, replays an earlier attempt's answer, or refuses.

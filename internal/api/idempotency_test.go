@@ -357,3 +357,25 @@ func TestBadIdempotencyKeyIsRefused(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	require.Equal(t, 0, b.clusterCount(t, b.acmeKey), "refused requests created nothing")
 }
+
+// TestIdempotentPathMatchesTheRouteTable: the client sends keys on exactly
+// the routes that honour them.
+func TestIdempotentPathMatchesTheRouteTable(t *testing.T) {
+	t.Parallel()
+	n := 0
+	for _, rt := range (&Server{}).routes() {
+		var segs []string
+		for _, seg := range strings.Split(rt.Path, "/") {
+			if strings.HasPrefix(seg, "{") {
+				seg = "x1"
+			}
+			segs = append(segs, seg)
+		}
+		path := strings.Join(segs, "/")
+		require.Equal(t, IdempotentRoute(rt.Method, rt.Path), IdempotentPath(rt.Method, path), "%s %s", rt.Method, path)
+		if IdempotentRoute(rt.Method, rt.Path) {
+			n++
+		}
+	}
+	require.Len(t, idempotentRoutes, n, "every idempotent route is in the route table")
+}
