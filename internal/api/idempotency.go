@@ -34,8 +34,9 @@ const (
 // idempotentRoutes are the routes that honour an Idempotency-Key: every
 // one that creates or starts something whose answer holds no secret.
 // Those that start a job record the key in the job's first transaction
-// (engine.WithCommitOp); the others record it right after their change
-// (see docs/architecture.md, "Idempotent requests"). Routes whose answer
+// (engine.WithCommitOp), and so does a lease extension (in the cluster's
+// conditional write); the others record it right after their change (see
+// docs/architecture.md, "Idempotent requests"). Routes whose answer
 // carries a secret (a new API key, a tenant's first admin key, a webhook's
 // signing secret) are left out: a replay would have to keep the secret in
 // clear.
@@ -204,6 +205,12 @@ func (s *Server) writeReplay(w http.ResponseWriter, r *http.Request, p access.Pr
 		res, err := svc.Outcome(r.Context(), p, rp.Cluster, rp.Job)
 		if err != nil {
 			return err
+		}
+		if rp.Job == "" {
+			// An edit without a job (a lease extension) answers the
+			// cluster.
+			writeJSON(w, http.StatusOK, res.Cluster)
+			return nil
 		}
 		writeResult(w, res)
 		return nil

@@ -318,6 +318,51 @@ func TestIdempotentCatalogImportReplays(t *testing.T) {
 	})
 }
 
+// crashOnce sends one request whose process "dies" after the change
+// committed and before its key is finished (the answer is lost).
+func (b *testBundle) crashOnce(t *testing.T, apiKey, method, path string, body any, idemKey string) {
+	t.Helper()
+	crash := func(*http.Request) { panic(http.ErrAbortHandler) }
+	b.api.idemAfterAnswer.Store(&crash)
+	defer b.api.idemAfterAnswer.Store(nil)
+	js, err := json.Marshal(body)
+	require.NoError(t, err)
+	req, err := http.NewRequest(method, b.srv.URL+path, strings.NewReader(string(js)))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+apiKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(idempotency.Header, idemKey)
+	if resp, err := testHTTP.Do(req); err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+func TestIdempotentLeaseExtensionAfterACrash(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b *testBundle, db store.Store) {
+		created := b.send(t, b.acmeKey, http.MethodPost, "/v1/clusters", shopRequest, "")
+		require.Equal(t, http.StatusAccepted, created.status, "%s", created.body)
+		id := created.json(t)["cluster"].(map[string]any)["id"].(string)
+		before, err := time.Parse(time.RFC3339Nano, b.clusterOf(t, b.acmeKey, id)["expiresAt"].(string))
+		require.NoError(t, err)
+
+		b.crashOnce(t, b.acmeKey, http.MethodPost, "/v1/clusters/"+id+"/lease", map[string]any{"by": "1h"}, "lease-1")
+		item, err := db.Get(t.Context(), idempotency.ItemKey("acme", "acme-admin", "lease-1"))
+		require.NoError(t, err)
+		require.Equal(t, idempotency.StatusCommitted, item.Status, "recorded in the cluster's write")
+
+		retry := b.send(t, b.acmeKey, http.MethodPost, "/v1/clusters/"+id+"/lease", map[string]any{"by": "1h"}, "lease-1")
+		require.Equal(t, http.StatusOK, retry.status, "%s", retry.body)
+		require.Equal(t, "true", retry.header.Get(idempotency.ReplayedHeader))
+		after, err := time.Parse(time.RFC3339Nano, retry.json(t)["expiresAt"].(string))
+		require.NoError(t, err)
+		require.Equal(t, before.Add(time.Hour), after, "extended once, not twice")
+		now, err := time.Parse(time.RFC3339Nano, b.clusterOf(t, b.acmeKey, id)["expiresAt"].(string))
+		require.NoError(t, err)
+		require.Equal(t, after, now)
+	})
+}
+
 func TestBadIdempotencyKeyIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
