@@ -75,3 +75,10 @@ func FuzzParseKey(f *testing.F) {
 		require.Equal(t, key, again)
 	})
 }
+
+func TestItemKeysDoNotCollide(t *testing.T) {
+	t.Parallel()
+	require.NotEqual(t, ItemKey("acme", "a#b", "c"), ItemKey("acme", "a", "b#c"))
+	require.NotEqual(t, ItemKey("acme", "ann", "k"), ItemKey("globex", "ann", "k"))
+	require.NotEqual(t, ItemKey("acme", "ann", "k"), ItemKey("acme", "bob", "k"))
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/heddle-io/heddle/internal/store"
@@ -74,8 +75,10 @@ func New(s store.Store, opt Options) *Keys {
 // ItemKey is where tenant's caller's key lives: one partition per key, so
 // that keys spread over DynamoDB's partitions, inside the tenant's scope
 // (invariant 6: another tenant's request cannot name it).
+// The caller's length leads it, so that no caller and key can be
+// written as another caller and key ("a#b" + "c" against "a" + "b#c").
 func ItemKey(tenant, caller, key string) store.Key {
-	return store.Key{PK: store.TenantPK(tenant, "IDEM#"+caller+"#"+key), SK: "IDEM"}
+	return store.Key{PK: store.TenantPK(tenant, "IDEM#"+strconv.Itoa(len(caller))+":"+caller+"#"+key), SK: "IDEM"}
 }
 
 // record is a key's item body.
