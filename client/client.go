@@ -3,15 +3,21 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/heddle-io/heddle/internal/api"
+	"github.com/heddle-io/heddle/internal/idempotency"
 )
 
 // Client talks to one heddle API with one credential. Its fields may be
@@ -27,8 +33,41 @@ type Client struct {
 	UserAgent string
 	// RateLimitRetries is how many times a GET refused with 429 is sent
 	// again after the Retry-After the server gave (at most a minute each).
-	// Other methods are never resent: the server may have counted them.
+	// Other methods are resent only with an Idempotency-Key (Retries).
 	RateLimitRetries int
+	// Retries is how many times a request that carries an Idempotency-Key
+	// is sent again, with the same key, after a connection error, a 5xx, a
+	// 429 or a 409 idempotency_in_flight: the server carries it out once
+	// whatever happened to the earlier attempts. The client sends a random
+	// key on every request that creates or starts something (see
+	// WithIdempotencyKey to choose it).
+	Retries int
+	// RetryBackoff is the wait before the first resend; it doubles for
+	// each one after (up to 8 s, with jitter), or is the Retry-After the
+	// server gave when that is longer.
+	RetryBackoff time.Duration
+	// NoIdempotencyKeys sends no key of the client's own, and so does not
+	// resend those requests either.
+	NoIdempotencyKeys bool
+}
+
+type idempotencyKeyKey struct{}
+
+// WithIdempotencyKey returns a context under which the next create or
+// start request carries key as its Idempotency-Key instead of a random
+// one: a program that may itself be restarted (a Terraform provider, a CI
+// job) keeps the key with its own state and sends it again after a restart,
+// so heddle carries the request out once. A key is 1 to 255 visible ASCII
+// characters; keys live for 24 hours.
+func WithIdempotencyKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, idempotencyKeyKey{}, key)
+}
+
+// NewIdempotencyKey returns a random key (128 bits, hex).
+func NewIdempotencyKey() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // New returns a client for endpoint (a trailing / or /v1 is dropped) that
@@ -41,6 +80,8 @@ func New(endpoint, key string) *Client {
 		HTTP:             &http.Client{Timeout: 5 * time.Minute},
 		UserAgent:        "heddle-go-client",
 		RateLimitRetries: 3,
+		Retries:          5,
+		RetryBackoff:     500 * time.Millisecond,
 	}
 }
 
@@ -51,21 +92,66 @@ const maxAnswer = 64 << 20
 // Do sends one request and returns the body of a 2xx answer; any other
 // answer is an *Error. It is the way to call a route this package has no
 // method for. body, when not nil, is sent with contentType.
+//
+// A request to a route that creates or starts something carries an
+// Idempotency-Key (random, or the one WithIdempotencyKey gave) and is sent
+// again with it, up to Retries times, when it may not have been carried out
+// or answered: heddle answers a resend from the first attempt's outcome.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body []byte, contentType string) ([]byte, error) {
+	key, _ := ctx.Value(idempotencyKeyKey{}).(string)
+	if key == "" && !c.NoIdempotencyKeys && api.IdempotentPath(method, path) {
+		key = NewIdempotencyKey()
+	}
 	for attempt := 0; ; attempt++ {
-		data, retryAfter, err := c.do(ctx, method, path, query, body, contentType)
-		if retryAfter <= 0 || method != http.MethodGet || attempt >= c.RateLimitRetries {
+		data, retryAfter, transient, err := c.do(ctx, method, path, query, body, contentType, key)
+		var wait time.Duration
+		switch {
+		case key != "" && transient && attempt < c.Retries:
+			wait = max(retryAfter, c.backoff(attempt))
+		case retryAfter > 0 && method == http.MethodGet && attempt < c.RateLimitRetries:
+			wait = retryAfter
+		default:
 			return data, err
 		}
 		select {
 		case <-ctx.Done():
 			return nil, err
-		case <-time.After(retryAfter):
+		case <-time.After(wait):
 		}
 	}
 }
 
-func (c *Client) do(ctx context.Context, method, path string, query url.Values, body []byte, contentType string) ([]byte, time.Duration, error) {
+// backoff is the wait before resend attempt+1: RetryBackoff doubled per
+// attempt, up to 8 s, less up to a quarter at random so that clients
+// refused together do not come back together.
+func (c *Client) backoff(attempt int) time.Duration {
+	d := c.RetryBackoff
+	if d <= 0 {
+		d = 500 * time.Millisecond
+	}
+	d <<= min(attempt, 10)
+	d = min(d, 8*time.Second)
+	return d - time.Duration(mrand.Int64N(int64(d)/4+1))
+}
+
+// transientStatus: answers after which a resend with the same key may
+// succeed.
+func transientStatus(status int, data []byte) bool {
+	switch status {
+	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
+		http.StatusTooManyRequests:
+		return true
+	case http.StatusConflict:
+		var env api.ErrorBody
+		return json.Unmarshal(data, &env) == nil && env.Error.Code == api.CodeIdempotencyInFlight
+	}
+	return false
+}
+
+// do sends one attempt. transient says whether a resend with the same
+// Idempotency-Key may succeed: the request was not answered, or answered
+// with a 5xx, a 429 or a 409 idempotency_in_flight.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body []byte, contentType, idemKey string) ([]byte, time.Duration, bool, error) {
 	u := c.Endpoint + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
@@ -76,7 +162,10 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return nil, 0, fmt.Errorf("making the request %s %s: %w", method, path, err)
+		return nil, 0, false, fmt.Errorf("making the request %s %s: %w", method, path, err)
+	}
+	if idemKey != "" {
+		req.Header.Set(idempotency.Header, idemKey)
 	}
 	if c.Key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Key)
@@ -98,23 +187,26 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, 0, fmt.Errorf("cannot reach heddle at %s: %w", c.Endpoint, err)
+		return nil, 0, ctx.Err() == nil, fmt.Errorf("cannot reach heddle at %s: %w", c.Endpoint, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
+		return nil, 0, ctx.Err() == nil, fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return data, 0, nil
+		return data, 0, false, nil
 	}
 	var retryAfter time.Duration
-	if resp.StatusCode == http.StatusTooManyRequests {
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusConflict || resp.StatusCode >= 500 {
 		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 && secs <= 60 {
 			retryAfter = time.Duration(secs) * time.Second
 		}
 	}
-	return nil, retryAfter, ResponseError(resp.StatusCode, data)
+	if resp.StatusCode != http.StatusTooManyRequests && method == http.MethodGet {
+		retryAfter = 0 // only a GET's 429 is resent without a key
+	}
+	return nil, retryAfter, transientStatus(resp.StatusCode, data), ResponseError(resp.StatusCode, data)
 }
 
 // JSON sends in (when not nil) as a JSON body and returns the answer's body.

@@ -44,6 +44,14 @@
 //		}
 //	}
 //
+// Requests that create or start something (a cluster create or delete, the
+// operations that start a job, a lease extension, a job's retry, catalog
+// and tenant imports) carry an Idempotency-Key, random unless
+// WithIdempotencyKey chose it, and are sent again with the same key after a
+// connection error, a 5xx, a 429 or a 409 idempotency_in_flight (Retries,
+// RetryBackoff): heddle carries such a request out once however many
+// attempts reach it, and answers the later ones with the first one's answer.
+//
 // Routes without a method here are reached with Send, Do, JSON, Each and
 // GetPage.
 package client

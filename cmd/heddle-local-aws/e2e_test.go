@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,6 +31,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heddle-io/heddle/internal/api"
+	"github.com/heddle-io/heddle/internal/idempotency"
 	"github.com/heddle-io/heddle/internal/provider/providertest"
 	"github.com/heddle-io/heddle/internal/provider/static"
 	"github.com/heddle-io/heddle/internal/queue/sqsqueue"
@@ -375,46 +378,102 @@ func (d *deployment) callOnce(method, path string, body, out any) (int, error) {
 }
 
 // createCluster asks for a cluster named name (unique in the test) and
-// returns its id, as a careful client must when the api may die under it.
-// A create is not idempotent: an api environment killed after the
-// submission committed, before it answered, leaves API Gateway to answer
-// 502 for a cluster that exists and runs. Sent again blindly, the request
-// would make a second cluster that nobody deletes (and that takes hosts
-// from the others). So after a 5xx, or no answer, it looks for the cluster
-// by name first, and asks again only when there is none.
+// returns its id, as the public client does when the api may die under
+// it: with an Idempotency-Key, sent again with the same key after a 5xx,
+// no answer, or a 409 idempotency_in_flight. An api environment killed
+// after the submission committed, before it answered, leaves API Gateway
+// to answer 502 for a cluster that exists and runs; the resend is answered
+// from the key's record, committed with the job (Idempotent-Replayed), and
+// makes no second cluster. One killed before its commit leaves the key
+// claimed for idempotency.DefaultInFlight (30 s), then a resend takes it
+// over. TestChaos checks there is one cluster per name at the end.
 func (d *deployment) createCluster(name, template string, size int) (string, error) {
-	deadline := time.Now().Add(time.Minute)
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	key := "chaos-" + name + "-" + hex.EncodeToString(b)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		var out struct {
 			Cluster struct {
 				ID string `json:"id"`
 			} `json:"cluster"`
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
 		}
-		status, err := d.callOnce(http.MethodPost, "/v1/clusters", map[string]any{"name": name, "template": template, "size": size}, &out)
+		status, header, err := d.callWithKey(http.MethodPost, "/v1/clusters", key, map[string]any{"name": name, "template": template, "size": size}, &out)
+		wait := 200 * time.Millisecond
 		switch {
 		case err == nil && status == http.StatusAccepted:
+			if header.Get(idempotency.ReplayedHeader) == "true" {
+				d.t.Logf("create %s: answered from its key's record (%s): an earlier attempt committed", name, out.Cluster.ID)
+			}
 			return out.Cluster.ID, nil
+		case err == nil && status == http.StatusConflict && out.Error.Code == api.CodeIdempotencyInFlight:
+			if secs, perr := strconv.Atoi(header.Get("Retry-After")); perr == nil && secs > 0 {
+				wait = time.Duration(secs) * time.Second
+			}
+			err = fmt.Errorf("an earlier attempt holds the key")
 		case err == nil:
 			return "", fmt.Errorf("create %s answered %d", name, status)
 		}
-		var list struct {
-			Items []clusterView `json:"items"`
-		}
-		if _, lerr := d.call(http.MethodGet, "/v1/clusters?all=true", nil, &list); lerr != nil {
-			return "", fmt.Errorf("create %s: %v; then listing the clusters: %w", name, err, lerr)
-		}
-		for _, c := range list.Items {
-			if c.Name == name {
-				d.t.Logf("create %s: %v; yet the cluster exists (%s, %s): the api died after the submission committed", name, err, c.ID, c.Status)
-				return c.ID, nil
-			}
-		}
-		d.t.Logf("create %s: %v; no such cluster: asking again", name, err)
+		d.t.Logf("create %s: %v; asking again with the same key", name, err)
 		if time.Now().After(deadline) {
 			return "", err
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(wait)
 	}
+}
+
+// callWithKey sends one API request with an Idempotency-Key through the
+// front door, once, and returns the answer's status and headers. A 5xx is
+// returned with an error.
+func (d *deployment) callWithKey(method, path, key string, body, out any) (int, http.Header, error) {
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequest(method, d.ready.Endpoint+path, bytes.NewReader(payload))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+d.key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(idempotency.Header, key)
+	resp, err := testHTTP.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return resp.StatusCode, resp.Header, err
+	}
+	if resp.StatusCode >= 500 {
+		return resp.StatusCode, resp.Header, fmt.Errorf("%s %s answered %d: %s", method, path, resp.StatusCode, data)
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return resp.StatusCode, resp.Header, fmt.Errorf("%s %s answered %d: %s", method, path, resp.StatusCode, data)
+	}
+	return resp.StatusCode, resp.Header, nil
+}
+
+// checkOneClusterPerName checks that the tenant has exactly the clusters
+// named, one each: no create made a second cluster.
+func (d *deployment) checkOneClusterPerName(names []string) {
+	d.t.Helper()
+	var list struct {
+		Items []clusterView `json:"items"`
+	}
+	d.api(http.MethodGet, "/v1/clusters?all=true&limit=1000", nil, &list)
+	var got []string
+	for _, c := range list.Items {
+		got = append(got, c.Name)
+	}
+	slices.Sort(got)
+	want := slices.Clone(names)
+	slices.Sort(want)
+	require.Equal(d.t, want, got, "one cluster per create, none made twice")
 }
 
 // api is call for the test's own goroutine.
@@ -540,6 +599,11 @@ func TestChaos(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Positive(t, kills["worker (busy)"], "a worker was killed in the middle of an invocation")
+	names := make([]string, clusters)
+	for i := range names {
+		names[i] = fmt.Sprintf("c%d", i)
+	}
+	d.checkOneClusterPerName(names)
 
 	// Every job ends.
 	views := make([]clusterView, clusters)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -12,11 +13,17 @@ import (
 
 // TestClientWaitsOutRateLimits: a GET refused with 429 is sent again after
 // Retry-After; a POST is not (it may have been counted, and the caller
-// decides).
+// decides), unless it carries an Idempotency-Key (a create or start
+// request): then it is sent again with the same key.
 func TestClientWaitsOutRateLimits(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int32
+	var mu sync.Mutex
+	var keys []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
 		if calls.Add(1) == 1 || r.Method == http.MethodPost {
 			w.Header().Set("Retry-After", "1")
 			w.Header().Set("Content-Type", "application/json")
@@ -32,9 +39,20 @@ func TestClientWaitsOutRateLimits(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int32(2), calls.Load())
 
-	_, err = c.Do(context.Background(), http.MethodPost, "/v1/clusters", nil, []byte(`{}`), "application/json")
+	_, err = c.Do(context.Background(), http.MethodPost, "/v1/users", nil, []byte(`{}`), "application/json")
 	var ae *APIError
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, "rate_limited", ae.Code)
 	require.Equal(t, int32(3), calls.Load())
+
+	c.Retries = 1
+	_, err = c.Do(context.Background(), http.MethodPost, "/v1/clusters", nil, []byte(`{}`), "application/json")
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, "rate_limited", ae.Code)
+	require.Equal(t, int32(5), calls.Load(), "sent again once, with its key")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Empty(t, keys[2], "a POST that creates no cluster carries no key")
+	require.NotEmpty(t, keys[3])
+	require.Equal(t, keys[3], keys[4])
 }

@@ -56,6 +56,7 @@ import (
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/dashboard"
 	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/idempotency"
 	"github.com/heddle-io/heddle/internal/identity"
 	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/onboard"
@@ -190,9 +191,12 @@ func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey
 		Webhooks:   svc.webhooks,
 		Deliveries: svc.deliveries,
 		Moves:      svc.moves,
-		Backend:    backend,
-		Version:    version,
-		Logger:     log,
+		// DynamoDB's time to live removes expired keys (no sweep, no
+		// index write per key).
+		Idempotency: idempotency.New(svc.store, idempotency.Options{}),
+		Backend:     backend,
+		Version:     version,
+		Logger:      log,
 	})
 	return trustAuthorizer(refuseMalformedPaths(httpadapter.NewV2(withDashboard(h)).ProxyWithContext)), nil
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/idempotency"
 	"github.com/heddle-io/heddle/internal/identity"
 	"github.com/heddle-io/heddle/internal/onboard"
 	"github.com/heddle-io/heddle/internal/secrets"
@@ -33,8 +35,9 @@ type testBundle struct {
 	srv      *httptest.Server
 	api      *Server
 	rootKey  string
-	acmeKey  string // admin of tenant acme
-	otherKey string // admin of tenant globex
+	acmeKey  string     // admin of tenant acme
+	otherKey string     // admin of tenant globex
+	clock    *testClock // the idempotency keys' clock
 }
 
 func setup(t testing.TB) *testBundle {
@@ -74,12 +77,14 @@ func serveBundle(t testing.TB, db store.Store, o onboard.Onboarder) *testBundle 
 	key, err := secrets.NewLocalKey(make([]byte, 32))
 	require.NoError(t, err)
 	hooks := webhooks.NewRegistry(db, secrets.NewKeyring(key), webhooks.Policy{Local: true})
+	clock := &testClock{now: time.Now()}
 	s := New(Config{Catalog: cat, Access: acc, Clusters: clusters, Onboarder: o, Backend: "bolt", Version: "test", Logger: testLogger(t), Audit: audit.New(db), Usage: usage.NewReader(db),
-		Identity: identity.New(db, acc, identity.Config{}),
-		Webhooks: hooks, Deliveries: webhooks.NewDeliverer(db, hooks, func(context.Context, string, string, string, int) error { return nil }, webhooks.Config{})})
+		Idempotency: idempotency.New(db, idempotency.Options{Sweep: true, Now: clock.Now}),
+		Identity:    identity.New(db, acc, identity.Config{}),
+		Webhooks:    hooks, Deliveries: webhooks.NewDeliverer(db, hooks, func(context.Context, string, string, string, int) error { return nil }, webhooks.Config{})})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	return &testBundle{srv: srv, api: s, rootKey: root}
+	return &testBundle{srv: srv, api: s, rootKey: root, clock: clock}
 }
 
 func (b *testBundle) createTenant(t testing.TB, id string) string {

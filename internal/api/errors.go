@@ -93,6 +93,11 @@ func describe(err error) ErrorDetail {
 		te  *throttledError
 	)
 	switch {
+	case errors.As(err, new(*inFlightError)):
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeIdempotencyInFlight, Message: err.Error()}
+	case errors.Is(err, engine.ErrCommitRefused):
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeIdempotencyInFlight,
+			Message: "another attempt with this Idempotency-Key took the request over while this one ran; retry to read its outcome"}
 	case errors.As(err, &te):
 		return ErrorDetail{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: te.message}
 	case errors.As(err, &ae):
@@ -154,12 +159,18 @@ func trimPrefix(err error) string {
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	d := s.errorDetail(r, err)
-	if sr, ok := w.(*statusRecorder); ok {
+	if sr := findStatusRecorder(w); sr != nil {
 		sr.code = d.Code
 	}
 	var te *throttledError
 	if errors.As(err, &te) {
 		w.Header().Set("Retry-After", strconv.Itoa(te.retryAfterSeconds()))
+	}
+	var fe *inFlightError
+	if errors.As(err, &fe) {
+		w.Header().Set("Retry-After", strconv.Itoa(fe.seconds()))
+	} else if errors.Is(err, engine.ErrCommitRefused) {
+		w.Header().Set("Retry-After", "1")
 	}
 	if d.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="heddle"`)
@@ -177,4 +188,20 @@ func (s *Server) errorDetail(r *http.Request, err error) ErrorDetail {
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("error", err))
 	}
 	return d
+}
+
+// findStatusRecorder finds the statusRecorder under w and the writers that
+// wrap it (Unwrap, as http.ResponseController looks for it).
+func findStatusRecorder(w http.ResponseWriter) *statusRecorder {
+	for w != nil {
+		if sr, ok := w.(*statusRecorder); ok {
+			return sr
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return nil
+		}
+		w = u.Unwrap()
+	}
+	return nil
 }

@@ -44,6 +44,19 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		}
 		require.NotNil(t, op.Responses.Value("401"), "%s %s documents 401", rt.Method, rt.Path)
 		require.NotNil(t, op.Responses.Value("429"), "%s %s documents 429 (Throttle)", rt.Method, rt.Path)
+		// The routes that honour an Idempotency-Key say so, and only they.
+		takesKey := false
+		for _, p := range op.Parameters {
+			if p.Ref == "#/components/parameters/idempotencyKey" {
+				takesKey = true
+			}
+		}
+		require.Equal(t, IdempotentRoute(rt.Method, rt.Path), takesKey, "%s %s: Idempotency-Key documented as honoured", rt.Method, rt.Path)
+		if takesKey {
+			for _, code := range []string{"400", "409", "422"} {
+				require.NotNil(t, op.Responses.Value(code), "%s %s documents %s (Idempotency-Key)", rt.Method, rt.Path, code)
+			}
+		}
 	}
 }
 

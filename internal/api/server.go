@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -19,6 +20,7 @@ import (
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/idempotency"
 	"github.com/heddle-io/heddle/internal/identity"
 	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/onboard"
@@ -83,6 +85,10 @@ type Config struct {
 	// Moves serves GET /v1/tenant/export and POST /v1/tenant/import; nil
 	// answers 501 there.
 	Moves *tenantmove.Mover
+	// Idempotency keeps the Idempotency-Key of the routes that honour one
+	// (idempotency.go); nil checks the header's syntax and keeps nothing,
+	// which only tests of other parts choose.
+	Idempotency *idempotency.Keys
 }
 
 // Server is the /v1 API as an http.Handler.
@@ -109,6 +115,11 @@ type Server struct {
 	backup    BackupFunc         // see Config.Backup
 	identity  *identity.Identity // see Config.Identity
 	moves     *tenantmove.Mover  // see Config.Moves
+	idem      *idempotency.Keys  // see Config.Idempotency
+	// idemAfterAnswer, when set (by tests), runs after an idempotent
+	// request's answer is written and before its key is finished: a test
+	// that panics there plays a process that died in between.
+	idemAfterAnswer atomic.Pointer[func(*http.Request)]
 }
 
 // New builds the API handler.
@@ -124,6 +135,7 @@ func New(cfg Config) *Server {
 	s.backup = cfg.Backup
 	s.identity = cfg.Identity
 	s.moves = cfg.Moves
+	s.idem = cfg.Idempotency
 	s.hooks, s.delivered = cfg.Webhooks, cfg.Deliveries
 	if s.onboarder == nil {
 		s.onboarder = onboard.Nop{}
@@ -284,7 +296,11 @@ func (s *Server) wrap(rt route) http.Handler {
 				return
 			}
 		}
-		if err := rt.Handle(w, r, p); err != nil {
+		handle := rt.Handle
+		if idempotentRoutes[rt.Method+" "+rt.Path] {
+			handle = s.idempotent(handle)
+		}
+		if err := handle(w, r, p); err != nil {
 			s.writeError(w, r, err)
 		}
 	})

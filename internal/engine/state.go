@@ -144,8 +144,12 @@ func (e *Engine) SetLease(ctx context.Context, tenant string, c domain.Cluster, 
 // cannot race a job that takes or releases the cluster meanwhile.
 func (e *Engine) rewriteCluster(ctx context.Context, tenant string, c domain.Cluster) (domain.Cluster, error) {
 	it := clusterItem(tenant, c)
-	written, err := e.store.Write(ctx, store.Update(it.Key, store.Condition{Version: c.Version},
-		store.Changes{Data: it.Data, Index: it.Index, ClearIndex: it.Index == nil}))
+	update := store.Update(it.Key, store.Condition{Version: c.Version},
+		store.Changes{Data: it.Data, Index: it.Index, ClearIndex: it.Index == nil})
+	if op := commitOpOf(ctx); op != nil {
+		return e.rewriteClusterWith(ctx, c, update, op(c.ID, ""))
+	}
+	written, err := e.store.Write(ctx, update)
 	if errors.Is(err, store.ErrConditionFailed) {
 		return domain.Cluster{}, fmt.Errorf("%w: cluster %s changed meanwhile; read it again", ErrClusterBusy, c.ID)
 	}
@@ -153,6 +157,24 @@ func (e *Engine) rewriteCluster(ctx context.Context, tenant string, c domain.Clu
 		return domain.Cluster{}, err
 	}
 	c.Version = written.Version
+	return c, nil
+}
+
+// rewriteClusterWith is rewriteCluster with the request's commit operation
+// (WithCommitOp) in the same transaction: the record that the edit was
+// made commits with it.
+func (e *Engine) rewriteClusterWith(ctx context.Context, c domain.Cluster, update, commit store.Op) (domain.Cluster, error) {
+	err := e.store.Transact(ctx, []store.Op{update, commit})
+	var terr *store.TransactionError
+	switch {
+	case errors.As(err, &terr) && terr.Reasons[1] != nil:
+		return domain.Cluster{}, ErrCommitRefused
+	case errors.Is(err, store.ErrConditionFailed):
+		return domain.Cluster{}, fmt.Errorf("%w: cluster %s changed meanwhile; read it again", ErrClusterBusy, c.ID)
+	case err != nil:
+		return domain.Cluster{}, err
+	}
+	c.Version++ // every write adds one to an item's version
 	return c, nil
 }
 

@@ -263,10 +263,17 @@ func (e *Engine) stepOne(ctx context.Context, sub Submission, job *jobRecord, co
 		prevStatus = ""
 	}
 	ops = append(ops, clusterEvent(sub.Tenant, cluster, prevStatus, job.ID, now)...)
+	commitAt := -1
+	if op := commitOpOf(ctx); op != nil {
+		commitAt = len(ops)
+		ops = append(ops, op(cluster.ID, job.ID))
+	}
 	if err := e.store.Transact(ctx, ops); err != nil {
 		var terr *store.TransactionError
 		if errors.As(err, &terr) {
 			switch {
+			case commitAt >= 0 && terr.Reasons[commitAt] != nil:
+				return domain.Cluster{}, ErrCommitRefused
 			case terr.Reasons[0] != nil:
 				return domain.Cluster{}, ErrClusterBusy
 			case quotaAt >= 0 && terr.Reasons[quotaAt] != nil:

@@ -24,6 +24,7 @@ import (
 	"github.com/heddle-io/heddle/internal/dashboard"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/engine"
+	"github.com/heddle-io/heddle/internal/idempotency"
 	"github.com/heddle-io/heddle/internal/identity"
 	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/pools"
@@ -97,6 +98,7 @@ type Server struct {
 	engine   *engine.Engine
 	metrics  *metrics.Prometheus
 	audit    *audit.Log
+	idem     *idempotency.Keys // the API's idempotency keys, swept by the janitor
 	catalog  *catalog.Catalog
 
 	stop    context.CancelFunc // ends the workers and the janitor
@@ -180,6 +182,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return fail(fmt.Errorf("bootstrapping the superadmin: %w", err))
 	}
 
+	s.idem = idempotency.New(st, idempotency.Options{Sweep: true})
 	cursorKey, err := api.LoadCursorKey(ctx, db)
 	if err != nil {
 		return fail(err)
@@ -206,6 +209,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			AuthFailures: ratelimit.Limit{Requests: cfg.AuthFailuresPerMinute, Window: time.Minute}},
 		Backup: s.backup,
 		Moves:  tenantmove.New(st, keyring),
+		// The embedded store has no time to live: expired keys are
+		// indexed by expiry and swept by the janitor.
+		Idempotency: s.idem,
 	})
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -373,6 +379,7 @@ func (s *Server) runJanitor(ctx context.Context, period time.Duration) {
 			pruned = time.Now()
 			s.pruneAudit(ctx)
 			s.collectStaged(ctx)
+			s.sweepIdempotencyKeys(ctx)
 		}
 		r, err := s.engine.RunJanitor(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -397,6 +404,17 @@ func (s *Server) pruneAudit(ctx context.Context) {
 	}
 	if err != nil && ctx.Err() == nil {
 		s.log.WarnContext(ctx, "pruning the audit failed; the next hour tries again", "error", err)
+	}
+}
+
+// sweepIdempotencyKeys deletes idempotency keys past their day.
+func (s *Server) sweepIdempotencyKeys(ctx context.Context) {
+	n, err := s.idem.Sweep(ctx)
+	if n > 0 {
+		s.log.InfoContext(ctx, "janitor: expired idempotency keys deleted", "keys", n)
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.WarnContext(ctx, "sweeping idempotency keys failed; the next hour tries again", "error", err)
 	}
 }
 
