@@ -66,16 +66,19 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 		return nil, errors.New("sshexec: target has no private key")
 	}
 	start := time.Now()
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
 
 	var d net.Dialer
 	tcp, err := d.DialContext(ctx, "tcp", t.Address)
 	if err != nil {
-		// A dial that times out is an unreachable node; a canceled one is the
-		// caller giving up.
-		if errors.Is(ctx.Err(), context.Canceled) {
-			return nil, &TimeoutError{Node: t.Node, Address: t.Address, Op: "connect", After: time.Since(start), Err: ctx.Err()}
+		// A dial that outlasts handshakeTimeout is an unreachable node; one
+		// cut by the caller's own context (canceled, or its deadline passed:
+		// an action whose time ran out, on a loaded machine even before the
+		// dial began) is the caller giving up, not the node's fault.
+		if caller.Err() != nil {
+			return nil, &TimeoutError{Node: t.Node, Address: t.Address, Op: "connect", After: time.Since(start), Err: context.Cause(caller)}
 		}
 		return nil, &UnreachableError{Node: t.Node, Address: t.Address, Err: err}
 	}

@@ -557,3 +557,24 @@ func TestPoolAdoptsAConnectionOfTheSameLogin(t *testing.T) {
 	require.ErrorAs(t, err, &te)
 	require.Equal(t, "authenticate", te.Op)
 }
+
+// TestDialCutByTheCallersDeadlineIsATimeout: a reachable node dialed
+// after the caller's time ran out (an action's deadline that passed while
+// a loaded machine had not yet run the dial) is the caller giving up, a
+// TimeoutError, not an unreachable node.
+func TestDialCutByTheCallersDeadlineIsATimeout(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	signer, _ := testKey(t)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	defer cancel()
+	_, err = Dial(ctx, Target{Node: "n", Address: l.Addr().String(), User: "root", Key: signer})
+	var timeout *TimeoutError
+	require.ErrorAs(t, err, &timeout)
+	require.Equal(t, "connect", timeout.Op)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	var un *UnreachableError
+	require.False(t, errors.As(err, &un), "not the node's fault: %v", err)
+}
