@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -54,6 +55,16 @@ type Client struct {
 	done   chan struct{} // closed when the connection ends
 }
 
+// callerEnded tells whether ctx is done or its deadline has passed: the
+// dialer's own timer may fire before the context's has marked it done.
+func callerEnded(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
 // Dial connects and authenticates, checking the host key against
 // t.HostKey. Errors: *UnreachableError, *HostKeyError, *TransportError,
 // *TimeoutError.
@@ -77,8 +88,12 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 		// cut by the caller's own context (canceled, or its deadline passed:
 		// an action whose time ran out, on a loaded machine even before the
 		// dial began) is the caller giving up, not the node's fault.
-		if caller.Err() != nil {
-			return nil, &TimeoutError{Node: t.Node, Address: t.Address, Op: "connect", After: time.Since(start), Err: context.Cause(caller)}
+		if callerEnded(caller) {
+			cause := context.Cause(caller)
+			if cause == nil {
+				cause = context.DeadlineExceeded
+			}
+			return nil, &TimeoutError{Node: t.Node, Address: t.Address, Op: "connect", After: time.Since(start), Err: cause}
 		}
 		return nil, &UnreachableError{Node: t.Node, Address: t.Address, Err: err}
 	}
@@ -102,8 +117,14 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 		switch {
 		case errors.As(err, &hk):
 			return nil, hk
-		case !stopped || ctx.Err() != nil:
-			return nil, &TimeoutError{Node: t.Node, Address: t.Address, Op: "connect", After: time.Since(start), Err: context.Cause(ctx)}
+		case !stopped || ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded):
+			// The socket's deadline is the context's, and may fire before
+			// the context's own timer has marked it done.
+			cause := context.Cause(ctx)
+			if cause == nil {
+				cause = context.DeadlineExceeded
+			}
+			return nil, &TimeoutError{Node: t.Node, Address: t.Address, Op: "connect", After: time.Since(start), Err: cause}
 		case strings.Contains(err.Error(), "unable to authenticate"):
 			return nil, &TransportError{Node: t.Node, Address: t.Address, Op: "authenticate", Err: err}
 		}
