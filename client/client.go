@@ -77,7 +77,8 @@ func New(endpoint, key string) *Client {
 	endpoint = strings.TrimSuffix(endpoint, "/v1")
 	return &Client{
 		Endpoint: endpoint, Key: key,
-		HTTP:             &http.Client{Timeout: 5 * time.Minute},
+		// The transport is defaultHTTP's: not http.DefaultTransport (see there).
+		HTTP:             &http.Client{Timeout: 5 * time.Minute, Transport: defaultHTTP.Transport},
 		UserAgent:        "heddle-go-client",
 		RateLimitRetries: 3,
 		Retries:          5,

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,37 +31,56 @@ type localServer struct {
 
 func startLocalServer(t *testing.T) *localServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// The server listens on a port the kernel picks and says which in its
+	// welcome line: a port the test picked and closed could be taken before
+	// the server binds it (by any loopback connection, or another test's
+	// server, which would then answer the status probe).
+	s := &localServer{t: t, super: access.NewKeySecret(), dir: t.TempDir()}
+	logPath := filepath.Join(s.dir, "server.log")
+	log, err := os.Create(logPath)
 	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	s := &localServer{t: t, endpoint: "http://" + addr, super: access.NewKeySecret(), dir: t.TempDir()}
-	log := &bytes.Buffer{}
-	cmd := exec.Command(filepath.Join(bin, "heddle"), "server", "--data-dir", filepath.Join(s.dir, "data"), "--listen", addr)
+	defer log.Close()
+	cmd := exec.Command(filepath.Join(bin, "heddle"), "server", "--data-dir", filepath.Join(s.dir, "data"), "--listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "HEDDLE_BOOTSTRAP_KEY="+s.super)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	require.NoError(t, cmd.Start())
+	readLog := func() string {
+		data, _ := os.ReadFile(logPath)
+		return string(data)
+	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 		if t.Failed() {
-			t.Logf("heddle server's log:\n%s", log)
+			t.Logf("heddle server's log:\n%s", readLog())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	// A liveness bound: a server starting on a loaded machine.
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		resp, err := testHTTP.Get(s.endpoint + "/v1/status")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s
+		if s.endpoint == "" {
+			if m := servingURL.FindStringSubmatch(readLog()); m != nil {
+				s.endpoint = m[1]
 			}
 		}
-		require.True(t, time.Now().Before(deadline), "heddle server did not answer:\n%s", log)
+		if s.endpoint != "" {
+			resp, err := testHTTP.Get(s.endpoint + "/v1/status")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return s
+				}
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "heddle server did not answer:\n%s", readLog())
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// servingURL finds the server's URL in its welcome line ("heddle <version>
+// serving http://<address>/v1 ...").
+var servingURL = regexp.MustCompile(`serving (http://[^/\s]+)/v1`)
 
 // heddle runs the CLI against the local server with key and returns its
 // stdout and stderr together.

@@ -97,13 +97,18 @@ func newLogoutCommand(a *app) *cobra.Command {
 	}
 }
 
-// oidcContext makes go-oidc and oauth2 use the app's HTTP client.
+// oidcContext makes go-oidc and oauth2 use the app's HTTP client, or one
+// with a transport of its own: left alone they use http.DefaultClient,
+// whose connections anything else in the process may close under a request
+// in flight (httptest.Server.Close does, in tests that run the CLI).
 func (a *app) oidcContext(ctx context.Context) context.Context {
 	if a.httpClient != nil {
 		return oidc.ClientContext(ctx, a.httpClient)
 	}
-	return ctx
+	return oidc.ClientContext(ctx, oidcHTTP)
 }
+
+var oidcHTTP = &http.Client{Timeout: 5 * time.Minute, Transport: http.DefaultTransport.(*http.Transport).Clone()}
 
 func (a *app) login(cmd *cobra.Command, choice string, browser bool) error {
 	s, err := a.resolveSettings(cmd)

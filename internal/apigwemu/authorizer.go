@@ -15,6 +15,12 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 )
 
+// ownClient serves authorizers without an HTTPClient. Its transport is its
+// own, not http.DefaultTransport, whose connections anything else in the
+// process may close under a request in flight (httptest.Server.Close closes
+// its idle connections).
+var ownClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
 // JWTAuthorizer is template.yaml's OidcAuthorizer: a JWT authorizer on the
 // route RouteKey, whose paths start with Prefix. Like API Gateway's, it
 // reads the token from the Authorization header, verifies it against the
@@ -28,7 +34,8 @@ type JWTAuthorizer struct {
 	// RouteKey and Prefix: "ANY /oidc/{proxy+}" and "/oidc" in
 	// template.yaml.
 	RouteKey, Prefix string
-	// HTTPClient reads discovery and keys; nil is http.DefaultClient.
+	// HTTPClient reads discovery and keys; nil is a client with a transport
+	// of its own (see ownClient).
 	HTTPClient *http.Client
 
 	mu       sync.Mutex
@@ -69,7 +76,7 @@ func (a *JWTAuthorizer) ready(ctx context.Context) (*oidc.IDTokenVerifier, error
 	}
 	client := a.HTTPClient
 	if client == nil {
-		client = http.DefaultClient
+		client = ownClient
 	}
 	dctx, cancel := context.WithTimeout(oidc.ClientContext(context.WithoutCancel(ctx), client), 10*time.Second)
 	defer cancel()

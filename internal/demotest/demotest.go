@@ -29,7 +29,7 @@ const LBPort = "18000"
 func Answerers(t testing.TB, lbAddress string, n int) map[string]bool {
 	t.Helper()
 	require.NotEmpty(t, lbAddress, "the cluster has a load balancer node")
-	client := &http.Client{Timeout: 10 * time.Second}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: httpClient.Transport}
 	seen := map[string]bool{}
 	for range n {
 		// A web node answers 502 through the load balancer when its own

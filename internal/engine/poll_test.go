@@ -90,20 +90,36 @@ func TestParkedAttemptFreesTheWorker(t *testing.T) {
 			}
 			return nil
 		})
+		// The one worker runs c2's tasks (as same-node continuations) before
+		// it takes the install's polls, so the install's attempt lasts as
+		// long as c2's whole job, which on a loaded machine (DynamoDB Local
+		// and fauxqs at a load of 30) outlasted the catalog's 5 s action
+		// timeout: the janitor failed the parked attempt and a second one
+		// started. The install's timeout is this test's liveness bound,
+		// not what it checks.
+		for i := range sub.Plan.Tasks {
+			if sub.Plan.Tasks[i].Action == domain.ActionInstall {
+				sub.Plan.Tasks[i].Timeout = domain.Duration(5 * time.Minute)
+			}
+		}
 		job1, err := b.eng.Submit(b.ctx, sub)
 		require.NoError(t, err)
 		submitted := make(chan error, 1)
 		var job2 domain.Job
+		var submitC2 sync.Once
 		pe.onStart = func() {
-			// c2's first task is in the queue before the install parks.
-			var err error
-			job2, err = b.eng.Submit(b.ctx, createSubmission(t, "c2", 1, nil))
-			submitted <- err
+			// c2's first task is in the queue before the install parks. Only
+			// once: a second start is an error the calls check reports.
+			submitC2.Do(func() {
+				var err error
+				job2, err = b.eng.Submit(b.ctx, createSubmission(t, "c2", 1, nil))
+				submitted <- err
+			})
 		}
 		stop := b.run(t, 1, 50*time.Millisecond)
-		final1 := b.waitJob(t, "c1", job1.ID, 30*time.Second)
+		final1 := b.waitJob(t, "c1", job1.ID, 4*time.Minute)
 		require.NoError(t, <-submitted)
-		final2 := b.waitJob(t, "c2", job2.ID, 30*time.Second)
+		final2 := b.waitJob(t, "c2", job2.ID, 4*time.Minute)
 		stop()
 		require.Equal(t, domain.JobSucceeded, final1.Status, "%s%s", final1.StatusMessage, b.failures(t, final1.ID))
 		require.Equal(t, domain.JobSucceeded, final2.Status, "%s%s", final2.StatusMessage, b.failures(t, final2.ID))

@@ -92,7 +92,11 @@ type provider struct {
 // New returns an Identity over the unscoped store s.
 func New(s store.Store, acc *access.Access, cfg Config) *Identity {
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+		// A transport of its own, not http.DefaultTransport, whose
+		// connections anything else in the process may close under it
+		// (httptest.Server.Close closes its idle connections, and that
+		// broke requests in flight in CI).
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
 	if cfg.Skew == 0 {
 		cfg.Skew = DefaultSkew

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -54,6 +55,16 @@ type Client struct {
 	done   chan struct{} // closed when the connection ends
 }
 
+// callerEnded tells whether ctx is done or its deadline has passed: the
+// dialer's own timer may fire before the context's has marked it done.
+func callerEnded(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
 // Dial connects and authenticates, checking the host key against
 // t.HostKey. Errors: *UnreachableError, *HostKeyError, *TransportError,
 // *TimeoutError.
@@ -66,16 +77,23 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 		return nil, errors.New("sshexec: target has no private key")
 	}
 	start := time.Now()
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
 	defer cancel()
 
 	var d net.Dialer
 	tcp, err := d.DialContext(ctx, "tcp", t.Address)
 	if err != nil {
-		// A dial that times out is an unreachable node; a canceled one is the
-		// caller giving up.
-		if errors.Is(ctx.Err(), context.Canceled) {
-			return nil, &TimeoutError{Node: t.Node, Address: t.Address, Op: "connect", After: time.Since(start), Err: ctx.Err()}
+		// A dial that outlasts handshakeTimeout is an unreachable node; one
+		// cut by the caller's own context (canceled, or its deadline passed:
+		// an action whose time ran out, on a loaded machine even before the
+		// dial began) is the caller giving up, not the node's fault.
+		if callerEnded(caller) {
+			cause := context.Cause(caller)
+			if cause == nil {
+				cause = context.DeadlineExceeded
+			}
+			return nil, &TimeoutError{Node: t.Node, Address: t.Address, Op: "connect", After: time.Since(start), Err: cause}
 		}
 		return nil, &UnreachableError{Node: t.Node, Address: t.Address, Err: err}
 	}
@@ -99,8 +117,14 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 		switch {
 		case errors.As(err, &hk):
 			return nil, hk
-		case !stopped || ctx.Err() != nil:
-			return nil, &TimeoutError{Node: t.Node, Address: t.Address, Op: "connect", After: time.Since(start), Err: context.Cause(ctx)}
+		case !stopped || ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded):
+			// The socket's deadline is the context's, and may fire before
+			// the context's own timer has marked it done.
+			cause := context.Cause(ctx)
+			if cause == nil {
+				cause = context.DeadlineExceeded
+			}
+			return nil, &TimeoutError{Node: t.Node, Address: t.Address, Op: "connect", After: time.Since(start), Err: cause}
 		case strings.Contains(err.Error(), "unable to authenticate"):
 			return nil, &TransportError{Node: t.Node, Address: t.Address, Op: "authenticate", Err: err}
 		}

@@ -65,6 +65,7 @@ const (
 	detachedBoot   = "boot_id" // the node's boot id at start
 	detachedPID    = "pid"     // the wrapper's pid, written by the wrapper
 	detachedStatus = "status"  // exit code, written last, atomically
+	detachedStop   = "stop"    // left by StopDetached: the wrapper runs nothing
 )
 
 // StartDetached starts d and returns once its wrapper process runs, and
@@ -180,7 +181,13 @@ func startInput(files []File, script string) (string, error) {
 // wrapper leads its own session and process group; it traps (rather than
 // ignores, which the script would inherit) SIGTERM, so that StopDetached's
 // signal to the group ends the script and the wrapper still records the
-// status (143 when the signal came before the script started). It waits
+// status (143 when the signal came before the script started, or when it
+// finds StopDetached's stop file once its pid is written). The script runs
+// in a subshell that looks for the stop file again just before it execs:
+// StopDetached writes the file before it signals, so a signal that lands
+// between the wrapper's look and the subshell's birth (which the wrapper's
+// trap absorbs) is caught by that look, and one that lands later finds the
+// subshell, whose TERM is not trapped. It waits
 // (up to 10 s) for the pid file, so a Poll right after a start never
 // mistakes a starting command for a lost one.
 //
@@ -210,7 +217,8 @@ echo "$b" > "$d/` + detachedBoot + `"
 s=; command -v setsid >/dev/null 2>&1 && s=setsid
 $s nohup /bin/sh -c 'trap "stop=1" TERM INT HUP
 echo $$ > "$1/pid.tmp" && mv -f "$1/pid.tmp" "$1/` + detachedPID + `"
-if [ -z "$stop" ]; then /bin/sh "$1/` + detachedScript + `" > "$1/stdout" 2> "$1/stderr" < /dev/null; s=$?; else : > "$1/stdout"; : > "$1/stderr"; s=143; fi
+[ -f "$1/` + detachedStop + `" ] && stop=1
+if [ -z "$stop" ]; then ( [ -f "$1/` + detachedStop + `" ] && exit 143; exec /bin/sh "$1/` + detachedScript + `" ) > "$1/stdout" 2> "$1/stderr" < /dev/null; s=$?; else : > "$1/stdout"; : > "$1/stderr"; s=143; fi
 echo $s > "$1/status.tmp" && mv -f "$1/status.tmp" "$1/` + detachedStatus + `"' heddle-detached "$d" > /dev/null 2>&1 < /dev/null &
 w=$!
 `
@@ -431,15 +439,30 @@ func parsePoll(r io.Reader, fetch int, secrets []string) (Status, error) {
 
 // StopDetached ends a detached command: SIGTERM to its process group (the
 // wrapper leads its own session), repeated once if no status appears within
-// 2 s (a signal that lands while the wrapper is still starting the script
-// stops nothing), then SIGKILL after 5 s in all, in which case the command
+// 2 s (for wrappers started before the stop file existed, a signal that
+// lands while the wrapper is still starting the script stops nothing), then
+// SIGKILL after 5 s in all, in which case the command
 // will poll as Lost. It returns when the command has ended; it is not an
 // error if it already had.
+//
+// It also stops a start still in flight. A start whose caller gave up (its
+// deadline passed while the session was on the wire) goes on in the node's
+// shell, which may launch the command after the caller has already failed
+// the action. So the stop first leaves a stop file in the directory (making
+// the directory if no start has yet: a later start then finds it holding no
+// command and starts nothing), and only then looks for the pid. The wrapper
+// writes its pid before it looks for the stop file, so one of the two sees
+// the other: either the stop finds the pid and signals, or the wrapper finds
+// the stop file and runs nothing (status 143, as when a signal came before
+// the script started).
 func (c *Client) StopDetached(ctx context.Context, dir string) error {
 	if err := checkRemotePath(dir); err != nil {
 		return err
 	}
-	line, err := wrap(`d=`+quote(dir)+`
+	line, err := wrap(`umask 077
+d=`+quote(dir)+`
+mkdir -p -- "$d" 2>/dev/null
+: > "$d/`+detachedStop+`" 2>/dev/null
 p=$(cat "$d/`+detachedPID+`" 2>/dev/null) || exit 0
 alive() { if [ -d /proc/self ]; then [ -d "/proc/$p" ]; else kill -0 "$p" 2>/dev/null; fi; }
 i=0

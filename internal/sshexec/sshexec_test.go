@@ -370,6 +370,31 @@ func TestStopDetached(t *testing.T) {
 	})
 }
 
+// TestStopBeforeTheStartStartsNothing: a stop that reaches the node before
+// a start still on its way (the start's caller gave up, its session goes
+// on) leaves the start nothing to run. (A stop that lands during the start
+// is TestDetachedStartCutByTheDeadlineLeavesNothingRunning in
+// automator/shell.)
+func TestStopBeforeTheStartStartsNothing(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, 1, func(t *testing.T, b backend) {
+		c := dial(t, b.targets[0])
+		base := scratch(t, c)
+		ctx := context.Background()
+		marker := base + "/ran"
+
+		early := base + "/early"
+		require.NoError(t, c.StopDetached(ctx, early))
+		_, err := c.StartDetached(ctx, Detached{Dir: early, Script: "touch " + quote(marker)})
+		var exit *ExitError
+		require.ErrorAs(t, err, &exit, "the directory a stop took holds no command to start")
+		require.ErrorContains(t, err, "holds no started command")
+
+		out := mustRun(t, c, "if [ -e "+quote(marker)+" ]; then echo ran; else echo nothing; fi")
+		require.Equal(t, "nothing\n", out)
+	})
+}
+
 func pollUntilDone(t *testing.T, c *Client, dir string, secrets []string) Status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -556,4 +581,25 @@ func TestPoolAdoptsAConnectionOfTheSameLogin(t *testing.T) {
 	var te *TransportError
 	require.ErrorAs(t, err, &te)
 	require.Equal(t, "authenticate", te.Op)
+}
+
+// TestDialCutByTheCallersDeadlineIsATimeout: a reachable node dialed
+// after the caller's time ran out (an action's deadline that passed while
+// a loaded machine had not yet run the dial) is the caller giving up, a
+// TimeoutError, not an unreachable node.
+func TestDialCutByTheCallersDeadlineIsATimeout(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	signer, _ := testKey(t)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	defer cancel()
+	_, err = Dial(ctx, Target{Node: "n", Address: l.Addr().String(), User: "root", Key: signer})
+	var timeout *TimeoutError
+	require.ErrorAs(t, err, &timeout)
+	require.Equal(t, "connect", timeout.Op)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	var un *UnreachableError
+	require.False(t, errors.As(err, &un), "not the node's fault: %v", err)
 }

@@ -191,6 +191,7 @@ func (s *Shell) Start(ctx context.Context, req automator.Request) automator.Outp
 	// than the wait.
 	out, st, err := r.start(ctx, max(s.cfg.QuickWait, 0))
 	if err != nil {
+		r.stopCutStart(err)
 		out.Err = describe(err, string(req.Context.Action), req.Context)
 		return out
 	}
@@ -354,6 +355,7 @@ func (r run) detached(ctx context.Context) automator.Output {
 	runDir := r.base + "/run"
 	out, st, err := r.start(ctx, max(r.shell.cfg.QuickWait, 0))
 	if err != nil {
+		r.stopCutStart(err)
 		out.Err = describe(err, string(r.req.Context.Action), r.req.Context)
 		return out
 	}
@@ -455,6 +457,26 @@ func (r run) poll(ctx context.Context, runDir string) (sshexec.Status, error) {
 		return err
 	})
 	return st, err
+}
+
+// stopCutStart stops the command of a start that failed after its session
+// reached the node: the action's deadline passed, or the connection broke,
+// while the start was on the wire. The node's shell goes on with such a
+// start and may launch the command after the action has failed (and its
+// retry has begun), so it is stopped as a timed-out run is; StopDetached
+// also stops a start still in flight. A start that never reached the node
+// (no connection, a refused login) or that the node refused (an exit
+// status) started nothing.
+func (r run) stopCutStart(err error) {
+	var (
+		timeout   *sshexec.TimeoutError
+		transport *sshexec.TransportError
+	)
+	switch {
+	case errors.As(err, &timeout) && timeout.Op != "connect",
+		errors.As(err, &transport) && transport.Op != "handshake" && transport.Op != "authenticate":
+		r.stop(r.base + "/run")
+	}
 }
 
 // stop ends a detached command whose action timed out, on a context of its

@@ -11,7 +11,13 @@
 // (nodes/<node>~<hash>/: node.json, host_key, home/), so nodes come back
 // after heddle restarts: Restore starts the servers of every node on disk
 // again, on the same ports with the same host keys, so the addresses and
-// pinned keys the store holds stay valid.
+// pinned keys the store holds stay valid. Stopping a server shuts its
+// listener down (shutdown(2)) before closing it: a fork elsewhere in the
+// process holds a copy of every descriptor until the child execs, and a
+// listener merely closed stays bound that long. A node whose address
+// another process took meanwhile is not moved (its address is what the
+// store and the cluster's services know it by): it stays down and the
+// error says who to stop.
 //
 // A node's address starts from a hash of its name and is claimed by
 // binding its SSH port there: an address whose port another process holds

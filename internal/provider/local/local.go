@@ -283,7 +283,7 @@ func (l *Local) Create(_ context.Context, req provider.Request) (provider.Node, 
 	st.Address, st.Port = addr, SSHPort
 	srv, err := l.serverOn(ln, dir, st, hostKey)
 	if err != nil {
-		_ = ln.Close()
+		release(ln)
 		return provider.Node{}, err
 	}
 	port := st.Port
@@ -355,12 +355,20 @@ func (l *Local) load(name string) (nodeState, ssh.Signer, error) {
 // listen binds the node's recorded address and port and builds its server.
 func (l *Local) listen(dir string, st nodeState, hostKey ssh.Signer) (*server, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(st.address(), strconv.Itoa(st.Port)))
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// The node is not moved to another address: its address is part of
+		// what the store, the cluster's configuration and other nodes'
+		// services know it by, and the pinned host key would refuse it
+		// there anyway. It stays down, and says why.
+		return nil, fmt.Errorf("local: node %s: listen on port %d: %w: another process on this machine holds the node's address (another heddle's node, or a service bound to port %d there); stop it, then start heddle again",
+			st.NodeID, st.Port, err, st.Port)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("local: node %s: listen on port %d: %w", st.NodeID, st.Port, err)
 	}
 	srv, err := l.serverOn(ln, dir, st, hostKey)
 	if err != nil {
-		_ = ln.Close()
+		release(ln)
 	}
 	return srv, err
 }

@@ -225,6 +225,7 @@ func TestRestoreReportsATakenPort(t *testing.T) {
 	t.Cleanup(restarted.Close)
 	err = restarted.Restore(testCtx(t))
 	require.ErrorContains(t, err, "node c1-1000: listen on port "+strconv.Itoa(n.SSHPort))
+	require.ErrorContains(t, err, "another process on this machine holds the node's address", "the error says what to do")
 	require.Equal(t, 1, restarted.Nodes(), "the other node runs")
 }
 

@@ -65,7 +65,7 @@ func (s *server) start() {
 func (s *server) close() {
 	s.mu.Lock()
 	s.closed = true
-	_ = s.listener.Close()
+	release(s.listener)
 	for c := range s.conns {
 		_ = c.Close()
 	}
@@ -74,6 +74,24 @@ func (s *server) close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+}
+
+// release stops ln listening at once, so that the node's address can be
+// bound again as soon as close returns (a restarted provider takes it back
+// straight away). Closing the descriptor is not enough: a fork anywhere in
+// the process (every command a node runs is one) copies all descriptors
+// into the child until it execs, and while the child holds that copy the
+// socket stays in LISTEN and a new bind fails with "address already in
+// use". shutdown(2) acts on the socket itself, whoever else holds a
+// descriptor of it: on Linux it takes a listening socket out of LISTEN,
+// and a SO_REUSEADDR bind (Go's listeners set it) then succeeds.
+func release(ln net.Listener) {
+	if tl, ok := ln.(*net.TCPListener); ok {
+		if rc, err := tl.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
+		}
+	}
+	_ = ln.Close()
 }
 
 // track records a started command so close can kill it; one started while
