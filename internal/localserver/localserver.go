@@ -144,8 +144,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return fail(fmt.Errorf("starting the local provider: %w", err))
 	}
+	// A node whose address another process took meanwhile stays down, and
+	// the server starts anyway: refusing would hold every other cluster
+	// hostage to one node. The provider starts that node on its next use
+	// (an action, a health check) once the address is free, and deleting
+	// its cluster needs no running node.
 	if err := s.local.Restore(ctx); err != nil {
-		return fail(fmt.Errorf("restoring local nodes: %w", err))
+		cfg.Logger.Error("some local nodes could not start; they stay down until their address is free", "error", err)
 	}
 	registry := provider.NewRegistry()
 	if err := registry.Register(local.Type(), s.local); err != nil {

@@ -16,8 +16,9 @@
 // process holds a copy of every descriptor until the child execs, and a
 // listener merely closed stays bound that long. A node whose address
 // another process took meanwhile is not moved (its address is what the
-// store and the cluster's services know it by): it stays down and the
-// error says who to stop.
+// store and the cluster's services know it by): it stays down, the error
+// says why, and Restore tries it again every RetryInterval until the
+// address is free.
 //
 // A node's address starts from a hash of its name and is claimed by
 // binding its SSH port there: an address whose port another process holds

@@ -49,6 +49,9 @@ type Config struct {
 	// ProbeInterval is how long after a probe that found the node not
 	// answering yet Confirm asks to be called again; zero means 100 ms.
 	ProbeInterval time.Duration
+	// RetryInterval is how often Restore tries again the nodes it could
+	// not start (their address held by another process); zero means 2 s.
+	RetryInterval time.Duration
 }
 
 // Local is the local provider.
@@ -56,12 +59,19 @@ type Local struct {
 	dir   string
 	log   *slog.Logger
 	probe time.Duration
+	retry time.Duration
 	user  string
 
 	mu    sync.Mutex
 	nodes map[string]*node // by node directory name
 	// creating serializes the creates and deletes of one node directory.
 	locks sync.Map // dir name -> *sync.Mutex
+
+	// closing ends the retries of nodes Restore could not start; retrying
+	// counts them, so Close returns after them.
+	closing   chan struct{}
+	closeOnce sync.Once
+	retrying  sync.WaitGroup
 }
 
 var _ provider.Provider = (*Local)(nil)
@@ -192,7 +202,11 @@ func New(cfg Config) (*Local, error) {
 	if cfg.ProbeInterval <= 0 {
 		cfg.ProbeInterval = 100 * time.Millisecond
 	}
-	return &Local{dir: cfg.Dir, log: cfg.Logger, probe: cfg.ProbeInterval, user: currentUser(), nodes: map[string]*node{}}, nil
+	if cfg.RetryInterval <= 0 {
+		cfg.RetryInterval = 2 * time.Second
+	}
+	return &Local{dir: cfg.Dir, log: cfg.Logger, probe: cfg.ProbeInterval, retry: cfg.RetryInterval, user: currentUser(),
+		nodes: map[string]*node{}, closing: make(chan struct{})}, nil
 }
 
 // dirName is a node's directory: its id made path-safe, and a hash of
@@ -360,7 +374,7 @@ func (l *Local) listen(dir string, st nodeState, hostKey ssh.Signer) (*server, e
 		// what the store, the cluster's configuration and other nodes'
 		// services know it by, and the pinned host key would refuse it
 		// there anyway. It stays down, and says why.
-		return nil, fmt.Errorf("local: node %s: listen on port %d: %w: another process on this machine holds the node's address (another heddle's node, or a service bound to port %d there); stop it, then start heddle again",
+		return nil, fmt.Errorf("local: node %s: listen on port %d: %w: another process on this machine holds the node's address (another heddle's node, or a service bound to port %d there); the node stays down until that process lets go of it, and heddle starts it then",
 			st.NodeID, st.Port, err, st.Port)
 	}
 	if err != nil {
@@ -462,13 +476,20 @@ func (l *Local) Delete(_ context.Context, req provider.Request) (provider.Progre
 
 // Restore starts the server of every node on disk that does not run yet,
 // on its recorded port with its host key. Nodes that cannot start (their
-// port was taken meanwhile) are reported together; the others run.
+// port was taken meanwhile) are reported together; the others run, and
+// the ones that could not are tried again every RetryInterval until they
+// start, are deleted, or the provider closes: a node whose address another
+// process held while heddle was down comes back once it is free, as a
+// machine comes back when its network does, without a restart of heddle.
 func (l *Local) Restore(context.Context) error {
 	entries, err := os.ReadDir(filepath.Join(l.dir, "nodes"))
 	if err != nil {
 		return fmt.Errorf("local: %w", err)
 	}
-	var errs []error
+	var (
+		errs []error
+		down []string
+	)
 	restored := 0
 	for _, e := range entries {
 		if !e.IsDir() {
@@ -483,6 +504,7 @@ func (l *Local) Restore(context.Context) error {
 		unlock()
 		if err != nil {
 			errs = append(errs, err)
+			down = append(down, name)
 			continue
 		}
 		if n != nil {
@@ -490,11 +512,45 @@ func (l *Local) Restore(context.Context) error {
 		}
 	}
 	l.log.Info("local nodes restored", "nodes", restored, "failed", len(errs))
+	if len(down) > 0 {
+		l.retrying.Add(1)
+		go l.retryDown(down)
+	}
 	return errors.Join(errs...)
+}
+
+// retryDown starts the named nodes' servers when it can, until none is
+// left or the provider closes.
+func (l *Local) retryDown(names []string) {
+	defer l.retrying.Done()
+	t := time.NewTicker(l.retry)
+	defer t.Stop()
+	for len(names) > 0 {
+		select {
+		case <-l.closing:
+			return
+		case <-t.C:
+		}
+		left := names[:0]
+		for _, name := range names {
+			unlock := l.lock(name)
+			n, err := l.running(name)
+			unlock()
+			switch {
+			case err != nil:
+				left = append(left, name)
+			case n != nil:
+				l.log.Info("local node restored", "node", n.state.NodeID)
+			}
+		}
+		names = left
+	}
 }
 
 // Close stops every node's server; the nodes stay on disk for Restore.
 func (l *Local) Close() {
+	l.closeOnce.Do(func() { close(l.closing) })
+	l.retrying.Wait()
 	l.mu.Lock()
 	nodes := l.nodes
 	l.nodes = map[string]*node{}

@@ -220,13 +220,23 @@ func TestRestoreReportsATakenPort(t *testing.T) {
 	squatter, err := net.Listen("tcp", net.JoinHostPort(n.Addresses[provider.AddressAccess], strconv.Itoa(n.SSHPort)))
 	require.NoError(t, err)
 	defer squatter.Close()
-	restarted, err := New(Config{Dir: dir})
+	restarted, err := New(Config{Dir: dir, RetryInterval: 20 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(restarted.Close)
 	err = restarted.Restore(testCtx(t))
 	require.ErrorContains(t, err, "node c1-1000: listen on port "+strconv.Itoa(n.SSHPort))
-	require.ErrorContains(t, err, "another process on this machine holds the node's address", "the error says what to do")
+	require.ErrorContains(t, err, "another process on this machine holds the node's address", "the error says what happens")
 	require.Equal(t, 1, restarted.Nodes(), "the other node runs")
+	time.Sleep(100 * time.Millisecond)
+	require.Equal(t, 1, restarted.Nodes(), "the node stays down while its address is held")
+
+	// Once the address is free the node comes back, with its host key.
+	require.NoError(t, squatter.Close())
+	require.Eventually(t, func() bool { return restarted.Nodes() == 2 }, time.Minute, 20*time.Millisecond)
+	req := request(key, "c1-1000")
+	req.Node.HostKey = n.HostKey
+	_, err = confirm(t, restarted, req)
+	require.NoError(t, err, "the node answers at its address with its pinned host key")
 }
 
 func TestHalfCreatedNodeIsStartedOver(t *testing.T) {
