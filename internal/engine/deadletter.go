@@ -12,6 +12,7 @@ import (
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/store"
+	"github.com/heddle-io/heddle/planner"
 )
 
 // maxCauseChars bounds the failure quoted in a job's status message.
@@ -121,7 +122,9 @@ func (e *Engine) startDelivery(ctx context.Context, ref TaskRef, lt loadedTask, 
 	}
 	dlq, maxReceives, ok, err := e.poisonRule(ref.Tenant)
 	if !ok || err != nil {
-		return false, err
+		// A queue that cannot name the tenant's dead-letter queue leaves
+		// the delivery unmarked rather than refuse the work.
+		return false, nil
 	}
 	rec, err := e.markDelivery(ctx, ref, d, markStarted, "")
 	if err != nil {
@@ -243,6 +246,13 @@ func (e *Engine) failPoisoned(ctx context.Context, ref TaskRef, attempt int, dlq
 		}
 		switch lj.job.Status {
 		case domain.JobRunning, domain.JobPaused:
+		case domain.JobRollingBack:
+			if !strings.HasPrefix(ref.Task, planner.RollbackPrefix) {
+				return true, nil // a forward task's message: the rollback goes on without it
+			}
+			// A rollback task that can never run ends the rollback, as its
+			// last failure would (fail): the job ends FAILED saying why.
+			return true, e.finish(ctx, ref.Tenant, ref.Cluster, ref.Job, domain.JobRollingBack, endRollbackFailed, msg)
 		default:
 			return true, nil // ending already, or ended: its own message stands
 		}

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/queue"
 	"github.com/heddle-io/heddle/internal/store"
+	"github.com/heddle-io/heddle/planner"
 )
 
 // dyingStore plays a worker that dies at one task's claim: armed, a write
@@ -308,5 +311,47 @@ func TestAMessageThatPanicsEveryTimeIsPoison(t *testing.T) {
 		require.Contains(t, []domain.JobStatus{domain.JobFailing, domain.JobRollingBack, domain.JobFailed}, j.Status)
 		require.Contains(t, j.StatusMessage, "3 failed in the handler")
 		require.Contains(t, j.StatusMessage, "panicked: a bug met this item")
+	})
+}
+
+// unclaimableRollback refuses every claim of a rollback task (a write
+// that makes it RUNNING), as DynamoDB refuses an item grown past 400 KB.
+type unclaimableRollback struct{ store.Store }
+
+func (s *unclaimableRollback) Write(ctx context.Context, op store.Op) (store.Item, error) {
+	status := op.Item.Status
+	if op.Changes.Status != nil {
+		status = *op.Changes.Status
+	}
+	if _, rest, _ := store.TenantOf(op.Key.PK); strings.HasPrefix(rest, "TASKS#") && strings.HasPrefix(op.Key.SK, planner.RollbackPrefix) && status == string(domain.TaskRunning) {
+		return store.Item{}, errors.New("ValidationException: Item size has exceeded the maximum allowed size (a test's)")
+	}
+	return s.Store.Write(ctx, op)
+}
+
+// TestAPoisonedRollbackTaskEndsTheRollback: a rollback task whose message
+// can never be handled ends its job's rollback as its last failure would
+// (FAILED, saying why), rather than leave the job ROLLING_BACK until the
+// idle rule.
+func TestAPoisonedRollbackTaskEndsTheRollback(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T) {
+		q := deadLetterQueue{Queue: openQueue(t), maxReceives: 3}
+		b := setup(t, q, Config{})
+		b.eng = New(&unclaimableRollback{Store: b.counts}, q, b.rec, b.eng.cfg)
+		job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 4, failAppStart(alwaysFails)))
+		require.NoError(t, err)
+		stop := b.run(t, 2, 50*time.Millisecond)
+		defer stop()
+		final := b.waitJob(t, "c1", job.ID, time.Minute)
+		require.Equal(t, domain.JobFailed, final.Status)
+		require.Contains(t, final.StatusMessage, "rollback failed: task "+planner.RollbackPrefix)
+		require.Contains(t, final.StatusMessage, "3 failed in the handler")
+		require.Contains(t, final.StatusMessage, "Item size has exceeded")
+		require.Eventually(t, func() bool {
+			page, err := b.db.Query(b.ctx, deliveryRecordsPK(tenant, job.ID), store.Query{Limit: store.MaxPageSize})
+			require.NoError(t, err)
+			return len(page.Items) == 0
+		}, 10*time.Second, 10*time.Millisecond, "an ended job keeps no delivery records")
 	})
 }
