@@ -355,3 +355,32 @@ func TestAPoisonedRollbackTaskEndsTheRollback(t *testing.T) {
 		}, 10*time.Second, 10*time.Millisecond, "an ended job keeps no delivery records")
 	})
 }
+
+// TestARetryStartsWithoutDeliveryRecords: a retried job's tasks start with
+// no delivery record, even one its end failed to delete (a finisher that
+// died between the job's final write and the deletion): the marks of a
+// task that was poison would fail the retry at its first marked delivery.
+func TestARetryStartsWithoutDeliveryRecords(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T) {
+		q := deadLetterQueue{Queue: openQueue(t), maxReceives: 3}
+		b := setup(t, q, Config{})
+		sub := createSubmission(t, "c1", 4, failAppStart(failsFirstRun))
+		sub.Plan.Rollback = nil
+		job, err := b.eng.Submit(b.ctx, sub)
+		require.NoError(t, err)
+		stop := b.run(t, 4, 50*time.Millisecond)
+		defer stop()
+		require.Equal(t, domain.JobFailed, b.waitJob(t, "c1", job.ID, 30*time.Second).Status)
+
+		left := deliveryRecordKey(TaskRef{Tenant: tenant, Cluster: "c1", Job: job.ID, Task: "c1-1002/app/start"}, 4)
+		_, err = b.db.Write(b.ctx, store.Update(left, store.Condition{}, store.Changes{Set: map[string]int64{"d0.2": markStarted, "d0.3": markStarted, "d1.2": markStarted}}))
+		require.NoError(t, err)
+		_, err = b.eng.Retry(b.ctx, tenant, "c1", job.ID, "ann")
+		require.NoError(t, err)
+		_, err = b.db.Get(b.ctx, left)
+		require.ErrorIs(t, err, store.ErrNotFound, "the retry deleted the leftover record")
+		final := b.waitJob(t, "c1", job.ID, 30*time.Second)
+		require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
+	})
+}
