@@ -60,9 +60,12 @@ const (
 // its batch, a worker stopped before it).
 //
 // Cost: a start mark is written only for a delivery after a message's
-// first (Received >= 2) that reaches the claim, and only on queues with a
-// dead-letter queue; a first delivery, which is nearly every delivery of
-// a healthy job, writes nothing more than before. A first delivery that
+// first (Received >= 2) whose message was first received Visibility/2 ago
+// or more (a worker that dies with a message leaves it hidden Visibility,
+// so one back sooner was handed back, not lost: hand-offs, releases from
+// behind a kept message) and that reaches the claim, and only on queues
+// with a dead-letter queue; a first delivery, which is nearly every
+// delivery of a healthy job, writes nothing more than before. A first delivery that
 // dies is so not counted, so the verdict needs deliveries of the janitor's
 // re-sends too when every delivery dies (each re-send is a new message
 // whose deliveries add to the same record): maxReceiveCount marks mean at
