@@ -692,6 +692,13 @@ func (q *countingQueue) Extend(ctx context.Context, tenant, receipt string, visi
 	return q.inner.Extend(ctx, tenant, receipt, visibility)
 }
 
+// DeadLetter is sqsqueue's: every tenant queue moves a message to its
+// dead-letter queue after 5 receives (sqsqueue's default MaxReceiveCount),
+// so the engine keeps the delivery records it keeps on AWS.
+func (q *countingQueue) DeadLetter(tenant string) (string, int, error) {
+	return "heddle-" + tenant + "_dlq.fifo", 5, nil
+}
+
 // ExtendBatch is one ChangeMessageVisibilityBatch (sqsqueue's ExtendBatch:
 // up to 10 receipts, billed as one request): the worker's hold on its batch.
 func (q *countingQueue) ExtendBatch(ctx context.Context, tenant string, receipts []string, visibility time.Duration) error {
@@ -731,6 +738,7 @@ type billCounts struct {
 	txWRU                   float64
 	preGets                 int64 // GetItem calls before a put whose version is not pinned
 	taskWrites, taskWriteKB int64 // writes of task items and their WRU (for modeled heartbeats)
+	deliveryRecordWrites    int64 // writes of delivery records (deadletter.go), deletes included
 }
 
 func (b *billingStore) counts() billCounts {
@@ -856,6 +864,9 @@ func (b *billingStore) Write(ctx context.Context, op store.Op) (store.Item, erro
 	if isTaskKey(op.Key) {
 		b.c.taskWrites++
 		b.c.taskWriteKB += int64(wru)
+	}
+	if _, rest, ok := store.TenantOf(op.Key.PK); ok && strings.HasPrefix(rest, "DELIVERIES#") {
+		b.c.deliveryRecordWrites++
 	}
 	if err == nil {
 		u, n := gsiUnits(before, aft)
@@ -1057,8 +1068,9 @@ func printLevers(out *os.File, r *costRun, total float64) {
 	if r.bill.taskWrites > 0 {
 		avgTaskKB = float64(r.bill.taskWriteKB) / float64(r.bill.taskWrites)
 	}
-	fmt.Fprintf(out, "   task item writes: %d, %.2f WRU each on average; index writes %d (%.2f WRU each)\n",
-		r.bill.taskWrites, avgTaskKB, r.bill.gsiWrites, r.bill.gsiWRU/math.Max(1, float64(r.bill.gsiWrites)))
+	fmt.Fprintf(out, "   task item writes: %d, %.2f WRU each on average; index writes %d (%.2f WRU each); delivery record writes %d (%d deliveries)\n",
+		r.bill.taskWrites, avgTaskKB, r.bill.gsiWrites, r.bill.gsiWRU/math.Max(1, float64(r.bill.gsiWrites)),
+		r.bill.deliveryRecordWrites, r.queue.received)
 	keysOnly := (r.bill.gsiWRU - float64(r.bill.gsiWrites)) * priceDynamoWRU
 	fmt.Fprintf(out, "   lever: GSI projection KEYS_ONLY (1 WRU per index write): -$%.4f -> $%.4f %s\n", keysOnly, total-keysOnly, passMiss(total-keysOnly, 0.05))
 	if r.detached {

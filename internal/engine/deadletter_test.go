@@ -31,16 +31,18 @@ func (s *blinkingStore) Get(ctx context.Context, k store.Key) (store.Item, error
 }
 
 // TestOnlyAMessageThatFailedEveryDeliveryIsPoison: SQS counts every
-// receive, so workers that die with a message (killed Lambdas, timeouts)
-// bring it to its last delivery before the dead-letter queue without its
-// handling ever failing. A transient failure on that last delivery must
-// not fail the job as poisoned: the message goes to the dead-letter queue
-// and the janitor sends its task again, and the job succeeds. Only a
-// message whose every delivery failed in the handler fails its job.
+// receive, so workers that die before they get to a message (killed
+// Lambdas, timeouts with an earlier message of the batch) bring it to its
+// last delivery before the dead-letter queue without its handling ever
+// failing. A transient failure on that last delivery must not fail the
+// job as poisoned: the message goes to the dead-letter queue and the
+// janitor sends its task again, and the job succeeds. Only a message whose
+// deliveries went wrong on their own maxReceiveCount times fails its job
+// (workers that die with it: TestAMessageThatKillsEveryWorkerIsPoison).
 //
 // Each pattern is the fate of the message's deliveries, up to the queue's
-// maxReceiveCount (3): "crash" (received, then the worker died: nothing
-// ran), "fail" (handled, and handling failed).
+// maxReceiveCount (3): "crash" (received, then the worker died before
+// handling it: nothing ran), "fail" (handled, and handling failed).
 func TestOnlyAMessageThatFailedEveryDeliveryIsPoison(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {

@@ -15,6 +15,7 @@
 //	DEFERRED#<job>      <n>         chunks: forward tasks with at most one dependency
 //	ROLLBACK#<job>      <n>         chunks: the rollback plan
 //	TASKIDX#<job>       <key>       a big job's task index, written once (taskindex.go)
+//	DELIVERIES#<job>    <task>#<n>  deliveries of attempt n's messages that went wrong (deadletter.go), deleted at the job's end
 //
 // A task gets an item when it first needs one: a task with two dependencies
 // or more at submission (its remaining count lives there), a root when a
@@ -159,6 +160,12 @@
 // other groups go on; a failure, a message without a group or a worker that
 // is stopping keeps everything after it. A plain "first failed index" would
 // not do: a delayed message is no failure of the batch.
+//
+// A panic while handling a message is that message's failure, and a panic
+// in an executor fails its attempt; a message whose deliveries keep going
+// wrong before its task's claim (failing, or dying with their worker) is
+// poison and fails its job once they reach the queue's maxReceiveCount
+// (deadletter.go).
 //
 // # Attempt records
 //

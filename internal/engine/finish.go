@@ -171,6 +171,12 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 			return fmt.Errorf("finishing job %s: %w", jobID, err)
 		}
 		e.log.InfoContext(ctx, "job ended", "tenant", tenant, "cluster", cluster, "job", jobID, "status", final)
+		// The job's delivery records (deadletter.go) describe messages
+		// nothing will handle now. A failure here leaves them to their
+		// expiry; the job's end stands.
+		if err := e.dropJobDeliveryRecords(ctx, tenant, jobID); err != nil {
+			e.log.WarnContext(ctx, "deleting an ended job's delivery records failed; DynamoDB's time-to-live removes them", "job", jobID, "error", err)
+		}
 		e.cfg.Observer.Job(tenant, string(job.Operation), string(final), job.EndedAt.Sub(job.CreatedAt))
 		return nil
 	}

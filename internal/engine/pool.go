@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -140,7 +142,7 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 			})
 			continue
 		}
-		disp, err := e.handle(ctx, tenant, d, i > 0)
+		disp, err := e.handleRecovered(ctx, tenant, d, i > 0)
 		var failed error // a failure of this message's own, told to its job on its last delivery
 		h.mu.Lock()      // the hold must not touch d while it is settled
 		switch {
@@ -192,6 +194,23 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 		}
 	}
 	return keep, done
+}
+
+// handleRecovered is handle with a panic turned into the message's own
+// failure: the message comes back after a backoff like any failed one, its
+// delivery record counts it (deadletter.go), and the worker's other
+// messages go on. Unrecovered, a panic would end the process: every
+// message in flight with it would be kept hidden for Visibility, and a
+// message that panicked every time would be counted only as a dead
+// worker's, never with the reason.
+func (e *Engine) handleRecovered(ctx context.Context, tenant string, d queue.Delivery, laterInBatch bool) (disp Disposition, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.log.ErrorContext(ctx, "handling a message panicked", "tenant", tenant, "task", d.TaskID, "panic", p, "stack", string(debug.Stack()))
+			disp, err = Disposition{}, fmt.Errorf("handling the message panicked: %v", p)
+		}
+	}()
+	return e.handle(ctx, tenant, d, laterInBatch)
 }
 
 // HandleBatch processes the messages of one delivery batch (the worker

@@ -46,6 +46,13 @@ func (e *Engine) Retry(ctx context.Context, tenant, cluster, jobID, by string) (
 		return domain.Job{}, fmt.Errorf("%w: job %s was rolled back; submit the operation again", ErrNothingToRetry, jobID)
 	}
 
+	// A retry starts with no record of earlier deliveries: those of a
+	// task that was poison would fail it again at its first redelivery.
+	// The job's end deleted them unless it was cut short.
+	if err := e.dropJobDeliveryRecords(ctx, tenant, jobID); err != nil {
+		return domain.Job{}, err
+	}
+
 	// Step 1: failed tasks of the phase that stopped become READY again, and
 	// they and the tasks that were waiting out a backoff get as many fresh
 	// attempts as one run gives.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -92,6 +93,9 @@ func (e *Engine) handle(ctx context.Context, tenant string, d queue.Delivery, la
 		return Disposition{Delay: wait}, nil // a retry's backoff
 	}
 	if lt.task.Join {
+		if poisoned, err := e.startDelivery(ctx, ref, lt, d); poisoned || err != nil {
+			return Disposition{}, err
+		}
 		_, _, err := e.succeed(ctx, ref, lt, Result{}, false)
 		return Disposition{}, err
 	}
@@ -103,6 +107,13 @@ func (e *Engine) handle(ctx context.Context, tenant string, d queue.Delivery, la
 		// message of a batch is always taken: a fresh invocation could do no
 		// better (actions longer than a Lambda belong on the long-task queue).
 		return Disposition{Delay: handOff}, nil
+	}
+	// Everything above leaves the task READY and the message unmarked;
+	// from here the delivery is the task's own work, and one that dies
+	// before its claim lands is counted against the message (see
+	// deadletter.go).
+	if poisoned, err := e.startDelivery(ctx, ref, lt, d); poisoned || err != nil {
+		return Disposition{}, err
 	}
 	claimed, err := e.claim(ctx, ref, lt)
 	if errors.Is(err, store.ErrConditionFailed) {
@@ -212,9 +223,10 @@ func (e *Engine) runClaimed(ctx context.Context, ref TaskRef, claimed loadedTask
 		timeout = e.runEnd(lt.task).Sub(e.now())
 	}
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel() // a panic below must not leave the heartbeat renewing the attempt
 	hb := e.startHeartbeat(runCtx, ref, claimed, d)
 	began := time.Now()
-	res := e.exec.Execute(runCtx, in)
+	res := e.execute(runCtx, in)
 	took := time.Since(began)
 	timedOut := errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
@@ -253,6 +265,19 @@ func (e *Engine) runClaimed(ctx context.Context, ref TaskRef, claimed loadedTask
 		next = &loadedTask{}
 	}
 	return next, 0, nil
+}
+
+// execute runs the attempt on the executor; a panic in it ends the
+// attempt as failed, with the panic as its error, so it is retried and,
+// on its last attempt, fails the job saying why.
+func (e *Engine) execute(ctx context.Context, in Attempt) (res Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.log.ErrorContext(ctx, "an executor panicked", "tenant", in.Tenant, "task", in.Task.ID, "panic", p, "stack", string(debug.Stack()))
+			res = Result{ExitCode: -1, Err: fmt.Errorf("the executor panicked: %v", p)}
+		}
+	}()
+	return e.exec.Execute(ctx, in)
 }
 
 // heartbeat keeps a running attempt alive: it extends the task's deadline

@@ -38,6 +38,12 @@ type Delivery struct {
 	Receipt string
 	// Received counts deliveries of this message, this one included.
 	Received int
+	// FirstReceived is when the message was first delivered (SQS's
+	// ApproximateFirstReceiveTimestamp); zero when the backend does not
+	// say. A message that went to a worker which died stays hidden for its
+	// visibility timeout, so one first received more recently than that
+	// has not been with a dead worker yet (engine: delivery records).
+	FirstReceived time.Time
 }
 
 // Queue is a set of per-tenant FIFO queues. Every method is safe for

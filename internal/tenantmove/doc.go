@@ -45,7 +45,10 @@
 // same transaction, so the counters still equal what exists.
 //
 // Not carried: the audit trail, cluster events and usage records (history
-// that stays readable on the source), webhook endpoints and trusted
+// that stays readable on the source), jobs' delivery records (what became
+// of deliveries from the source's queues, engine/deadletter.go; a job's
+// end deletes them, and an export refuses a running job), webhook
+// endpoints and trusted
 // identity issuers (registered again on the target: their secrets and
 // global lookups are per deployment), and clusters of the local provider,
 // whose nodes are processes of the source machine: they are listed in the

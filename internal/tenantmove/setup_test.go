@@ -136,6 +136,9 @@ func (sd *side) fill(t testing.TB) fixture {
 	put("JOBS#c1", "j1", "SUCCEEDED", map[string]any{"id": "j1", "clusterId": "c1", "status": "SUCCEEDED", "createdAt": now}, nil)
 	put("TASKS#j1", "t1", "SUCCEEDED", map[string]any{"id": "t1", "jobId": "j1", "status": "SUCCEEDED"}, nil)
 	put("TASKIDX#j1", "0001", "", map[string]any{"entries": []map[string]any{{"id": "t1"}}}, nil)
+	// A delivery record its job's end did not delete (engine/deadletter.go):
+	// it describes the source queue's deliveries, and no export carries it.
+	put("DELIVERIES#j1", "t1#0", "", map[string]any{"error": "a failure"}, nil)
 	put("CLUSTERS", "c2", "ACTIVE", domain.Cluster{ID: "c2", Name: "dev", Provider: "here", Status: "ACTIVE", NodeCount: 1}, nil)
 	put("CLUSTERSPECS", "c2", "", map[string]any{"provider": map[string]any{"name": "here", "providerType": "local"}}, nil)
 	put("NODES#c2", "n1", "ACTIVE", domain.Node{ID: "n1", ClusterID: "c2"}, nil)

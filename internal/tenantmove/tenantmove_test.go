@@ -36,6 +36,11 @@ func TestRoundTrip(t *testing.T) {
 				require.NoError(t, err)
 				pages, skipped := src.exportAll(t, id)
 				require.Greater(t, len(pages), 3, "small pages: the cursor is used")
+				for _, p := range pages {
+					for _, r := range p.Records {
+						require.False(t, strings.HasPrefix(r.PK, "DELIVERIES#"), "a job's delivery records stay with the source's queues")
+					}
+				}
 				require.Len(t, skipped, 1)
 				require.Equal(t, "c2", skipped[0].Cluster)
 				require.Contains(t, skipped[0].Reason, "cannot move")
@@ -301,6 +306,7 @@ func TestForgedExportsAreRefused(t *testing.T) {
 		{"a newer format", func(r *ImportRequest) { r.Format = Format + 1 }, "format"},
 		{"no format", func(r *ImportRequest) { r.Format = 0 }, "format"},
 		{"a partition no export holds", func(r *ImportRequest) { r.Records[0].PK = "RATE" }, "records[0].pk"},
+		{"a job's delivery records", func(r *ImportRequest) { r.Records[0].PK = "DELIVERIES#j1" }, "records[0].pk"},
 		{"the catalog's import staging", func(r *ImportRequest) { r.Records[0].PK = "CAT#IMP#x" }, "records[0].pk"},
 		{"a superadmin made by an admin", func(r *ImportRequest) {
 			i := find(*r, "USERS", "bob")

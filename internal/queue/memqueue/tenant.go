@@ -36,8 +36,9 @@ type group struct {
 
 type message struct {
 	queue.Message
-	group    *group
-	received int
+	group         *group
+	received      int
+	firstReceived time.Time
 	// Set while in flight.
 	receipt   string
 	deadline  time.Time
@@ -115,11 +116,14 @@ func (tq *tenantQueue) take(now time.Time, max int, visibility time.Duration, re
 		m := g.pending.popFront()
 		g.inflight = m
 		m.received++
+		if m.received == 1 {
+			m.firstReceived = now
+		}
 		m.receipt = receipt()
 		m.deadline = now.Add(visibility)
 		heap.Push(&tq.inflight, m)
 		tq.receipts[m.receipt] = m
-		out = append(out, queue.Delivery{Message: m.Message, Receipt: m.receipt, Received: m.received})
+		out = append(out, queue.Delivery{Message: m.Message, Receipt: m.receipt, Received: m.received, FirstReceived: m.firstReceived})
 	}
 	return out
 }

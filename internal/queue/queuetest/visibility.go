@@ -26,6 +26,10 @@ func testVisibilityExpiry(t *testing.T, b backend) {
 	require.Equal(t, msg("g", 1), again.Message)
 	require.Equal(t, 2, again.Received)
 	require.NotEqual(t, first.Receipt, again.Receipt)
+	// When it was first received stays with it (the engine tells a message
+	// back from a dead worker by it).
+	require.WithinDuration(t, time.Now(), first.FirstReceived, time.Minute, "the first receive's time")
+	require.True(t, again.FirstReceived.Equal(first.FirstReceived), "first received %s, then %s", first.FirstReceived, again.FirstReceived)
 
 	// The first delivery is over: its receipt cannot extend, and an ack with
 	// it must not remove the message delivered since.
@@ -40,6 +44,7 @@ func testVisibilityExpiry(t *testing.T, b backend) {
 	next := b.receiveOne(t, tenant, longVisibility)
 	require.Equal(t, msg("g", 2), next.Message)
 	require.Equal(t, 1, next.Received)
+	require.False(t, next.FirstReceived.Before(first.FirstReceived), "another message, received later")
 }
 
 func testExtendPushesVisibility(t *testing.T, b backend) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -83,6 +84,7 @@ func validDedupID(s string) bool {
 const (
 	attrGroup        = "MessageGroupId"
 	attrReceiveCount = "ApproximateReceiveCount"
+	attrFirstReceive = "ApproximateFirstReceiveTimestamp" // Unix milliseconds
 )
 
 // delivery builds a Delivery from what SQS returned for one message.
@@ -98,7 +100,13 @@ func delivery(raw, receipt string, attrs map[string]string) (queue.Delivery, err
 	if err != nil || received < 1 {
 		return queue.Delivery{}, fmt.Errorf("sqsqueue: message %q has no valid %s (%q)", m.TaskID, attrReceiveCount, attrs[attrReceiveCount])
 	}
-	return queue.Delivery{Message: m, Receipt: receipt, Received: received}, nil
+	d := queue.Delivery{Message: m, Receipt: receipt, Received: received}
+	// Optional: a delivery without it (an emulator that leaves it out) is
+	// only less informed, never refused.
+	if ms, err := strconv.ParseInt(attrs[attrFirstReceive], 10, 64); err == nil && ms > 0 {
+		d.FirstReceived = time.UnixMilli(ms)
+	}
+	return d, nil
 }
 
 // DeliveryFromRecord converts one record of the SQS event a worker Lambda

@@ -2,8 +2,10 @@ package sqsqueue_test
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
@@ -23,11 +25,11 @@ func TestDeliveryFromRecord(t *testing.T) {
 	want := []queue.Delivery{
 		{
 			Message: queue.Message{TaskID: "acme/c-7/j-3/install:hdfs@n-12", Attempt: 2, Group: "c-7#n-12", Dedup: "j-3#install:hdfs@n-12#2#0"},
-			Receipt: "AQEBBX8nesZEXmkhsmZeyIE8iQAMig7qw...", Received: 1,
+			Receipt: "AQEBBX8nesZEXmkhsmZeyIE8iQAMig7qw...", Received: 1, FirstReceived: time.UnixMilli(1573251510774),
 		},
 		{
 			Message: queue.Message{TaskID: "acme/c-7/j-3/configure:hdfs@n-13", Attempt: 1, Group: "c-7#n-13", Dedup: "sha256-is-not-needed-here"},
-			Receipt: "AQEBzWwaftRI0KuVm4tP+/7q1rGgNqicHq...", Received: 3,
+			Receipt: "AQEBzWwaftRI0KuVm4tP+/7q1rGgNqicHq...", Received: 3, FirstReceived: time.UnixMilli(1573251510774),
 		},
 	}
 	require.Len(t, event.Records, len(want))
@@ -38,6 +40,17 @@ func TestDeliveryFromRecord(t *testing.T) {
 		tenant, err := q.TenantOf(r.EventSourceARN)
 		require.NoError(t, err)
 		require.Equal(t, "acme", tenant)
+	}
+
+	// Without its first receive's time (an emulator that leaves it out,
+	// or garbage there), a record is still a delivery, only less informed.
+	for _, v := range []string{"", "soon", "-5"} {
+		r := event.Records[0]
+		r.Attributes = maps.Clone(r.Attributes)
+		r.Attributes["ApproximateFirstReceiveTimestamp"] = v
+		d, err := sqsqueue.DeliveryFromRecord(r)
+		require.NoError(t, err, v)
+		require.True(t, d.FirstReceived.IsZero(), v)
 	}
 }
 

@@ -464,6 +464,7 @@ func (q *Queue) Receive(ctx context.Context, tenant string, max int, wait, visib
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{
 				types.MessageSystemAttributeNameMessageGroupId,
 				types.MessageSystemAttributeNameApproximateReceiveCount,
+				types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp,
 			},
 			// The SDK retries a receive whose answer was lost with the same
 			// input; with the same attempt id, SQS returns the same messages
