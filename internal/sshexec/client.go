@@ -52,6 +52,9 @@ type Client struct {
 	conn   *ssh.Client
 	sudo   bool
 	done   chan struct{} // closed when the connection ends
+	// dispatch holds the connection's dispatchers (see dispatcher), which
+	// run heddle's control scripts without a session and sudo each.
+	dispatch *dispatchers
 }
 
 // Dial connects and authenticates, checking the host key against
@@ -119,6 +122,8 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 		conn:   ssh.NewClient(conn, chans, reqs),
 		sudo:   t.User != "root" && !t.NoSudo,
 		done:   make(chan struct{}),
+
+		dispatch: &dispatchers{},
 	}
 	go func() {
 		_ = c.conn.Wait()
@@ -154,7 +159,7 @@ func (c *Client) As(t Target) (*Client, error) {
 	if err := policy.Check(t.Address, nil, presented); err != nil {
 		return nil, err
 	}
-	return &Client{target: t, policy: policy, conn: c.conn, sudo: t.User != "root" && !t.NoSudo, done: c.done}, nil
+	return &Client{target: t, policy: policy, conn: c.conn, sudo: t.User != "root" && !t.NoSudo, done: c.done, dispatch: &dispatchers{}}, nil
 }
 
 // HostKey is the host key the node presented, in authorized_keys form.

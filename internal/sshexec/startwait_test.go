@@ -11,11 +11,27 @@ import (
 // TestStartAndWait: one session writes the files (exact bytes, modes),
 // starts the command and, for one that ends within the wait, reports it
 // and removes what it was told to; a longer one comes back Running and is
-// polled as usual; a repeated start reports without starting again.
+// polled as usual; a repeated start reports without starting again. The
+// same through the connection's dispatcher and through sessions of their
+// own (a node where no dispatcher starts).
 func TestStartAndWait(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, 1, func(t *testing.T, b backend) {
-		c := dial(t, b.targets[0])
+		t.Run("dispatcher", func(t *testing.T) {
+			t.Parallel()
+			testStartAndWait(t, dial(t, b.targets[0]))
+		})
+		t.Run("sessions", func(t *testing.T) {
+			t.Parallel()
+			c := dial(t, b.targets[0])
+			c.dispatch = nil
+			testStartAndWait(t, c)
+		})
+	})
+}
+
+func testStartAndWait(t *testing.T, c *Client) {
+	{
 		base := scratch(t, c)
 		ctx := context.Background()
 		odd := "it's \"quoted\" $HOME `x` \\ \n\ttabs\r and no newline at the end"
@@ -70,5 +86,5 @@ func TestStartAndWait(t *testing.T) {
 		st := pollUntilDone(t, c, long.Dir, nil)
 		require.Equal(t, Exited, st.State)
 		require.Equal(t, "done\n", st.Stdout.Text)
-	})
+	}
 }
