@@ -97,14 +97,82 @@ const (
 	maxControlOutput = 1 << 20
 )
 
-// dispatchers is a connection's set of dispatchers.
+// dispatchers is a connection's set of dispatchers of one kind (through
+// sudo or not).
 type dispatchers struct {
 	mu       sync.Mutex
 	idle     []*dispatcher
 	busy     int
 	disabled bool // one could not be started: sessions of their own, always
+	// pending is closed when a PrestartDispatcher's start is done.
+	pending chan struct{}
 	// command overrides dispatcherCommand (tests: one that cannot start).
 	command string
+}
+
+// connDispatchers are a connection's dispatchers, by kind.
+type connDispatchers struct{ login, sudo dispatchers }
+
+// dispatchers is the set c's control scripts use; nil: none.
+func (c *Client) dispatchers() *dispatchers {
+	switch {
+	case c.disp == nil || c.noDispatch:
+		return nil
+	case c.sudo:
+		return &c.disp.sudo
+	}
+	return &c.disp.login
+}
+
+// PrestartDispatcher starts, in the background, the dispatcher that a view
+// of this connection serving t (As) will use, and returns a function that
+// waits (up to ctx) until it is ready or failed. The static provider's
+// confirm calls it as soon as it has logged in, so that sudo and the
+// dispatcher's start overlap its key edit instead of following it in the
+// node's bootstrap. A failure is not reported: the first control script
+// tries again, or falls back to sessions of their own.
+func (c *Client) PrestartDispatcher(t Target) (wait func(ctx context.Context)) {
+	noop := func(context.Context) {}
+	if c.disp == nil || c.noDispatch {
+		return noop
+	}
+	sudo := t.User != "root" && !t.NoSudo
+	ds := &c.disp.login
+	if sudo {
+		ds = &c.disp.sudo
+	}
+	ds.mu.Lock()
+	if ds.disabled || ds.pending != nil || len(ds.idle) > 0 || ds.busy >= maxDispatchers {
+		ds.mu.Unlock()
+		return noop
+	}
+	ds.busy++
+	pending := make(chan struct{})
+	ds.pending = pending
+	ds.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+		defer cancel()
+		d, err := c.startDispatcher(ctx, ds, sudo)
+		ds.mu.Lock()
+		ds.busy--
+		var refused *dispatcherRefused
+		switch {
+		case err == nil:
+			ds.idle = append(ds.idle, d)
+		case errors.As(err, &refused):
+			ds.disabled = true
+		}
+		ds.pending = nil
+		ds.mu.Unlock()
+		close(pending)
+	}()
+	return func(ctx context.Context) {
+		select {
+		case <-pending:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // dispatcherCommand is the command that starts a dispatcher.
@@ -118,11 +186,22 @@ func dispatcherCommand(sudo bool) string {
 // acquire returns an idle dispatcher, a new one, or nil: then the caller
 // runs the script in a session of its own.
 func (c *Client) acquireDispatcher(ctx context.Context) *dispatcher {
-	ds := c.dispatch
+	ds := c.dispatchers()
 	if ds == nil {
 		return nil
 	}
 	ds.mu.Lock()
+	if pending := ds.pending; pending != nil && len(ds.idle) == 0 {
+		// One is starting (PrestartDispatcher): wait for it rather than
+		// start a second.
+		ds.mu.Unlock()
+		select {
+		case <-pending:
+		case <-ctx.Done():
+			return nil
+		}
+		ds.mu.Lock()
+	}
 	for len(ds.idle) > 0 {
 		d := ds.idle[len(ds.idle)-1]
 		ds.idle = ds.idle[:len(ds.idle)-1]
@@ -141,7 +220,7 @@ func (c *Client) acquireDispatcher(ctx context.Context) *dispatcher {
 	}
 	ds.busy++
 	ds.mu.Unlock()
-	d, err := c.startDispatcher(ctx)
+	d, err := c.startDispatcher(ctx, ds, c.sudo)
 	if err != nil {
 		ds.mu.Lock()
 		ds.busy--
@@ -157,7 +236,7 @@ func (c *Client) acquireDispatcher(ctx context.Context) *dispatcher {
 
 // releaseDispatcher hands d back, or retires it when it is no longer fit.
 func (c *Client) releaseDispatcher(d *dispatcher, fit bool) {
-	ds := c.dispatch
+	ds := c.dispatchers()
 	ds.mu.Lock()
 	ds.busy--
 	if fit {
@@ -177,7 +256,7 @@ func (e *dispatcherRefused) Error() string { return e.err.Error() }
 
 // startDispatcher opens a session and starts a dispatcher in it, returning
 // once it said it is ready.
-func (c *Client) startDispatcher(ctx context.Context) (*dispatcher, error) {
+func (c *Client) startDispatcher(ctx context.Context, ds *dispatchers, sudo bool) (*dispatcher, error) {
 	sess, err := c.newSession(ctx)
 	if err != nil {
 		return nil, err
@@ -191,9 +270,11 @@ func (c *Client) startDispatcher(ctx context.Context) (*dispatcher, error) {
 		return nil, err
 	}
 	d.stdin, d.stdout, d.stderr = stdin, bufio.NewReader(stdout), bufio.NewReader(stderr)
-	command := dispatcherCommand(c.sudo)
-	if c.dispatch.command != "" {
-		command = c.dispatch.command
+	ds.mu.Lock()
+	command := ds.command
+	ds.mu.Unlock()
+	if command == "" {
+		command = dispatcherCommand(sudo)
 	}
 	if err := sess.Start(command); err != nil {
 		_ = sess.Close()

@@ -132,10 +132,11 @@ func TestDispatcherKilled(t *testing.T) {
 		require.NotEqual(t, first, second)
 
 		// Killed while idle, from a session of its own.
-		c.dispatch.mu.Lock()
-		require.Len(t, c.dispatch.idle, 1)
-		idle := c.dispatch.idle[0]
-		c.dispatch.mu.Unlock()
+		ds := c.dispatchers()
+		ds.mu.Lock()
+		require.Len(t, ds.idle, 1)
+		idle := ds.idle[0]
+		ds.mu.Unlock()
 		mustRun(t, c, "kill -KILL "+second)
 		select {
 		case <-idle.done:
@@ -174,14 +175,15 @@ func TestDispatcherThatCannotStart(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, 1, func(t *testing.T, b backend) {
 		c := dial(t, b.targets[0])
-		c.dispatch.command = "echo 'sudo: a password is required' >&2; exit 1"
+		ds := c.dispatchers()
+		ds.command = "echo 'sudo: a password is required' >&2; exit 1"
 		res, err := runControl(t, c, "echo ok")
 		require.NoError(t, err, "stderr: %s", res.Stderr.Text)
 		require.Equal(t, "ok\n", res.Stdout.Text)
-		c.dispatch.mu.Lock()
-		require.True(t, c.dispatch.disabled)
-		require.Empty(t, c.dispatch.idle)
-		c.dispatch.mu.Unlock()
+		ds.mu.Lock()
+		require.True(t, ds.disabled)
+		require.Empty(t, ds.idle)
+		ds.mu.Unlock()
 		require.NotEqual(t, dispatcherPID(t, c), dispatcherPID(t, c), "each in a session of its own")
 
 		base := scratch(t, c)
@@ -192,5 +194,42 @@ func TestDispatcherThatCannotStart(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, Exited, s.Status.State)
 		require.Equal(t, "data", s.Status.Stdout.Text)
+	})
+}
+
+// TestPrestartDispatcher: a connection made as the login user (the static
+// provider's confirm) starts the dispatcher a view of it through sudo will
+// use (As), and that view's first control script runs in it.
+func TestPrestartDispatcher(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, 1, func(t *testing.T, b backend) {
+		login := b.targets[0]
+		login.NoSudo = true
+		c := dial(t, login)
+		served := b.targets[0]
+		served.Node += "-served"
+		wait := c.PrestartDispatcher(served)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		wait(ctx)
+		view, err := c.As(served)
+		require.NoError(t, err)
+		ds := view.dispatchers()
+		ds.mu.Lock()
+		require.Len(t, ds.idle, 1, "started and idle")
+		ds.mu.Unlock()
+		pid := dispatcherPID(t, view)
+		ds.mu.Lock()
+		require.Len(t, ds.idle, 1, "the same one, handed back")
+		ds.mu.Unlock()
+		require.Equal(t, pid, dispatcherPID(t, view))
+		if b.name == "openssh" {
+			res, err := runControl(t, view, "id -u")
+			require.NoError(t, err)
+			require.Equal(t, "0\n", res.Stdout.Text, "the view's, through sudo")
+			res, err = runControl(t, c, "id -u")
+			require.NoError(t, err)
+			require.NotEqual(t, "0\n", res.Stdout.Text, "the login's own, without")
+		}
 	})
 }

@@ -24,7 +24,7 @@ func TestStartAndWait(t *testing.T) {
 		t.Run("sessions", func(t *testing.T) {
 			t.Parallel()
 			c := dial(t, b.targets[0])
-			c.dispatch = nil
+			c.noDispatch = true
 			testStartAndWait(t, c)
 		})
 	})
