@@ -37,7 +37,9 @@ func machineBusy() float64 {
 // OpenSSH hosts at once over connections already open, the way the shell
 // automator starts it (the task's context and script written through the
 // start's session, the command started detached and waited on in place),
-// beside a bare `sleep 1` session and one through `sudo -n`. It reports
+// through the connection's dispatcher and through sessions of their own
+// (start-sessions), beside a bare `sleep 1` session and one through
+// `sudo -n`. It reports
 // each variant's run overhead (duration minus 1 s, median and p90 over the
 // 50) and the machine's CPU-milliseconds per action (the hosts' sshd,
 // sudo and shells; load from elsewhere on the machine counts too, so
@@ -64,6 +66,24 @@ func BenchmarkStep50(b *testing.B) {
 	for i := range 20 {
 		env[fmt.Sprintf("HEDDLE_VAR_%d", i)] = strings.Repeat("v", 40)
 	}
+	start := func(ctx context.Context, c *Client, i, round int) error {
+		dir := fmt.Sprintf("%s/%d-%d", root, i, round)
+		s, err := c.StartAndWait(ctx, Detached{
+			Dir:    dir + "/run",
+			Script: "cd / && exec /bin/sh " + quote(dir+"/script"),
+			Env:    env,
+			Files: []File{
+				{Path: dir + "/context.json", Data: []byte(contextDoc)},
+				{Path: dir + "/script", Data: []byte("sleep 1\n")},
+			},
+			Wait:        2 * time.Second,
+			RemoveAfter: dir,
+		})
+		if err == nil && (s.Status.State != Exited || s.Status.ExitCode != 0) {
+			err = fmt.Errorf("not exited 0: %+v", s.Status)
+		}
+		return err
+	}
 	type variant struct {
 		name string
 		run  func(ctx context.Context, c *Client, i, round int) error
@@ -77,23 +97,11 @@ func BenchmarkStep50(b *testing.B) {
 			_, err := c.exec(ctx, "sudo -n sleep 1", nil, discard{}, discard{})
 			return err
 		}},
-		{"start", func(ctx context.Context, c *Client, i, round int) error {
-			dir := fmt.Sprintf("%s/%d-%d", root, i, round)
-			s, err := c.StartAndWait(ctx, Detached{
-				Dir:    dir + "/run",
-				Script: "cd / && exec /bin/sh " + quote(dir+"/script"),
-				Env:    env,
-				Files: []File{
-					{Path: dir + "/context.json", Data: []byte(contextDoc)},
-					{Path: dir + "/script", Data: []byte("sleep 1\n"), Mode: 0o700},
-				},
-				Wait:        2 * time.Second,
-				RemoveAfter: dir,
-			})
-			if err == nil && (s.Status.State != Exited || s.Status.ExitCode != 0) {
-				err = fmt.Errorf("not exited 0: %+v", s.Status)
-			}
-			return err
+		{"start", start},
+		{"start-sessions", func(ctx context.Context, c *Client, i, round int) error {
+			sessions := *c
+			sessions.noDispatch = true
+			return start(ctx, &sessions, i, round)
 		}},
 	}
 	over := map[string][]float64{}

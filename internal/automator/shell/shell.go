@@ -150,7 +150,7 @@ func (s *Shell) Bootstrap(ctx context.Context, req automator.Request) automator.
 	}
 	script := "umask 077\n[ -d " + shellQuote(req.WorkDir+"/tasks") + " ] || mkdir -p -- " + shellQuote(req.WorkDir+"/tasks") + " || exit 1\n" +
 		"h=; read -r h < /proc/sys/kernel/hostname 2>/dev/null || h=$(uname -n)\n" +
-		"echo \"heddle: bootstrapped as $(id -un) on $h\"\n"
+		"echo \"heddle: bootstrapped as ${USER:-$(id -un)} on $h\"\n"
 	var out automator.Output
 	err := s.pool.Do(ctx, req.Target, func(c *sshexec.Client) error {
 		res, err := c.RunControl(ctx, script, req.Secrets)
