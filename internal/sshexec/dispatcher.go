@@ -284,7 +284,13 @@ func (c *Client) startDispatcher(ctx context.Context, ds *dispatchers, sudo bool
 		_ = sess.Wait()
 		close(d.done)
 	}()
-	go func() { _, _ = io.WriteString(stdin, dispatcherPreamble) }()
+	// A few hundred bytes, well inside the channel's window: the write
+	// does not wait on the node. (Not in a goroutine: a channel's Write
+	// and CloseWrite must not run at once.)
+	if _, err := io.WriteString(stdin, dispatcherPreamble); err != nil {
+		_ = sess.Close() // it ended at once: as good as refused
+		return nil, &dispatcherRefused{err: err}
+	}
 	ready := make(chan error, 1)
 	go func() {
 		line, err := d.stdout.ReadString('\n')
@@ -311,8 +317,10 @@ func (c *Client) startDispatcher(ctx context.Context, ds *dispatchers, sudo bool
 // retire ends d: SIGTERM to its process group, then the session closed.
 func (d *dispatcher) retire() {
 	d.ended.Do(func() {
+		// No stdin.Close: a request's write may still be under way, and
+		// x/crypto/ssh's CloseWrite races with Write; closing the session
+		// ends the dispatcher's stdin all the same.
 		_ = d.sess.Signal(ssh.SIGTERM)
-		_ = d.stdin.Close()
 		select {
 		case <-d.done:
 		case <-time.After(killGrace):
