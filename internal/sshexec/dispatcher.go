@@ -207,6 +207,7 @@ func (c *Client) acquireDispatcher(ctx context.Context) *dispatcher {
 		ds.idle = ds.idle[:len(ds.idle)-1]
 		select {
 		case <-d.done: // ended while idle (killed on the node)
+			go d.retire() // closes its session
 			continue
 		default:
 		}

@@ -1,8 +1,10 @@
 package sshexec
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -231,5 +233,36 @@ func TestPrestartDispatcher(t *testing.T) {
 			require.NoError(t, err)
 			require.NotEqual(t, "0\n", res.Stdout.Text, "the login's own, without")
 		}
+	})
+}
+
+// FuzzReadFramed: whatever a control script prints (any bytes, any line
+// lengths, with or without a final newline) comes back exact, followed by
+// the status the dispatcher appended; a stream cut before its frame is an
+// error.
+func FuzzReadFramed(f *testing.F) {
+	f.Add([]byte(""), 0)
+	f.Add([]byte("\n"), 1)
+	f.Add([]byte("no newline"), 7)
+	f.Add([]byte("state=exited\ncode=0\n--\n\n\n"), 255)
+	f.Add([]byte(strings.Repeat("x", 5000)+"\n"+strings.Repeat("y", 4097)), 3)
+	const marker = "0123456789abcdef0123456789abcdef"
+	f.Fuzz(func(t *testing.T, out []byte, code int) {
+		if code < 0 || strings.Contains(string(out), marker) {
+			t.Skip()
+		}
+		stream := string(out) + "\n" + marker + " " + strconv.Itoa(code) + "\n" + "next request's answer"
+		var got strings.Builder
+		r := bufio.NewReaderSize(strings.NewReader(stream), 64)
+		status, err := readFramed(r, marker+" ", &got, maxControlOutput)
+		require.NoError(t, err)
+		require.Equal(t, code, status)
+		require.Equal(t, string(out), got.String())
+		rest, _ := io.ReadAll(r)
+		require.Equal(t, "next request's answer", string(rest), "nothing past the frame is read")
+
+		got.Reset()
+		_, err = readFramed(bufio.NewReaderSize(strings.NewReader(string(out)+"\n"+marker[:10]), 64), marker+" ", &got, maxControlOutput)
+		require.ErrorIs(t, err, errDispatcherEnded)
 	})
 }
