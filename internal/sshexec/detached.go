@@ -171,7 +171,9 @@ func startInput(files []File, script string) (string, error) {
 }
 
 // startScript creates dir (failing if it exists but holds no started
-// command), saves stdin (size bytes, checked: a cut connection leaves
+// command; when its parent is missing too, the attempt's directory, both in
+// one mkdir: it made both only if neither existed, so the start is this
+// one's, and a process less per action), saves stdin (size bytes, checked: a cut connection leaves
 // nothing behind) and sources it to write the files and the script, records
 // the boot id and launches the wrapper, which records its pid, runs the
 // script and writes the status to a temporary file renamed into place. The
@@ -197,10 +199,12 @@ func startScript(dir, load string, wait, fetch int, removeAfter string) string {
 	s := `umask 077
 d=` + q + `
 report_only= ended=
+if [ -d "${d%/*}" ] || ! mkdir -- "${d%/*}" "$d" 2>/dev/null; then
 [ -d "${d%/*}" ] || mkdir -p -- "${d%/*}" || exit 1
 if ! mkdir -- "$d" 2>/dev/null; then
 	if [ -f "$d/` + detachedPID + `" ]; then echo already; ` + map[bool]string{true: "report_only=1", false: "exit 0"}[wait > 0] + `
 	else echo "heddle: $d exists but holds no started command" >&2; exit 1; fi
+fi
 fi
 if [ -z "$report_only" ]; then
 ` + load + `read b < /proc/sys/kernel/random/boot_id 2>/dev/null || b=unknown

@@ -88,3 +88,24 @@ func testStartAndWait(t *testing.T, c *Client) {
 		require.Equal(t, "done\n", st.Stdout.Text)
 	}
 }
+
+// TestStartRefusesADirectoryWithoutACommand: a start whose directory exists
+// but holds no started command (a start cut short after its mkdir) fails
+// saying so rather than starting into it; one whose attempt directory is
+// missing makes both directories.
+func TestStartRefusesADirectoryWithoutACommand(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, 1, func(t *testing.T, b backend) {
+		c := dial(t, b.targets[0])
+		base := scratch(t, c)
+		ctx := context.Background()
+		mustRun(t, c, "mkdir -p "+quote(base+"/cut/run"))
+		_, err := c.StartAndWait(ctx, Detached{Dir: base + "/cut/run", Script: "echo never", Wait: time.Second})
+		require.ErrorContains(t, err, "exists but holds no started command")
+
+		s, err := c.StartAndWait(ctx, Detached{Dir: base + "/fresh/run", Script: "echo fresh", Wait: 5 * time.Second})
+		require.NoError(t, err)
+		require.True(t, s.Started)
+		require.Equal(t, "fresh\n", s.Status.Stdout.Text)
+	})
+}
