@@ -22,10 +22,12 @@ import (
 // command's start, wait and report, its poll, stop and removal, the
 // automator's bootstrap) one after another as they arrive on its stdin.
 // Each of those through a session of its own costs the node an sshd
-// session process, sudo (its policy, PAM session and log line) and a shell:
-// measured on the OpenSSH test hosts, 27 of the 44 CPU-milliseconds a 1 s
-// action's start cost, which is most of a step's overhead when 50 nodes
-// start one at once on a machine of their own each (BenchmarkStep50).
+// session process, sudo (its policy, PAM session and log line), a relay
+// shell and, for a start, the cat and wc of its upload: a 1 s action's
+// start cost an OpenSSH test host about 21 CPU-milliseconds (its sshd's
+// process tree, 30 starts in a row) through a session and about 10
+// through a dispatcher, and when 50 nodes that share two cores start one
+// at once, that CPU is most of a step's overhead (BenchmarkStep50).
 //
 // The privilege is the same as a session's: the login already runs anything
 // as root through `sudo -n`, and the dispatcher is started that way, once.
