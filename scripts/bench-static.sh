@@ -8,6 +8,9 @@
 #   scripts/bench-static.sh            # RUNS=3 rounds of every contender
 #   RUNS=5 scripts/bench-static.sh
 #   ONLY=heddle RUNS=1 scripts/bench-static.sh   # one contender (while tuning)
+#   HEDDLE_BIN=/tmp/heddle-old ONLY=heddle RUNS=1 scripts/bench-static.sh
+#       # a heddle built elsewhere (go build -o /tmp/heddle-old ./cmd/heddle):
+#       # alternate two builds run by run on a machine whose load varies
 #
 # The template has three services, each of whose install, configure and
 # start runs a 1 s script: base on every node, app (requires base) on every

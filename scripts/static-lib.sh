@@ -44,13 +44,18 @@ claim_hosts() {
   die "$wanted OpenSSH hosts free of other tests' claims are needed (of $HEDDLE_SSH_HOSTS)"
 }
 
-# start_server DATA: builds bin/heddle, starts `heddle server` on a free
+# start_server DATA: builds bin/heddle (or uses $HEDDLE_BIN), starts `heddle server` on a free
 # port with its data in DATA, and sets heddle, server_pid, HEDDLE_ENDPOINT,
 # HEDDLE_CONFIG and super (the superadmin key).
 start_server() {
   local data=$1 port
-  go build -o bin/heddle ./cmd/heddle
-  heddle=$PWD/bin/heddle
+  if [ -n "${HEDDLE_BIN:-}" ]; then
+    # A binary built elsewhere (to compare two versions run by run).
+    heddle=$HEDDLE_BIN
+  else
+    go build -o bin/heddle ./cmd/heddle
+    heddle=$PWD/bin/heddle
+  fi
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   export HEDDLE_ENDPOINT="http://127.0.0.1:$port"
   export HEDDLE_CONFIG="$data/cli.yaml" # keep the user's own CLI config out of it

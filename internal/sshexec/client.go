@@ -53,6 +53,12 @@ type Client struct {
 	conn   *ssh.Client
 	sudo   bool
 	done   chan struct{} // closed when the connection ends
+	// disp holds the connection's dispatchers (see dispatcher), which run
+	// heddle's control scripts without a session and sudo each; every view
+	// of the connection (As) shares them.
+	disp *connDispatchers
+	// noDispatch keeps this view on sessions of their own (tests).
+	noDispatch bool
 }
 
 // callerEnded tells whether ctx is done or its deadline has passed: the
@@ -143,6 +149,8 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 		conn:   ssh.NewClient(conn, chans, reqs),
 		sudo:   t.User != "root" && !t.NoSudo,
 		done:   make(chan struct{}),
+
+		disp: &connDispatchers{},
 	}
 	go func() {
 		_ = c.conn.Wait()
@@ -178,7 +186,7 @@ func (c *Client) As(t Target) (*Client, error) {
 	if err := policy.Check(t.Address, nil, presented); err != nil {
 		return nil, err
 	}
-	return &Client{target: t, policy: policy, conn: c.conn, sudo: t.User != "root" && !t.NoSudo, done: c.done}, nil
+	return &Client{target: t, policy: policy, conn: c.conn, sudo: t.User != "root" && !t.NoSudo, done: c.done, disp: c.disp}, nil
 }
 
 // HostKey is the host key the node presented, in authorized_keys form.

@@ -18,7 +18,7 @@ import (
 // A worker that waits on an open session for a 20-minute install pays for
 // every second of it (Lambda bills the wait and stops at 15 minutes), so
 // actions longer than a threshold are started detached instead: the script
-// runs under setsid and nohup, outliving the session, and writes its output
+// runs under setsid (or nohup), outliving the session, and writes its output
 // and exit status into Dir; the engine comes back later and Polls.
 type Detached struct {
 	// Dir is the command's own directory on the node, absolute, one per task
@@ -100,13 +100,11 @@ func (c *Client) StartAndWait(ctx context.Context, d Detached) (Started, error) 
 	}
 	keep := newTailBuffer(TailLimit, d.Secrets)
 	fetch := keep.limit + keep.context
-	line, err := wrap(startScript(d.Dir, len(in), waitSeconds(d.Wait), fetch, d.RemoveAfter), c.sudo)
-	if err != nil {
-		return Started{}, err
-	}
+	wait := waitSeconds(d.Wait)
 	var stdout bytes.Buffer
 	stderr := newTailBuffer(TailLimit, nil)
-	_, err = c.exec(ctx, line, strings.NewReader(in), &stdout, stderr)
+	_, err = c.control(ctx, startScript(d.Dir, stdinLoad(len(in)), wait, fetch, d.RemoveAfter),
+		startScript(d.Dir, inlineLoad(in), wait, fetch, d.RemoveAfter), strings.NewReader(in), &stdout, stderr)
 	var exit *ExitError
 	if errors.As(err, &exit) {
 		return Started{}, fmt.Errorf("sshexec: start detached command in %s on node %s: %w: %s", d.Dir, c.target.Node, err, strings.TrimSpace(stderr.tail(nil).Text))
@@ -174,19 +172,25 @@ func startInput(files []File, script string) (string, error) {
 }
 
 // startScript creates dir (failing if it exists but holds no started
-// command), saves stdin (size bytes, checked: a cut connection leaves
+// command; when its parent is missing too, the attempt's directory, both in
+// one mkdir: it made both only if neither existed, so the start is this
+// one's, and a process less per action), saves stdin (size bytes, checked: a cut connection leaves
 // nothing behind) and sources it to write the files and the script, records
 // the boot id and launches the wrapper, which records its pid, runs the
 // script and writes the status to a temporary file renamed into place. The
-// wrapper leads its own session and process group; it traps (rather than
-// ignores, which the script would inherit) SIGTERM, so that StopDetached's
-// signal to the group ends the script and the wrapper still records the
-// status (143 when the signal came before the script started, or when it
-// finds StopDetached's stop file once its pid is written). The script runs
-// in a subshell that looks for the stop file again just before it execs:
-// StopDetached writes the file before it signals, so a signal that lands
-// between the wrapper's look and the subshell's birth (which the wrapper's
-// trap absorbs) is caught by that look, and one that lands later finds the
+// wrapper leads its own session and process group (setsid; nohup where
+// there is no setsid); it ignores SIGHUP, which the script inherits, as
+// nohup would have it, and traps (rather than ignores, which the script
+// would inherit) SIGTERM, so that StopDetached's signal to the group ends
+// the script and the wrapper still records the status (143 when the signal
+// came before the script started, or when it finds StopDetached's stop
+// file once its pid is written). The script file is sourced in a subshell
+// of the wrapper (its traps reset, no positional parameters) rather than
+// run by a new /bin/sh: one exec less per action. That subshell looks for
+// the stop file again just before it sources the script: StopDetached
+// writes the file before it signals, so a signal that lands between the
+// wrapper's look and the subshell's birth (which the wrapper's trap
+// absorbs) is caught by that look, and one that lands later finds the
 // subshell, whose TERM is not trapped. It waits
 // (up to 10 s) for the pid file, so a Poll right after a start never
 // mistakes a starting command for a lost one.
@@ -197,28 +201,26 @@ func startInput(files []File, script string) (string, error) {
 // relay runs this in, so the shell reads its own pid from /proc/self/stat
 // (a builtin read: no process), or, without /proc, a child's $PPID. Then it reports as pollScript does, and removes removeAfter when
 // the command has ended.
-func startScript(dir string, size, wait, fetch int, removeAfter string) string {
+func startScript(dir, load string, wait, fetch int, removeAfter string) string {
 	q := quote(dir)
 	s := `umask 077
 d=` + q + `
 report_only= ended=
-mkdir -p -- "${d%/*}" || exit 1
+if [ -d "${d%/*}" ] || ! mkdir -- "${d%/*}" "$d" 2>/dev/null; then
+[ -d "${d%/*}" ] || mkdir -p -- "${d%/*}" || exit 1
 if ! mkdir -- "$d" 2>/dev/null; then
 	if [ -f "$d/` + detachedPID + `" ]; then echo already; ` + map[bool]string{true: "report_only=1", false: "exit 0"}[wait > 0] + `
 	else echo "heddle: $d exists but holds no started command" >&2; exit 1; fi
 fi
+fi
 if [ -z "$report_only" ]; then
-cat > "$d/in" || { rm -rf -- "$d"; exit 1; }
-n=$(wc -c < "$d/in")
-if [ $((n)) -ne ` + strconv.Itoa(size) + ` ]; then rm -rf -- "$d"; echo "heddle: start input truncated at $n bytes" >&2; exit 1; fi
-. "$d/in" || { rm -rf -- "$d"; exit 1; }
-read b < /proc/sys/kernel/random/boot_id 2>/dev/null || b=unknown
+` + load + `read b < /proc/sys/kernel/random/boot_id 2>/dev/null || b=unknown
 echo "$b" > "$d/` + detachedBoot + `"
-s=; command -v setsid >/dev/null 2>&1 && s=setsid
-$s nohup /bin/sh -c 'trap "stop=1" TERM INT HUP
+s=nohup; command -v setsid >/dev/null 2>&1 && s=setsid
+$s /bin/sh -c 'trap "" HUP; trap "stop=1" TERM INT
 echo $$ > "$1/pid.tmp" && mv -f "$1/pid.tmp" "$1/` + detachedPID + `"
 [ -f "$1/` + detachedStop + `" ] && stop=1
-if [ -z "$stop" ]; then ( [ -f "$1/` + detachedStop + `" ] && exit 143; exec /bin/sh "$1/` + detachedScript + `" ) > "$1/stdout" 2> "$1/stderr" < /dev/null; s=$?; else : > "$1/stdout"; : > "$1/stderr"; s=143; fi
+if [ -z "$stop" ]; then ( [ -f "$1/` + detachedStop + `" ] && exit 143; heddle_script="$1/` + detachedScript + `"; set --; unset stop; . "$heddle_script" ) > "$1/stdout" 2> "$1/stderr" < /dev/null; s=$?; else : > "$1/stdout"; : > "$1/stderr"; s=143; fi
 echo $s > "$1/status.tmp" && mv -f "$1/status.tmp" "$1/` + detachedStatus + `"' heddle-detached "$d" > /dev/null 2>&1 < /dev/null &
 w=$!
 `
@@ -253,6 +255,27 @@ fi
 		after = "rm -rf -- " + quote(removeAfter) + "\n"
 	}
 	return s + pollScriptThen(dir, fetch, after)
+}
+
+// stdinLoad is startScript's load step for a session of its own: the
+// files' text (size bytes) arrives on stdin and is saved, size-checked (a
+// cut connection leaves nothing behind) and sourced.
+func stdinLoad(size int) string {
+	return `cat > "$d/in" || { rm -rf -- "$d"; exit 1; }
+n=$(wc -c < "$d/in")
+if [ $((n)) -ne ` + strconv.Itoa(size) + ` ]; then rm -rf -- "$d"; echo "heddle: start input truncated at $n bytes" >&2; exit 1; fi
+. "$d/in" || { rm -rf -- "$d"; exit 1; }
+`
+}
+
+// inlineLoad is startScript's load step for a dispatcher, which has the
+// whole request before it runs any of it: the files' text is a function
+// of the script itself (no file, no cat, no wc).
+func inlineLoad(in string) string {
+	if !strings.HasSuffix(in, "\n") {
+		in += "\n"
+	}
+	return "heddle_files() {\n" + in + "}\nheddle_files || { rm -rf -- \"$d\"; exit 1; }\n"
 }
 
 // State is where a detached command stands.
@@ -303,13 +326,9 @@ func (c *Client) Poll(ctx context.Context, dir string, secrets []string) (Status
 	}
 	keep := newTailBuffer(TailLimit, secrets)
 	fetch := keep.limit + keep.context
-	line, err := wrap(pollScript(dir, fetch), c.sudo)
-	if err != nil {
-		return Status{}, err
-	}
 	var stdout bytes.Buffer
 	stderr := newTailBuffer(TailLimit, nil)
-	if _, err := c.exec(ctx, line, nil, &stdout, stderr); err != nil {
+	if _, err := c.control(ctx, pollScript(dir, fetch), "", nil, &stdout, stderr); err != nil {
 		var exit *ExitError
 		if errors.As(err, &exit) {
 			return Status{}, fmt.Errorf("sshexec: poll %s on node %s: %w: %s", dir, c.target.Node, err, strings.TrimSpace(stderr.tail(nil).Text))
@@ -354,8 +373,9 @@ func pollScriptThen(dir string, fetch int, after string) string {
 	f := strconv.Itoa(fetch)
 	return `d=` + quote(dir) + `
 if [ ! -d "$d" ]; then echo state=lost; echo reason=missing; exit 0; fi
-b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown)
-if [ "$b" != "$(cat "$d/` + detachedBoot + `" 2>/dev/null)" ]; then echo state=lost; echo reason=rebooted; exit 0; fi
+read -r b < /proc/sys/kernel/random/boot_id 2>/dev/null || b=unknown
+b0=; read -r b0 < "$d/` + detachedBoot + `" 2>/dev/null
+if [ "$b" != "$b0" ]; then echo state=lost; echo reason=rebooted; exit 0; fi
 report() {
 	echo state=exited
 	read c < "$d/` + detachedStatus + `"
@@ -459,14 +479,14 @@ func (c *Client) StopDetached(ctx context.Context, dir string) error {
 	if err := checkRemotePath(dir); err != nil {
 		return err
 	}
-	line, err := wrap(`umask 077
-d=`+quote(dir)+`
+	script := `umask 077
+d=` + quote(dir) + `
 mkdir -p -- "$d" 2>/dev/null
-: > "$d/`+detachedStop+`" 2>/dev/null
-p=$(cat "$d/`+detachedPID+`" 2>/dev/null) || exit 0
+: > "$d/` + detachedStop + `" 2>/dev/null
+p=$(cat "$d/` + detachedPID + `" 2>/dev/null) || exit 0
 alive() { if [ -d /proc/self ]; then [ -d "/proc/$p" ]; else kill -0 "$p" 2>/dev/null; fi; }
 i=0
-while [ ! -f "$d/`+detachedStatus+`" ] && alive; do
+while [ ! -f "$d/` + detachedStatus + `" ] && alive; do
 	case $i in
 	0|20) kill -s TERM -- "-$p" 2>/dev/null || kill -s TERM "$p" 2>/dev/null ;;
 	50) kill -s KILL -- "-$p" 2>/dev/null || kill -s KILL "$p" 2>/dev/null ;;
@@ -475,11 +495,8 @@ while [ ! -f "$d/`+detachedStatus+`" ] && alive; do
 	i=$((i + 1))
 	sleep 0.1 2>/dev/null || sleep 1
 done
-`, c.sudo)
-	if err != nil {
-		return err
-	}
-	_, err = c.exec(ctx, line, nil, io.Discard, io.Discard)
+`
+	_, err := c.control(ctx, script, "", nil, io.Discard, io.Discard)
 	return err
 }
 
@@ -489,10 +506,6 @@ func (c *Client) RemoveDetached(ctx context.Context, dir string) error {
 	if err := checkRemotePath(dir); err != nil {
 		return err
 	}
-	line, err := wrap("rm -rf -- "+quote(dir), c.sudo)
-	if err != nil {
-		return err
-	}
-	_, err = c.exec(ctx, line, nil, io.Discard, io.Discard)
+	_, err := c.control(ctx, "rm -rf -- "+quote(dir), "", nil, io.Discard, io.Discard)
 	return err
 }

@@ -29,5 +29,13 @@
 // process died without a status).
 //
 // A Client is one connection and may be used for many commands; a Pool keeps
-// one per node login and replaces stale ones.
+// one per node login and replaces stale ones. heddle's own control scripts
+// (a detached command's start, wait and report, its polls, stop and
+// removal; RunControl for the automator's bootstrap) run in the
+// connection's dispatcher: one root shell started once through `sudo -n`
+// in a session of the connection, reading requests on its stdin, ended
+// with the connection (see dispatcher.go for the protocol and the security
+// argument). A node where it cannot start gets a session per script, as
+// before. Actions themselves still run detached under setsid, or, for
+// synchronous runs (Run), in a session of their own.
 package sshexec

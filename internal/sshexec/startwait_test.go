@@ -11,11 +11,27 @@ import (
 // TestStartAndWait: one session writes the files (exact bytes, modes),
 // starts the command and, for one that ends within the wait, reports it
 // and removes what it was told to; a longer one comes back Running and is
-// polled as usual; a repeated start reports without starting again.
+// polled as usual; a repeated start reports without starting again. The
+// same through the connection's dispatcher and through sessions of their
+// own (a node where no dispatcher starts).
 func TestStartAndWait(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, 1, func(t *testing.T, b backend) {
-		c := dial(t, b.targets[0])
+		t.Run("dispatcher", func(t *testing.T) {
+			t.Parallel()
+			testStartAndWait(t, dial(t, b.targets[0]))
+		})
+		t.Run("sessions", func(t *testing.T) {
+			t.Parallel()
+			c := dial(t, b.targets[0])
+			c.noDispatch = true
+			testStartAndWait(t, c)
+		})
+	})
+}
+
+func testStartAndWait(t *testing.T, c *Client) {
+	{
 		base := scratch(t, c)
 		ctx := context.Background()
 		odd := "it's \"quoted\" $HOME `x` \\ \n\ttabs\r and no newline at the end"
@@ -70,5 +86,26 @@ func TestStartAndWait(t *testing.T) {
 		st := pollUntilDone(t, c, long.Dir, nil)
 		require.Equal(t, Exited, st.State)
 		require.Equal(t, "done\n", st.Stdout.Text)
+	}
+}
+
+// TestStartRefusesADirectoryWithoutACommand: a start whose directory exists
+// but holds no started command (a start cut short after its mkdir) fails
+// saying so rather than starting into it; one whose attempt directory is
+// missing makes both directories.
+func TestStartRefusesADirectoryWithoutACommand(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, 1, func(t *testing.T, b backend) {
+		c := dial(t, b.targets[0])
+		base := scratch(t, c)
+		ctx := context.Background()
+		mustRun(t, c, "mkdir -p "+quote(base+"/cut/run"))
+		_, err := c.StartAndWait(ctx, Detached{Dir: base + "/cut/run", Script: "echo never", Wait: time.Second})
+		require.ErrorContains(t, err, "exists but holds no started command")
+
+		s, err := c.StartAndWait(ctx, Detached{Dir: base + "/fresh/run", Script: "echo fresh", Wait: 5 * time.Second})
+		require.NoError(t, err)
+		require.True(t, s.Started)
+		require.Equal(t, "fresh\n", s.Status.Stdout.Text)
 	})
 }

@@ -28,7 +28,7 @@ func TestDetachedStartCutByTheDeadlineLeavesNothingRunning(t *testing.T) {
 	for i := range 60 {
 		marker := filepath.Join(markers, strconv.Itoa(i))
 		req := request(b.targets[0], workDir(t), map[string]string{
-			FieldScript: "sleep 1; touch " + marker,
+			FieldScript: "sleep 4; touch " + marker,
 			FieldDetach: "true",
 		})
 		out := sh.Run(runCtx(t, time.Duration(i)*time.Millisecond), req)
@@ -36,7 +36,11 @@ func TestDetachedStartCutByTheDeadlineLeavesNothingRunning(t *testing.T) {
 		require.ErrorAs(t, out.Err, &timeout, "deadline %d ms", i)
 		errs[strconv.Itoa(i)] = out.Err.Error()
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// The script sleeps 4 s before its mark, longer than a loaded machine
+	// takes to give up on a cut session (up to 2 s after the deadline, for
+	// the session to end on its signal) and stop the command; a command that
+	// nothing stopped leaves its mark within 5 s.
+	time.Sleep(5 * time.Second)
 	left, err := os.ReadDir(markers)
 	require.NoError(t, err)
 	var names []string

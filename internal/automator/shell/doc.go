@@ -42,17 +42,22 @@
 // Synchronous or detached. An action whose timeout is at most DetachAfter
 // (2 minutes by default) runs on an open SSH session: one round trip, the
 // right choice for the many short configure and start scripts. A longer one
-// runs detached: the script is started on the node under setsid and nohup
-// with its output and exit status written to files, and the automator polls
-// it every PollInterval over short sessions instead of holding one open. A
+// runs detached: the script is started on the node under setsid (nohup
+// where there is none) with its output and exit status written to files,
+// and the automator polls it every PollInterval instead of holding a
+// session open. The start, its wait, the polls and the cleanup are control
+// scripts of heddle's own, which run in the connection's dispatcher (one
+// root shell per pooled connection, see sshexec) rather than in a session
+// and sudo each; Bootstrap starts that dispatcher if the provider's
+// confirm has not. A
 // poll that finds the node rebooted or the status missing fails the attempt
 // clearly; a poll that cannot reach the node is retried at the next interval;
 // a detached script still running when the action's timeout ends is stopped
 // (SIGTERM to its process group, then SIGKILL). Run does all this within
 // one call; Start and Check (automator.Detacher) do it in steps, so that the
 // engine can park the attempt between polls instead of a worker waiting:
-// Start starts the script, watches it in place for QuickWait (2 s by
-// default, polling at 50 ms, 100 ms, 200 ms ...: most scripts with a long
+// Start starts the script, waits on it in place for QuickWait (2 s by
+// default; the node's shell waits on the command: most scripts with a long
 // default timeout end within it, and a trip through the queue plus a
 // PollInterval would cost far more) and only then returns Pending; each
 // Check polls once.

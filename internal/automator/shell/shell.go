@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"strings"
 	"time"
@@ -140,16 +141,19 @@ func (s *Shell) ValidateAction(fields map[string]string) domain.Problems {
 
 // Bootstrap creates the automator's working directory on the node, which
 // also proves that sudo works without a password when the login user is
-// not root.
+// not root. It runs through the connection's dispatcher (sshexec.Client.
+// RunControl), which it starts, so that the node's first action finds one
+// ready. Who and where are read without a process where the node allows.
 func (s *Shell) Bootstrap(ctx context.Context, req automator.Request) automator.Output {
 	if err := checkWorkDir(req.WorkDir); err != nil {
 		return failed(err)
 	}
-	script := "umask 077\nmkdir -p -- " + shellQuote(req.WorkDir+"/tasks") + " || exit 1\n" +
-		"echo \"heddle: bootstrapped as $(id -un) on $(uname -n)\"\n"
+	script := "umask 077\n[ -d " + shellQuote(req.WorkDir+"/tasks") + " ] || mkdir -p -- " + shellQuote(req.WorkDir+"/tasks") + " || exit 1\n" +
+		"h=; read -r h < /proc/sys/kernel/hostname 2>/dev/null || h=$(uname -n)\n" +
+		"echo \"heddle: bootstrapped as ${USER:-$(id -un)} on $h\"\n"
 	var out automator.Output
 	err := s.pool.Do(ctx, req.Target, func(c *sshexec.Client) error {
-		res, err := c.Run(ctx, sshexec.Command{Script: script, Secrets: req.Secrets})
+		res, err := c.RunControl(ctx, script, req.Secrets)
 		out = fromResult(res, c)
 		return err
 	})
@@ -396,6 +400,12 @@ func (r run) start(ctx context.Context, wait time.Duration) (automator.Output, s
 			wait = max(room, 0)
 		}
 	}
+	// A script with a #! line is run as a program and needs its x bit; any
+	// other is read by /bin/sh, and a chmod is one process less per action.
+	mode := fs.FileMode(0o600)
+	if strings.HasPrefix(r.body, "#!") {
+		mode = 0o700
+	}
 	err := r.shell.pool.Do(ctx, r.req.Target, func(c *sshexec.Client) error {
 		out.HostKey, _ = c.NewlyPinned()
 		s, err := c.StartAndWait(ctx, sshexec.Detached{
@@ -404,7 +414,7 @@ func (r run) start(ctx context.Context, wait time.Duration) (automator.Output, s
 			Env:    r.env(dir + "/context.json"),
 			Files: []sshexec.File{
 				{Path: dir + "/context.json", Data: r.contextDoc},
-				{Path: dir + "/script", Data: []byte(r.body), Mode: 0o700},
+				{Path: dir + "/script", Data: []byte(r.body), Mode: mode},
 			},
 			Wait:        wait,
 			RemoveAfter: dir,

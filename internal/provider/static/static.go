@@ -134,7 +134,17 @@ func (s *Static) Confirm(ctx context.Context, req provider.Request) (provider.Pr
 	defer cancel()
 	c, err := sshexec.Dial(ctx, s.target(req.Node.ID, t, true))
 	if err == nil {
+		// The node's tasks will use this login (handed over below): their
+		// root shell starts now, beside the key edit, rather than in the
+		// node's bootstrap after it (see sshexec's dispatcher).
+		ready := func(context.Context) {}
+		if req.SSH != nil {
+			ready = c.PrestartDispatcher(sshexec.Target{Address: t.address(), User: t.User, NoSudo: facts(req, t, "").NoSudo})
+		}
 		err = runEdit(ctx, c, addKeyScript(keyLine(req), nodeHome(req)))
+		if err == nil {
+			ready(ctx)
+		}
 	}
 	if err != nil {
 		if c != nil {
