@@ -279,7 +279,9 @@ type Task struct {
 	Dependents []string `json:"dependents,omitempty"`
 	Remaining  int      `json:"remaining"`
 	// ReadyAt is when a READY task may be claimed (later than now during a
-	// retry's backoff); Sends counts janitor re-sends of its message.
+	// retry's backoff); Sends counts the messages sent for it after its
+	// first (re-sends, retries, moved polls): each has a deduplication id
+	// of its own.
 	ReadyAt  time.Time     `json:"readyAt,omitzero"`
 	Sends    int           `json:"sends,omitempty"`
 	Deadline time.Time     `json:"deadline,omitzero"`

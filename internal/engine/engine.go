@@ -311,6 +311,11 @@ func (e *Engine) send(ctx context.Context, tenant string, tasks []domain.Task) e
 	return flush()
 }
 
+// dedupID is a task message's deduplication id. The queue drops a message
+// whose id its group saw in the last 5 minutes, so every new message of a
+// task must differ in attempt or sends from all earlier ones: whoever sends
+// one bumps t.Sends in the write that records why (docs/architecture.md,
+// "Deduplication ids"). Only a client retry of one send repeats an id.
 func dedupID(ref TaskRef, attempt, sends int) string {
 	return ref.Job + "#" + ref.Task + "#" + strconv.Itoa(attempt) + "#" + strconv.Itoa(sends)
 }

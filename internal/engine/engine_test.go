@@ -177,6 +177,8 @@ func TestFailedCreateRollsBack(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T) {
 		b := setup(t, nil, Config{})
+		log := &idLog{Queue: b.q}
+		b.eng.queue = log
 		job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 4, failAppStart(alwaysFails)))
 		require.NoError(t, err)
 		stop := b.run(t, 4, 50*time.Millisecond)
@@ -184,6 +186,7 @@ func TestFailedCreateRollsBack(t *testing.T) {
 		stop()
 		require.Equal(t, domain.JobFailed, final.Status)
 		require.Contains(t, final.StatusMessage, "rolled back")
+		log.requireDistinctIDs(t) // retries and rollback tasks: no message dropped as a duplicate
 		_, c, err := b.eng.loadCluster(b.ctx, tenant, "c1")
 		require.NoError(t, err)
 		require.Equal(t, domain.ClusterTerminated, c.Status)
@@ -314,6 +317,8 @@ func TestRetryContinuesAFailedJobFromItsFailedTasks(t *testing.T) {
 		// app/start fails every attempt of the first run and succeeds on the
 		// first attempt of the retry; without a rollback plan the job stops
 		// FAILED with the cluster held at FAILED.
+		log := &idLog{Queue: b.q}
+		b.eng.queue = log
 		sub := createSubmission(t, "c1", 4, failAppStart(failsFirstRun))
 		sub.Plan.Rollback = nil
 		job, err := b.eng.Submit(b.ctx, sub)
@@ -337,6 +342,7 @@ func TestRetryContinuesAFailedJobFromItsFailedTasks(t *testing.T) {
 		final := b.waitJob(t, "c1", job.ID, 30*time.Second)
 		require.Equal(t, domain.JobSucceeded, final.Status, "%s%s", final.StatusMessage, b.failures(t, final.ID))
 		require.Equal(t, 1, final.Retries)
+		log.requireDistinctIDs(t) // attempts' retries and the job's: no message dropped as a duplicate
 		_, c, err = b.eng.loadCluster(b.ctx, tenant, "c1")
 		require.NoError(t, err)
 		require.Equal(t, domain.ClusterActive, c.Status)

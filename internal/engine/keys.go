@@ -72,8 +72,8 @@ func ParseTaskRef(tenant, s string) (TaskRef, error) {
 // time, nodes run in parallel; joins get their own group each.
 //
 // A task sent again (sends > 0: the janitor took its message for lost, a
-// resume, a retry, polls moved to a fresh message) gets a group of its
-// own, <group>#r<sends>: the message it replaces may be stuck in flight
+// resume, a job's retry, a failed attempt's retry, polls moved to a fresh
+// message) gets a group of its own, <group>#r<sends>: the message it replaces may be stuck in flight
 // (hidden for the queue's visibility timeout after a worker died before
 // its handler could hold the batch), and in the node's group the new one
 // would wait behind it. The planner chains each node's tasks, so no other

@@ -243,6 +243,12 @@ func (e *Engine) fail(ctx context.Context, ref TaskRef, lt loadedTask, res Resul
 	e.endAttempt(&t, domain.TaskFailed, res)
 	if t.Attempt < t.MaxAttempts {
 		t.Status, t.ReadyAt = domain.TaskReady, e.now().Add(e.backoff(t.Attempt))
+		// The retry's message is a new one: a send of its own. Without it
+		// the message would repeat the id of the last one sent during this
+		// attempt (polls moved to a fresh message, the janitor's re-poll:
+		// both carry the attempt's number), and the queue would drop it
+		// as a duplicate, leaving the retry to the janitor's re-send.
+		t.Sends++
 		_, err := e.store.Write(ctx, store.Update(key, store.Condition{Version: lt.item.Version}, taskChanges(key, t)))
 		if errors.Is(err, store.ErrConditionFailed) {
 			return nil
