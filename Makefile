@@ -30,7 +30,8 @@ test: ## The whole test suite, with DynamoDB Local and OpenSSH servers started f
 test-unit: ## Only the tests that need no emulator or sshd (fast)
 	$(GO) test -race -count=1 $(PKGS)
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet, and no tracked binary or unlisted file over 1 MiB
+	./scripts/check-tracked-files.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
