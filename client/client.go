@@ -196,6 +196,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		return nil, 0, ctx.Err() == nil, fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if dst, ok := ctx.Value(headerKey{}).(*http.Header); ok && dst != nil {
+			*dst = resp.Header.Clone()
+		}
 		return data, 0, false, nil
 	}
 	var retryAfter time.Duration
@@ -239,6 +242,15 @@ type answerKey struct{}
 // API's own JSON, as the CLI's -o json does.
 func KeepAnswer(ctx context.Context, dst *[]byte) context.Context {
 	return context.WithValue(ctx, answerKey{}, dst)
+}
+
+type headerKey struct{}
+
+// KeepHeader returns a context under which a call that succeeds leaves the
+// header of its answer in *dst, for what an answer says outside its body
+// (a catalog PUT's Heddle-Outcome).
+func KeepHeader(ctx context.Context, dst *http.Header) context.Context {
+	return context.WithValue(ctx, headerKey{}, dst)
 }
 
 // Send sends in as JSON (when not nil) to a route this package has no

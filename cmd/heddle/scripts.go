@@ -14,7 +14,9 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/heddle-io/heddle/client"
 	"github.com/heddle-io/heddle/internal/api"
+	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/domain"
 )
 
@@ -57,12 +59,19 @@ func newScriptsPushCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			raw, err := c.Do(cmd.Context(), http.MethodPut, "/v1/scripts/"+pathEscape(args[0]), nil, content, "text/plain; charset=utf-8")
+			var header http.Header
+			raw, err := c.Do(client.KeepHeader(cmd.Context(), &header), http.MethodPut, "/v1/scripts/"+pathEscape(args[0]), nil, content, "text/plain; charset=utf-8")
 			if err != nil {
 				return err
 			}
 			return printAnswer(a, cmd.OutOrStdout(), raw, func(w io.Writer, s *domain.Script) {
-				fmt.Fprintf(w, "script %s version %d (%d bytes, sha256 %s)\n", s.Name, s.Version, s.Size, shortSum(s.SHA256))
+				// The same text as the latest version writes nothing, and
+				// the push says so rather than naming a version it did not make.
+				unchanged := ""
+				if header.Get(api.OutcomeHeader) == string(catalog.OutcomeUnchanged) {
+					unchanged = " unchanged"
+				}
+				fmt.Fprintf(w, "script %s version %d%s (%d bytes, sha256 %s)\n", s.Name, s.Version, unchanged, s.Size, shortSum(s.SHA256))
 			})
 		},
 	}

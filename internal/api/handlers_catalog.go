@@ -102,13 +102,15 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, p access.P
 }
 
 // putEntity writes the entity's next version. A body naming a version acts as
-// If-Match on it, so GET, edit, PUT is safe against concurrent edits.
+// If-Match on it, so GET, edit, PUT is safe against concurrent edits. The
+// Heddle-Outcome header says whether it created the entity, wrote a new
+// version, or wrote nothing (unchanged: the body is the latest version).
 func (s *Server) putEntity(w http.ResponseWriter, r *http.Request, p access.Principal) error {
 	k, name, err := pathEntity(r)
 	if err != nil {
 		return err
 	}
-	e, err := decodeEntity(r, k)
+	e, text, err := decodeEntity(r, k)
 	if err != nil {
 		return err
 	}
@@ -124,19 +126,34 @@ func (s *Server) putEntity(w http.ResponseWriter, r *http.Request, p access.Prin
 	if ifMatch == "" && meta.Version != 0 {
 		ifMatch = catalog.ETag(meta.Version)
 	}
-	stored, created, err := s.catalog.Put(r.Context(), p.Tenant, e, ifMatch)
+	var (
+		stored  domain.Entity
+		outcome catalog.Outcome
+	)
+	if text {
+		// A script's bare text keeps the description it had (see
+		// Catalog.WriteScriptText).
+		stored, outcome, err = s.catalog.WriteScriptText(r.Context(), p.Tenant, name, e.(*domain.Script).Content, ifMatch)
+	} else {
+		stored, outcome, err = s.catalog.Write(r.Context(), p.Tenant, e, ifMatch)
+	}
 	if err != nil {
 		return err
 	}
 	w.Header().Set("ETag", catalog.ETag(stored.EntityMeta().Version))
+	w.Header().Set(OutcomeHeader, string(outcome))
 	status := http.StatusOK
-	if created {
+	if outcome == catalog.OutcomeCreated {
 		status = http.StatusCreated
 		w.Header().Set("Location", r.URL.Path)
 	}
 	writeJSON(w, status, s.catalog.Redacted(stored))
 	return nil
 }
+
+// OutcomeHeader, on the answer to a catalog PUT, says what the PUT did:
+// created, updated, or unchanged (nothing written).
+const OutcomeHeader = "Heddle-Outcome"
 
 func (s *Server) deleteEntity(w http.ResponseWriter, r *http.Request, p access.Principal) error {
 	k, name, err := pathEntity(r)
@@ -224,22 +241,22 @@ func (s *Server) importCatalog(w http.ResponseWriter, r *http.Request, p access.
 // decodeEntity reads a PUT's entity of kind k. A script may also be sent as
 // its bare text (Content-Type text/plain, text/x-shellscript or
 // application/octet-stream), so that `curl --data-binary @install.sh`
-// uploads a file as it is.
-func decodeEntity(r *http.Request, k domain.Kind) (domain.Entity, error) {
+// uploads a file as it is; text says it was.
+func decodeEntity(r *http.Request, k domain.Kind) (e domain.Entity, text bool, err error) {
 	if k == domain.KindScript {
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && scriptMediaTypes[mt] {
 			body, err := io.ReadAll(r.Body)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
-			return &domain.Script{Content: string(body)}, nil
+			return &domain.Script{Content: string(body)}, true, nil
 		}
 	}
-	e := domain.NewEntity(k)
+	e = domain.NewEntity(k)
 	if err := decode(r, e); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return e, nil
+	return e, false, nil
 }
 
 var scriptMediaTypes = map[string]bool{"text/plain": true, "text/x-shellscript": true, "text/x-sh": true, "application/x-sh": true, "application/octet-stream": true}

@@ -174,12 +174,20 @@ func (c *Catalog) Versions(ctx context.Context, tenant string, k domain.Kind, na
 // provider fields sealed: pass it through Redacted before showing it) and
 // whether it was new.
 func (c *Catalog) Put(ctx context.Context, tenant string, e domain.Entity, ifMatch string) (domain.Entity, bool, error) {
+	stored, outcome, err := c.Write(ctx, tenant, e, ifMatch)
+	return stored, outcome == OutcomeCreated, err
+}
+
+// Write is Put that says what it did: created the entity, wrote its next
+// version, or wrote nothing because e is what its latest version already
+// holds (unchanged, the answer then being that version).
+func (c *Catalog) Write(ctx context.Context, tenant string, e domain.Entity, ifMatch string) (domain.Entity, Outcome, error) {
 	if ps := validate(e); len(ps) > 0 {
-		return nil, false, ps
+		return nil, putRefused, ps
 	}
 	var (
 		stored  domain.Entity
-		outcome putOutcome
+		outcome Outcome
 	)
 	err := c.write(ctx, tenant, func(tx *writeTx) error {
 		var err error
@@ -187,9 +195,46 @@ func (c *Catalog) Put(ctx context.Context, tenant string, e domain.Entity, ifMat
 		return err
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, putRefused, err
 	}
-	return stored, outcome == putCreated, nil
+	return stored, outcome, nil
+}
+
+// WriteScriptText writes text as the next version of script name, with the
+// label and description of its latest version: a bare upload (`heddle
+// scripts push`, a text/plain PUT) carries a script's text and nothing else,
+// so it leaves the rest as it was, and the same text again writes nothing.
+// A script written whole (JSON, an import) is replaced whole, as every
+// entity is.
+func (c *Catalog) WriteScriptText(ctx context.Context, tenant, name, text, ifMatch string) (domain.Entity, Outcome, error) {
+	sc := &domain.Script{Meta: domain.Meta{Name: name}, Content: text}
+	if ps := validate(sc); len(ps) > 0 {
+		return nil, putRefused, ps
+	}
+	var (
+		stored  domain.Entity
+		outcome Outcome
+	)
+	err := c.write(ctx, tenant, func(tx *writeTx) error {
+		sc.Label, sc.Description = "", ""
+		head, err := tx.head(domain.KindScript, name)
+		if err != nil {
+			return err
+		}
+		if head != nil && head.Status == statusLive {
+			prev, err := decodeEntity(domain.KindScript, head.Data)
+			if err != nil {
+				return err
+			}
+			sc.Label, sc.Description = prev.EntityMeta().Label, prev.EntityMeta().Description
+		}
+		stored, outcome, err = tx.put(sc, ifMatch)
+		return err
+	})
+	if err != nil {
+		return nil, putRefused, err
+	}
+	return stored, outcome, nil
 }
 
 // validate checks e on its own, its macros included: a macro that does not

@@ -156,8 +156,10 @@ func (c *Catalog) Import(ctx context.Context, tenant string, d *Document) (*Impo
 		res = ImportResult{Created: []Ref{}, Updated: []Ref{}, Unchanged: []Ref{}}
 		// Stage everything first so templates may refer to entities that come
 		// later in the document.
-		for _, e := range es {
-			tx.pending[Ref{Kind: e.EntityKind(), Name: e.EntityMeta().Name}] = e
+		for i, e := range es {
+			ref := Ref{Kind: e.EntityKind(), Name: e.EntityMeta().Name}
+			tx.pending[ref] = e
+			tx.paths[ref] = paths[i]
 		}
 		if err := tx.prefetchHeads(es); err != nil {
 			return err
@@ -177,9 +179,9 @@ func (c *Catalog) Import(ctx context.Context, tenant string, d *Document) (*Impo
 			}
 			ref := Ref{Kind: e.EntityKind(), Name: e.EntityMeta().Name}
 			switch outcome {
-			case putCreated:
+			case OutcomeCreated:
 				res.Created = append(res.Created, ref)
-			case putUpdated:
+			case OutcomeUpdated:
 				res.Updated = append(res.Updated, ref)
 			default:
 				res.Unchanged = append(res.Unchanged, ref)

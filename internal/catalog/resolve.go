@@ -39,7 +39,7 @@ type LookupFunc func(kind domain.Kind, ref domain.TemplateRef) (Layer, error)
 func Resolve(t *domain.ClusterTemplate, lookup LookupFunc) (*domain.ClusterTemplate, error) {
 	self := Layer{Kind: domain.KindClusterTemplate, Name: t.Name, Version: t.Version, Sections: t.TemplateSections}
 	var layers []mergeLayer
-	if err := flatten(self, true, lookup, nil, &layers); err != nil {
+	if err := flatten(self, true, lookup, nil, "", &layers); err != nil {
 		return nil, err
 	}
 	m := newMerger()
@@ -62,17 +62,28 @@ type mergeLayer struct {
 	full bool // from the extends chain or the template itself
 }
 
-func flatten(l Layer, full bool, lookup LookupFunc, path []string, out *[]mergeLayer) error {
+// flatten lists the layers l merges, in merge order. via is the field of
+// the template being resolved through which l was reached ("" for that
+// template itself): a cycle or a chain too deep is reported there, at the
+// reference that leads into it, since that is the field a person edits.
+func flatten(l Layer, full bool, lookup LookupFunc, path []string, via string, out *[]mergeLayer) error {
 	id := string(l.Kind) + "/" + l.Name
 	if slices.Contains(path, id) {
-		return domain.Problems{{Field: "extends", Code: domain.CodeConflict,
-			Message: fmt.Sprintf("templates refer to each other in a cycle: %s", strings.Join(append(path, id), " -> "))}}
+		return domain.Problems{{Field: viaField(via), Code: domain.CodeCycle,
+			Message: fmt.Sprintf("templates extend or include each other in a cycle (%s), so none of them can be resolved; remove one of these references",
+				strings.Join(append(path, id), " -> "))}}
 	}
 	if len(path) >= maxTemplateDepth {
-		return domain.Problems{{Field: "extends", Code: domain.CodeOutOfRange,
+		return domain.Problems{{Field: viaField(via), Code: domain.CodeOutOfRange,
 			Message: fmt.Sprintf("extends and includes nest deeper than %d templates (%s)", maxTemplateDepth, strings.Join(path, " -> "))}}
 	}
 	path = append(path, id)
+	at := func(field string) string {
+		if via == "" {
+			return field
+		}
+		return via
+	}
 	if ext := l.Sections.Extends; ext != nil {
 		parent, err := lookup(domain.KindClusterTemplate, *ext)
 		if err != nil && isNotFound(err) {
@@ -81,7 +92,7 @@ func flatten(l Layer, full bool, lookup LookupFunc, path []string, out *[]mergeL
 		if err != nil {
 			return refProblem("extends", *ext, err)
 		}
-		if err := flatten(parent, full, lookup, path, out); err != nil {
+		if err := flatten(parent, full, lookup, path, at("extends"), out); err != nil {
 			return err
 		}
 	}
@@ -90,12 +101,19 @@ func flatten(l Layer, full bool, lookup LookupFunc, path []string, out *[]mergeL
 		if err != nil {
 			return refProblem(fmt.Sprintf("includes[%d]", i), inc, err)
 		}
-		if err := flatten(part, false, lookup, path, out); err != nil {
+		if err := flatten(part, false, lookup, path, at(fmt.Sprintf("includes[%d]", i)), out); err != nil {
 			return err
 		}
 	}
 	*out = append(*out, mergeLayer{Layer: l, full: full})
 	return nil
+}
+
+func viaField(via string) string {
+	if via == "" {
+		return "extends"
+	}
+	return via
 }
 
 func refProblem(field string, ref domain.TemplateRef, err error) error {

@@ -97,7 +97,7 @@ func TestResolveErrors(t *testing.T) {
 		field string
 		code  string
 	}{
-		{"cycle", withRefs(valid, "a"), "extends", domain.CodeConflict},
+		{"cycle", withRefs(valid, "a"), "extends", domain.CodeCycle},
 		{"missing extends", withRefs(valid, "ghost"), "extends", domain.CodeUnknownRef},
 		{"missing include", withRefs(valid, "", "ghost"), "includes[0]", domain.CodeUnknownRef},
 		{"immutable string", func() domain.TemplateSections {

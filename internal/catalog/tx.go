@@ -48,6 +48,12 @@ type writeTx struct {
 	pending map[Ref]domain.Entity // entities this transaction writes, for lookups
 	ops     []store.Op
 	writes  []entityWrite // the entity versions ops writes, for a staged import
+	// versions holds the version each entity put leaves latest (written or
+	// unchanged), for the rules that check pinned versions (see rules.go).
+	versions map[Ref]int
+	// paths holds, for an import, each entity's place in the document, so
+	// that a rule checked once for the whole write names the field there.
+	paths map[Ref]string
 }
 
 // write runs fn against a fresh view of the tenant's catalog and commits its
@@ -66,8 +72,12 @@ func (c *Catalog) write(ctx context.Context, tenant string, fn func(*writeTx) er
 		if rev.Version == 0 {
 			revCond = store.Condition{MustNotExist: true}
 		}
-		tx := &writeTx{ctx: ctx, c: c, tenant: tenant, s: s, heads: map[Ref]*store.Item{}, pending: map[Ref]domain.Entity{}}
+		tx := &writeTx{ctx: ctx, c: c, tenant: tenant, s: s, heads: map[Ref]*store.Item{}, pending: map[Ref]domain.Entity{},
+			versions: map[Ref]int{}, paths: map[Ref]string{}}
 		if err := fn(tx); err != nil {
+			return err
+		}
+		if err := tx.checkServiceCycles(); err != nil {
 			return err
 		}
 		if len(tx.ops) == 0 {
@@ -137,17 +147,18 @@ func (tx *writeTx) live(ref Ref) (bool, error) {
 // put stages e as the next version of its entity. It returns the entity as
 // it will be stored: e itself, or for a provider with a registry configured
 // a copy with its sensitive fields sealed (see prepareProvider).
-// putOutcome says what a put did to its entity.
-type putOutcome int
+// Outcome says what a write did to an entity. The API answers it in the
+// Heddle-Outcome header of a PUT, and an import lists entities under each.
+type Outcome string
 
 const (
-	putRefused   putOutcome = iota // with an error
-	putCreated                     // a new entity (or one deleted before)
-	putUpdated                     // a new version of a live entity
-	putUnchanged                   // the same content as the latest version: nothing written
+	putRefused       Outcome = ""          // with an error
+	OutcomeCreated   Outcome = "created"   // a new entity (or one deleted before)
+	OutcomeUpdated   Outcome = "updated"   // a new version of a live entity
+	OutcomeUnchanged Outcome = "unchanged" // the same content as the latest version: nothing written
 )
 
-func (tx *writeTx) put(e domain.Entity, ifMatch string) (stored domain.Entity, outcome putOutcome, err error) {
+func (tx *writeTx) put(e domain.Entity, ifMatch string) (stored domain.Entity, outcome Outcome, err error) {
 	k, meta := e.EntityKind(), e.EntityMeta()
 	head, err := tx.head(k, meta.Name)
 	if err != nil {
@@ -204,15 +215,20 @@ func (tx *writeTx) put(e domain.Entity, ifMatch string) (stored domain.Entity, o
 		meta.Version = latest
 		if same, err := json.Marshal(e); err == nil && string(same) == string(head.Data) {
 			tx.pending[Ref{Kind: k, Name: meta.Name}] = e
-			return e, putUnchanged, nil
+			tx.versions[Ref{Kind: k, Name: meta.Name}] = latest
+			return e, OutcomeUnchanged, nil
 		}
 	}
 	meta.Version = latest + 1
 	tx.pending[Ref{Kind: k, Name: meta.Name}] = e
+	tx.versions[Ref{Kind: k, Name: meta.Name}] = meta.Version
 	if t, ok := e.(*domain.ClusterTemplate); ok {
 		if _, err := Resolve(t, tx.c.lookup(tx.ctx, tx.tenant, tx.pending)); err != nil {
 			return nil, putRefused, err
 		}
+	}
+	if err := tx.checkEntity(e); err != nil {
+		return nil, putRefused, err
 	}
 	data, err := json.Marshal(e)
 	if err != nil {
@@ -233,9 +249,9 @@ func (tx *writeTx) put(e domain.Entity, ifMatch string) (stored domain.Entity, o
 		store.Put(store.Item{Key: versionKey(k, meta.Name, meta.Version), Data: data}, store.Condition{MustNotExist: true}),
 	)
 	if !isLive {
-		return e, putCreated, nil
+		return e, OutcomeCreated, nil
 	}
-	return e, putUpdated, nil
+	return e, OutcomeUpdated, nil
 }
 
 // referrers lists the live entities (templates; services for a script) and

@@ -27,6 +27,9 @@ const (
 	CodeConflict     = "conflict"
 	CodeImmutable    = "immutable"
 	CodeMalformed    = "malformed"
+	// CodeCycle: references that loop back to where they start (templates
+	// extending or including each other, services depending on each other).
+	CodeCycle = "cycle"
 )
 
 // Problems collects every problem found in one input. A nil or empty Problems
