@@ -41,6 +41,17 @@
 // and refuses overrides of keys an immutable partial template fixed. Cluster
 // creation calls it; Coopr never resolved templates there.
 //
+// # Write-time rules
+//
+// A write is refused, at the field, when cluster creation would refuse what
+// it refers to: a pinned script_version the script does not have, templates
+// that extend or include each other in a cycle, services whose install or
+// runtime requires and uses form a cycle (see rules.go). They run in the
+// write transaction's view, for a PUT and an import of any size alike, and a
+// refused write changes nothing. Writing an entity's latest content again
+// writes nothing and says so (OutcomeUnchanged); WriteScriptText, a script's
+// bare text, keeps the label and description of its latest version.
+//
 // # Providers
 //
 // With WithProviders (the local server and any deployment with provider

@@ -23,7 +23,10 @@ import (
 //   - services may not depend on each other in a cycle, in their install
 //     or their runtime dependencies, requires and uses alike, through
 //     provided names too (checkServiceCycles, once per write, over every
-//     live service).
+//     live service);
+//   - a cluster template may not combine services that depend on each
+//     other in a cycle (checkTemplateServices: only a cycle stored before
+//     the previous rule existed can be left for it to find).
 
 // checkEntity runs the rules that look at one entity being written (a new
 // or changed version): pinned script versions and template cycles.
@@ -103,14 +106,7 @@ func (tx *writeTx) checkServiceCycles() error {
 		return err
 	}
 	var ps domain.Problems
-	for _, p := range []struct {
-		name  string
-		field string
-		set   func(*domain.Service) domain.DependencySet
-	}{
-		{"install", "dependencies.install", func(s *domain.Service) domain.DependencySet { return s.Dependencies.Install }},
-		{"runtime", "dependencies.runtime", func(s *domain.Service) domain.DependencySet { return s.Dependencies.Runtime }},
-	} {
+	for _, p := range phases {
 		g := newDepGraph(all, p.set)
 		reported := map[int]bool{} // strongly connected components already reported
 		for _, s := range written {
@@ -156,6 +152,74 @@ func depField(set domain.DependencySet, to string, provides []string) string {
 		}
 	}
 	return "requires"
+}
+
+// checkTemplateServices refuses a cluster template, resolved, whose
+// services (compatibility and defaults) depend on each other in a cycle
+// among themselves: the planner refuses every cluster that holds them all.
+func (tx *writeTx) checkTemplateServices(t *domain.ClusterTemplate) error {
+	names := union(slices.Clone(t.Compatibility.Services), t.Defaults.Services)
+	var combined []*domain.Service
+	for _, name := range names {
+		s, err := tx.service(name)
+		if err != nil {
+			return err
+		}
+		if s != nil {
+			combined = append(combined, s)
+		}
+	}
+	for _, p := range phases {
+		g := newDepGraph(combined, p.set)
+		for _, name := range names {
+			i, ok := g.index[name]
+			if !ok || g.compSize[g.comp[i]] < 2 {
+				continue
+			}
+			cycle := g.cycleThrough(i)
+			loop := make([]string, len(cycle))
+			for j, c := range cycle {
+				loop[j] = g.names[c]
+			}
+			field := "defaults.services"
+			if k := slices.Index(t.Compatibility.Services, name); k >= 0 {
+				field = fmt.Sprintf("compatibility.services[%d]", k)
+			} else if k := slices.Index(t.Defaults.Services, name); k >= 0 {
+				field = fmt.Sprintf("defaults.services[%d]", k)
+			}
+			return domain.Problems{{Field: field, Code: domain.CodeCycle,
+				Message: fmt.Sprintf("combines services whose %s dependencies form a cycle (%s), so no cluster of this template could hold them all; break the cycle in the services or leave one of them out",
+					p.name, strings.Join(loop, " -> "))}}
+		}
+	}
+	return nil
+}
+
+// service is the live service name as this write leaves it, or nil.
+func (tx *writeTx) service(name string) (*domain.Service, error) {
+	if s, ok := tx.pending[Ref{Kind: domain.KindService, Name: name}].(*domain.Service); ok {
+		return s, nil
+	}
+	h, err := tx.head(domain.KindService, name)
+	if err != nil || h == nil || h.Status != statusLive {
+		return nil, err
+	}
+	e, err := decodeEntity(domain.KindService, h.Data)
+	if err != nil {
+		return nil, err
+	}
+	return e.(*domain.Service), nil
+}
+
+// phases are the two dependency sets of a service, each ordering its own
+// actions, so each must be free of cycles.
+var phases = []struct {
+	name  string
+	field string
+	set   func(*domain.Service) domain.DependencySet
+}{
+	{"install", "dependencies.install", func(s *domain.Service) domain.DependencySet { return s.Dependencies.Install }},
+	{"runtime", "dependencies.runtime", func(s *domain.Service) domain.DependencySet { return s.Dependencies.Runtime }},
 }
 
 // liveServices is every live service as this write leaves them: the

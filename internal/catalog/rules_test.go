@@ -1,12 +1,14 @@
 package catalog
 
 import (
+	"encoding/json"
 	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/store"
 )
 
 // refused checks that err holds problems, the first of code at field with
@@ -226,4 +228,39 @@ func TestWritingTheSameScriptTextKeepsItsDescriptionAndChangesNothing(t *testing
 	_, outcome, err = b.cat.WriteScriptText(b.ctx, "acme", "fresh", "echo\n", "")
 	require.NoError(t, err)
 	require.Equal(t, OutcomeCreated, outcome)
+}
+
+// storeRaw writes s as version 1 straight into the store, as a release
+// without the write-time rules could have.
+func (b *testBundle) storeRaw(t *testing.T, tenant string, s *domain.Service) {
+	t.Helper()
+	s.Version = 1
+	data, err := json.Marshal(s)
+	require.NoError(t, err)
+	require.NoError(t, store.Scoped(b.db, tenant).Transact(b.ctx, []store.Op{
+		store.Put(store.Item{Key: headKey(domain.KindService, s.Name), Status: statusLive, Counters: map[string]int64{counterLatest: 1}, Data: data}, store.Condition{}),
+		store.Put(store.Item{Key: versionKey(domain.KindService, s.Name, 1), Data: data}, store.Condition{}),
+	}))
+}
+
+func TestATemplateMayNotCombineServicesOnACycle(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.webCatalog(t, "acme")
+	b.storeRaw(t, "acme", service("la", "lb"))
+	b.storeRaw(t, "acme", service("lb", "la"))
+
+	template := func(services ...string) *domain.ClusterTemplate {
+		return &domain.ClusterTemplate{Meta: domain.Meta{Name: "loop"}, TemplateSections: domain.TemplateSections{
+			Compatibility: domain.Compatibility{Services: services},
+			Defaults:      domain.Defaults{Services: services[:1], Provider: "local", HardwareType: "small", ImageType: "debian"},
+		}}
+	}
+	err := b.unchangedBy(t, func() error { _, _, err := b.cat.Put(b.ctx, "acme", template("kv", "la", "lb"), ""); return err })
+	refused(t, err, "compatibility.services[1]", domain.CodeCycle, "runtime", "la -> lb -> la")
+
+	// Either one alone is no cycle; nor is the stored loop a later write's
+	// to refuse when that write does not combine it.
+	b.put(t, "acme", template("kv", "la"))
+	b.put(t, "acme", service("other", "kv"))
 }

@@ -223,7 +223,11 @@ func (tx *writeTx) put(e domain.Entity, ifMatch string) (stored domain.Entity, o
 	tx.pending[Ref{Kind: k, Name: meta.Name}] = e
 	tx.versions[Ref{Kind: k, Name: meta.Name}] = meta.Version
 	if t, ok := e.(*domain.ClusterTemplate); ok {
-		if _, err := Resolve(t, tx.c.lookup(tx.ctx, tx.tenant, tx.pending)); err != nil {
+		resolved, err := Resolve(t, tx.c.lookup(tx.ctx, tx.tenant, tx.pending))
+		if err != nil {
+			return nil, putRefused, err
+		}
+		if err := tx.checkTemplateServices(resolved); err != nil {
 			return nil, putRefused, err
 		}
 	}
