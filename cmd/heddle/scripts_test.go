@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -82,5 +83,24 @@ func TestScriptsPushAndShow(t *testing.T) {
 	r = runCLI(t, "", "scripts", "show", "install", "--version", "2")
 	if r.code != 0 || r.stdout != "echo 2\n" {
 		t.Errorf("show printed %+v; want the content as it is", r)
+	}
+}
+
+// TestScriptsPushSaysUnchanged: when the server answers that the push wrote
+// nothing (Heddle-Outcome: unchanged), the CLI says so instead of naming
+// the version as if it had made it.
+func TestScriptsPushSaysUnchanged(t *testing.T) {
+	api := fakeEnv(t, "hdl_admin")
+	api.mux.HandleFunc("PUT /v1/scripts/install", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Heddle-Outcome", "unchanged")
+		_, _ = io.WriteString(w, `{"name":"install","version":3,"size":7,"sha256":"0123456789abcdef0123"}`)
+	})
+	file := filepath.Join(t.TempDir(), "install.sh")
+	writeFile(t, file, "echo 3\n")
+
+	r := runCLI(t, "", "scripts", "push", "install", file)
+	if r.code != 0 || r.stdout != "script install version 3 unchanged (7 bytes, sha256 0123456789ab)\n" {
+		t.Fatalf("push: %+v", r)
 	}
 }
