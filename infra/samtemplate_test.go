@@ -785,3 +785,15 @@ func TestDeploysShiftGradually(t *testing.T) {
 	worker := get(get(get(api, "Environment"), "Variables"), "HEDDLE_WORKER_FUNCTION")
 	require.Equal(t, []reference{{kind: "Ref", name: "WorkerFunctionAliaslive"}}, references(worker), "the mappings invoke the worker's alias")
 }
+
+// TestNoLoopbackWebhooksInAWS: HEDDLE_WEBHOOKS_ALLOW_LOOPBACK lets webhooks
+// reach this machine's loopback receivers under `make local-aws`; in AWS a
+// loopback address is the Lambda's own host, so no stack may set it.
+func TestNoLoopbackWebhooksInAWS(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"template.yaml", "infra/fargate.yaml"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot, name))
+		require.NoError(t, err)
+		require.NotContains(t, string(b), "HEDDLE_WEBHOOKS_ALLOW_LOOPBACK", name)
+	}
+}

@@ -53,10 +53,16 @@ ensure_user() {
 	install -d -m 700 -o "$user" -g "$(id -gn "$user")" "$home/.ssh"
 	install -m 600 -o "$user" -g "$(id -gn "$user")" "$client_key.pub" "$home/.ssh/authorized_keys"
 	if [[ -d /etc/sudoers.d ]]; then
-		local rule="/etc/sudoers.d/heddle-sshd-hosts"
+		# One rule file per user: with another HEDDLE_SSHD_USER a shared file
+		# would be overwritten and the first user would lose sudo. sudo skips
+		# files whose names hold a dot, so the user's dots become dashes.
+		local rule="/etc/sudoers.d/heddle-sshd-hosts-${user//./-}"
 		printf '%s ALL=(ALL) NOPASSWD:ALL\nDefaults:%s !requiretty\n' "$user" "$user" >"$rule.tmp"
 		chmod 440 "$rule.tmp"
 		mv "$rule.tmp" "$rule"
+		# The file all users once shared goes when it holds this user's rule.
+		local shared=/etc/sudoers.d/heddle-sshd-hosts
+		if [[ -f "$shared" ]] && grep -q "^$user ALL=" "$shared"; then rm -f "$shared"; fi
 	fi
 }
 

@@ -11,6 +11,7 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -319,6 +321,20 @@ func TestThroughTheRealBinaries(t *testing.T) {
 	d.registerHosts("acme", 3)
 	d.mustHeddle("apply", "-f", "testdata/static-catalog.yaml")
 
+	// A webhook to a receiver on this machine: heddle-local-aws allows
+	// loopback receivers by default (--webhooks-allow-loopback), as the
+	// local server does; AWS never does.
+	var delivered atomic.Int64
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"cluster.status"`) && r.Header.Get("Heddle-Signature") != "" {
+			delivered.Add(1)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	require.Contains(t, d.mustHeddle("webhooks", "add", receiver.URL+"/heddle", "--types", "cluster.status"), "secret")
+
 	out := d.mustHeddle("clusters", "create", "pair", "--template", "pair", "--size", "2", "-o", "json")
 	var job struct {
 		Cluster struct {
@@ -336,6 +352,14 @@ func TestThroughTheRealBinaries(t *testing.T) {
 	require.Equal(t, "ACTIVE", d.clusterStatus(job.Cluster.ID))
 	d.mustHeddle("clusters", "delete", job.Cluster.ID, "--wait")
 	require.Equal(t, "TERMINATED", d.clusterStatus(job.Cluster.ID))
+
+	// Deliveries go out on the janitor's passes (every 3 s here); this
+	// bound is for a loaded machine, not a measure.
+	deadline := time.Now().Add(2 * time.Minute)
+	for delivered.Load() == 0 {
+		require.True(t, time.Now().Before(deadline), "no signed cluster.status delivery reached the loopback receiver")
+		time.Sleep(200 * time.Millisecond)
+	}
 
 	s, err = d.stats()
 	require.NoError(t, err)

@@ -60,6 +60,8 @@ func main() {
 	flag.StringVar(&cfg.oidcAudience, "oidc-audience", "", "template.yaml's OidcAudience, with --oidc-issuer")
 	flag.StringVar(&cfg.previousBinDir, "previous-bin-dir", "", "a deploy in progress: the previous release's bootstraps (laid out as --bin-dir); each alias \"live\" shares its invocations between the two releases as POST <lambda>/local-aws/shift?previous=W says (W=1 at start)")
 	flag.StringVar(&cfg.previousHeddle, "previous-heddle", "", "with --previous-bin-dir: the previous release's CLI, run as a second `heddle worker` until the shift reaches previous=0")
+	flag.BoolVar(&cfg.webhooksLoopback, "webhooks-allow-loopback", true, "webhooks may reach a receiver on this machine (http to a loopback address, the local server's rule): sets HEDDLE_WEBHOOKS_ALLOW_LOOPBACK, which template.yaml never sets")
+	flag.BoolVar(&cfg.webhooksPrivate, "webhooks-allow-private", false, "webhooks may reach private and link-local addresses: template.yaml's WebhooksAllowPrivate (HEDDLE_WEBHOOKS_ALLOW_PRIVATE)")
 	flag.Parse()
 	cfg.ddbEndpoint = os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")
 	cfg.sqsEndpoint = os.Getenv("HEDDLE_SQS_ENDPOINT")

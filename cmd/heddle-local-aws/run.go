@@ -43,6 +43,9 @@ type config struct {
 	janitorEvery                              time.Duration
 	apiTimeout, workerTimeout, janitorTimeout time.Duration
 	fargateWorkers, janitorConcurrency        int
+	// webhooksLoopback and webhooksPrivate widen the webhooks' address
+	// policy for receivers on this machine or its network.
+	webhooksLoopback, webhooksPrivate bool
 	// oidcIssuer and oidcAudience are template.yaml's OidcIssuer and
 	// OidcAudience: when set, the front door runs the JWT authorizer on
 	// /oidc/... as API Gateway would.
@@ -151,6 +154,12 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		"AWS_ENDPOINT_URL_KMS=" + kmsURL,
 		// The functions' role, as far as the emulators care.
 		"AWS_ACCESS_KEY_ID=heddle", "AWS_SECRET_ACCESS_KEY=heddle", "AWS_SESSION_TOKEN=local-aws",
+	}
+	if cfg.webhooksLoopback {
+		common = append(common, "HEDDLE_WEBHOOKS_ALLOW_LOOPBACK=true")
+	}
+	if cfg.webhooksPrivate {
+		common = append(common, "HEDDLE_WEBHOOKS_ALLOW_PRIVATE=true")
 	}
 	workerFn := lambdaemu.Function{Name: "heddle-" + cfg.stage + "-worker", Timeout: cfg.workerTimeout, MemoryMB: 512, Region: region, AccountID: accountID}
 	// The tenants' mappings invoke the worker's alias, as template.yaml's

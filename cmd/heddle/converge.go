@@ -236,7 +236,24 @@ func confirmPrune(cmd *cobra.Command, p desired.Plan, yes bool, nothing string) 
 		return fmt.Errorf("--prune would delete %s; %s: pass --yes to delete them (there is no terminal to ask on)", list, nothing)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "delete %s? [y/N] ", list)
-	answer, _ := bufio.NewReader(in).ReadString('\n')
+	// The answer is read aside so that a cancelled command (Ctrl-C, where
+	// the CLI turns it into a cancel) stops here too, deleting nothing.
+	answers := make(chan string, 1)
+	go func() {
+		a, _ := bufio.NewReader(in).ReadString('\n')
+		answers <- a
+	}()
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var answer string
+	select {
+	case answer = <-answers:
+	case <-ctx.Done():
+		fmt.Fprintln(cmd.ErrOrStderr())
+		return fmt.Errorf("%s: interrupted before the deletes were confirmed", nothing)
+	}
 	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 		return fmt.Errorf("%s: the deletes were not confirmed", nothing)
 	}

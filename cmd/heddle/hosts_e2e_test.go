@@ -133,7 +133,8 @@ func TestStaticPoolEndToEnd(t *testing.T) {
 	s := newServer(t)
 	admin := s.tenant("acme")
 	s.must(admin, "apply", "-f", "../../docs/examples/catalog.yaml")
-	s.must(admin, "apply", "-f", "../../docs/examples/static-pool.yaml")
+	pool, nodeHomes := staticPoolWithOwnHomes(t)
+	s.must(admin, "apply", "-f", pool)
 	dir := t.TempDir()
 
 	// Bad hosts are refused with the reason when --check asks.
@@ -195,10 +196,30 @@ func TestStaticPoolEndToEnd(t *testing.T) {
 	for _, h := range s.hosts(admin, "pool") {
 		require.Equal(t, static.StatusFree, h.Status, "host %s is back in the pool", h.ID)
 	}
-	homes := filepath.Join("/var/tmp/heddle-nodes", "acme", id)
+	homes := filepath.Join(nodeHomes, "acme", id)
 	require.NoDirExists(t, homes, "the wipe removed every node's home, and the cluster's directory with the last")
 	require.Empty(t, processesIn(t, homes), "and stopped every process the services left")
 	require.NoError(t, s.kill(syscall.SIGTERM))
+}
+
+// staticPoolWithOwnHomes is docs/examples/static-pool.yaml with node homes
+// of this test's own instead of the machine-wide /var/tmp/heddle-nodes,
+// which another test, run or demo may hold (or may have made with an owner
+// the hosts' login user cannot write as). The directory is open to every
+// user, as /var/tmp is, because the hosts log in as their own user; it is
+// removed when the test ends, whatever the wipe left.
+func staticPoolWithOwnHomes(t *testing.T) (doc, homes string) {
+	t.Helper()
+	homes, err := os.MkdirTemp("/var/tmp", "heddle-nodes-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(homes) })
+	require.NoError(t, os.Chmod(homes, 0o1777))
+	example, err := os.ReadFile("../../docs/examples/static-pool.yaml")
+	require.NoError(t, err)
+	require.Contains(t, string(example), "/var/tmp/heddle-nodes")
+	doc = filepath.Join(t.TempDir(), "static-pool.yaml")
+	writeFile(t, doc, strings.ReplaceAll(string(example), "/var/tmp/heddle-nodes", homes))
+	return doc, homes
 }
 
 func webNodes(c shownCluster) int {

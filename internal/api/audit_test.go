@@ -131,3 +131,25 @@ func TestUsageRangesAreChecked(t *testing.T) {
 	status, _ = b.do(t, b.otherKey, http.MethodGet, "/v1/usage?tenant=acme", nil)
 	require.Equal(t, http.StatusNotFound, status, "another tenant's usage does not exist")
 }
+
+// TestAuditNamesWhatACreateMade: the record of POST /v1/clusters names the
+// cluster and job it made, which its path cannot; an operation's record
+// names its job beside the cluster in its path; a dry run made nothing.
+func TestAuditNamesWhatACreateMade(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.importExample(t, b.acmeKey)
+	status, body := b.do(t, b.acmeKey, http.MethodPost, "/v1/clusters?dryRun=true", map[string]any{"name": "shop", "template": "web", "size": 3}, "X-Request-Id", "dry-create")
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	status, body = b.do(t, b.acmeKey, http.MethodPost, "/v1/clusters", map[string]any{"name": "shop", "template": "web", "size": 3}, "X-Request-Id", "the-create")
+	require.Equal(t, http.StatusAccepted, status, "%v", body)
+	clusterID := body["cluster"].(map[string]any)["id"].(string)
+	jobID := body["job"].(map[string]any)["id"].(string)
+
+	byRequest := map[string]map[string]any{}
+	for _, r := range b.auditOf(t, b.acmeKey, "") {
+		byRequest[r["requestId"].(string)] = r
+	}
+	require.Equal(t, map[string]any{"cluster": clusterID, "job": jobID}, byRequest["the-create"]["target"])
+	require.Nil(t, byRequest["dry-create"]["target"], "a dry run made nothing")
+}

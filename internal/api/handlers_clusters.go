@@ -145,6 +145,8 @@ func writeResult(w http.ResponseWriter, res *cluster.Result) {
 		writeJSON(w, http.StatusOK, res)
 		return
 	}
+	noteMade(w, "cluster", res.Cluster.ID)
+	noteMade(w, "job", res.Job.ID)
 	w.Header().Set("Location", fmt.Sprintf("/v1/clusters/%s/jobs/%s", res.Cluster.ID, res.Job.ID))
 	writeJSON(w, http.StatusAccepted, res)
 }

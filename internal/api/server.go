@@ -228,6 +228,24 @@ type statusRecorder struct {
 	http.ResponseWriter
 	status int
 	code   string // the error envelope's code, when one was written
+	// made names what the request created that its path does not (the
+	// cluster and job of a create, the job of an operation), for its audit
+	// record; see noteMade.
+	made map[string]string
+}
+
+// noteMade records, for the request's audit record, an id the request made
+// (kind "cluster" or "job"), so that the record of POST /v1/clusters says
+// which cluster and job it created.
+func noteMade(w http.ResponseWriter, kind, id string) {
+	sr := findStatusRecorder(w)
+	if sr == nil || id == "" {
+		return
+	}
+	if sr.made == nil {
+		sr.made = map[string]string{}
+	}
+	sr.made[kind] = id
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
@@ -312,8 +330,9 @@ func (s *Server) wrap(rt route) http.Handler {
 func (s *Server) record(w http.ResponseWriter, r *http.Request, rt route, p access.Principal) {
 	rec := audit.Record{At: time.Now().UTC(), Tenant: p.Tenant, User: p.User, KeyID: p.KeyID,
 		Method: rt.Method, Route: rt.Path, Path: r.URL.Path, RequestID: requestID(r.Context()), Status: http.StatusOK}
+	var made map[string]string
 	if sr, ok := w.(*statusRecorder); ok {
-		rec.Status, rec.Code = sr.status, sr.code
+		rec.Status, rec.Code, made = sr.status, sr.code, sr.made
 	}
 	rec.Outcome = audit.OutcomeOf(rec.Status)
 	for _, name := range pathParams(rt.Path) {
@@ -321,6 +340,12 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request, rt route, p acce
 			rec.Target = map[string]string{}
 		}
 		rec.Target[name] = r.PathValue(name)
+	}
+	for kind, id := range made {
+		if rec.Target == nil {
+			rec.Target = map[string]string{}
+		}
+		rec.Target[kind] = id
 	}
 	// The request's context may be canceled once the answer is out.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)

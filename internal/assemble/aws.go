@@ -225,7 +225,13 @@ func BuildAWS(a *AWS, cfg engine.Config, r Receives, runsTasks bool, log *slog.L
 	}
 	// Webhook endpoints must be https on public addresses unless the
 	// operator allows private ones (template.yaml, WebhooksAllowPrivate).
-	hooks := webhooks.Config{Policy: webhooks.Policy{AllowPrivate: os.Getenv("HEDDLE_WEBHOOKS_ALLOW_PRIVATE") == "true"}}
+	// HEDDLE_WEBHOOKS_ALLOW_LOOPBACK, the local server's rule (http to a
+	// loopback receiver), is for `make local-aws`, whose receivers run on
+	// the same machine; template.yaml never sets it (infra's tests check).
+	hooks := webhooks.Config{Policy: webhooks.Policy{
+		AllowPrivate: os.Getenv("HEDDLE_WEBHOOKS_ALLOW_PRIVATE") == "true",
+		Local:        os.Getenv("HEDDLE_WEBHOOKS_ALLOW_LOOPBACK") == "true",
+	}}
 	p := Parts{Store: a.Store, Queue: a.EngineQueue(r), Keyring: a.Keyring, Providers: registry, Engine: cfg, Webhooks: hooks, Logger: log}
 	if runsTasks {
 		// One pool for the process (a warm Lambda keeps it between

@@ -20,7 +20,9 @@ type Record struct {
 	Route  string    `json:"route"` // the route's pattern, as in the OpenAPI document
 	Path   string    `json:"path"`
 	// Target is what the path names: its parameters by name (cluster,
-	// job, kind, name, user, key, tenant).
+	// job, kind, name, user, key, tenant), and what the request made that
+	// its path does not name: the cluster and job of a create, the job of
+	// an operation on a cluster.
 	Target    map[string]string `json:"target,omitempty"`
 	RequestID string            `json:"requestId"`
 	Status    int               `json:"status"`

@@ -62,20 +62,35 @@ func verdictOf(t domain.Task, status domain.TaskStatus) domain.CheckResult {
 	return r
 }
 
-// healthOutput is the bounded tail a check result shows: the error, else
-// the last lines of stderr, else of stdout.
+// healthOutput is the bounded tail a check result shows: what the check
+// itself printed (the last of stderr, else of stdout), which says why it
+// failed ("answering in 900 ms"), rather than the SSH layer's "command
+// exited with status 75". An error of another kind (a timeout, an
+// unreachable node) leads, followed by whatever the check printed; with no
+// output at all the error stands alone.
 func healthOutput(a domain.TaskAttempt) string {
-	out := a.Error
-	if out == "" {
-		out = strings.TrimSpace(a.Stderr)
+	own := strings.TrimSpace(a.Stderr)
+	if own == "" {
+		own = strings.TrimSpace(a.Stdout)
 	}
-	if out == "" {
-		out = strings.TrimSpace(a.Stdout)
+	out := own
+	switch {
+	case own == "":
+		out = a.Error
+	case a.Error != "" && !exitStatusOnly(a.Error):
+		out = a.Error + "; the check printed: " + own
 	}
 	if len(out) > domain.MaxStateMessage {
 		out = strings.ToValidUTF8(out[len(out)-domain.MaxStateMessage:], "")
 	}
 	return out
+}
+
+// exitStatusOnly reports whether err says no more than that the command
+// exited non-zero (sshexec.ExitError's text), which the check's own output
+// explains better.
+func exitStatusOnly(err string) bool {
+	return strings.Contains(err, "command exited with status")
 }
 
 // healthOf reads a verification job's check tasks and sums them up.

@@ -305,3 +305,27 @@ func sshTargets(t *testing.T) (*secrets.SSHKey, []byte, *sshtest.Server, string,
 	require.NoError(t, closed.Close())
 	return key, pem, srv, host, port, deadPort
 }
+
+// TestNodeHomeNotWritable: a node home the login user cannot make fails the
+// confirm with the path, the directory in the way and its owner, and
+// changes nothing on the host.
+func TestNodeHomeNotWritable(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	key, _ := inProcessHosts(t, f, 1)
+	blocker := filepath.Join(t.TempDir(), "not-a-dir")
+	require.NoError(t, os.WriteFile(blocker, nil, 0o600))
+	req := request(key, uniqueNode(), map[string]string{FieldNodeHomes: blocker})
+	ctx := testCtx(t)
+	_, err := f.static.Create(ctx, req)
+	require.NoError(t, err)
+	_, err = confirm(t, f.static, req)
+	require.Error(t, err)
+	home := filepath.Join(blocker, "acme", "c1", req.Node.ID)
+	require.ErrorContains(t, err, "node home "+home+" cannot be made or written by ")
+	require.ErrorContains(t, err, blocker+" is -rw-------")
+	require.ErrorContains(t, err, "owned by ")
+	require.NotContains(t, readAuthorizedKeys(t), keyLine(req), "no key was added for a node without a home")
+	_, err = f.static.Delete(ctx, req)
+	require.NoError(t, err)
+}

@@ -336,11 +336,30 @@ fi
 func addKeyScript(line, home string) string {
 	mkHome := ""
 	if home != "" {
-		mkHome = "umask 077\nmkdir -p -- " + shellQuote(home) + " || exit 1\n"
+		mkHome = nodeHomeScript(home)
 	}
 	return mkHome + lockedEdit(`line=`+shellQuote(line)+`
 grep -qxF -- "$line" "$f" || printf '%s\n' "$line" >> "$f"
 `)
+}
+
+// nodeHomeScript makes the node's home, or fails with what a person needs
+// to fix it: the login user, the nearest existing directory on the path and
+// its owner and mode (the first one that exists, walking up: the one in the
+// way). A node_homes directory made earlier by another user
+// (root, another test run) otherwise fails every confirm with a bare
+// "Permission denied".
+func nodeHomeScript(home string) string {
+	q := shellQuote(home)
+	return `umask 077
+h=` + q + `
+if ! mkdir -p -- "$h" 2>/dev/null || [ ! -w "$h" ] || [ ! -x "$h" ]; then
+	d="$h"
+	while [ ! -e "$d" ] && [ "$d" != / ] && [ "$d" != . ]; do d=$(dirname -- "$d"); done
+	echo "heddle: node home $h cannot be made or written by $(id -un): $d is $(ls -ld -- "$d" | awk '{print $1 " owned by " $3 ":" $4}'); give $(id -un) write access there, or set node_homes to a directory it owns" >&2
+	exit 1
+fi
+`
 }
 
 // marker ends the authorized_keys line of a node (see keyLine).
