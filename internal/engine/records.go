@@ -46,6 +46,10 @@ type jobRecord struct {
 	TakenClusters  int                  `json:"takenClusters,omitempty"`
 	TakenNodes     int                  `json:"takenNodes,omitempty"`
 	AddedNodeCount int                  `json:"addedNodeCount,omitempty"`
+	// Holds are the items (unscoped keys) of the reservations the job took
+	// with its first transaction (Submission.Hold): the job's end deletes
+	// them in the transaction that ends it, whichever way it ends.
+	Holds []store.Key `json:"holds,omitempty"`
 	// RunningStatus is the cluster's status while the job runs; a retry puts
 	// it back.
 	RunningStatus domain.ClusterStatus `json:"runningStatus,omitempty"`
