@@ -51,14 +51,17 @@ func (l *live) solverCluster() solver.Cluster {
 
 // operation is one planned job on a live cluster.
 type operation struct {
-	req       planner.Request
-	newNodes  []domain.Node
-	retiring  []string
-	updated   []domain.Node // existing nodes whose services change
-	checks    []store.Op    // more ops for the job's first transaction
-	takeNodes int
-	status    domain.ClusterStatus // while it runs; "" leaves it
-	onSuccess engine.Effect
+	req      planner.Request
+	newNodes []domain.Node
+	// newNodesField is the request's field that asks for the new nodes
+	// (a static pool's refusal names it).
+	newNodesField string
+	retiring      []string
+	updated       []domain.Node // existing nodes whose services change
+	checks        []store.Op    // more ops for the job's first transaction
+	takeNodes     int
+	status        domain.ClusterStatus // while it runs; "" leaves it
+	onSuccess     engine.Effect
 	// onRollback applies when the plan has a rollback plan and it ran.
 	onRollback engine.Effect
 	edit       func(c *domain.Cluster) // changes the cluster record carries
@@ -89,6 +92,12 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 	if err != nil {
 		return nil, err
 	}
+	hold := func() (engine.Hold, error) {
+		return s.reserveHosts(ctx, p.Tenant, l.sp.Provider, c.ID, nodeIDs(op.newNodes), op.newNodesField)
+	}
+	if _, err := hold(); err != nil {
+		return nil, err
+	}
 	if dryRun {
 		pv, err := planner.NewPreview(plan, s.cfg.Estimates)
 		if err != nil {
@@ -107,14 +116,14 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 	if verifiesAfterOp(op.req.Operation) && hasChecks(l.sp, op.req.New) {
 		op.onSuccess.Verify = true
 	}
-	job, err := s.cfg.Engine.Submit(ctx, engine.Submission{
+	job, err := s.submitHolding(ctx, engine.Submission{
 		Tenant: p.Tenant, Cluster: c, ClusterStatus: op.status, NewNodes: op.newNodes, RetiringNodes: op.retiring, UpdatedNodes: op.updated, Checks: op.checks,
 		Operation: op.req.Operation, RequestedBy: p.User, Plan: plan, TakeNodes: op.takeNodes,
 		OnSuccess: op.onSuccess,
 		OnFailure: engine.Effect{ClusterStatus: domain.ClusterInconsistent,
 			Message: fmt.Sprintf("%s failed; retry the job or run another operation to repair the cluster", op.req.Operation)},
 		OnRollback: op.onRollback,
-	})
+	}, hold)
 	if err != nil {
 		return nil, s.submitError(ctx, p.Tenant, err, 0, op.takeNodes)
 	}
@@ -171,11 +180,12 @@ func (s *Service) Expand(ctx context.Context, p access.Principal, id string, req
 	}
 	added, _ := changedNodes(l.nodes, layout) // an expand leaves existing nodes as they are
 	return s.run(ctx, p, l, operation{
-		req:       planner.Request{Operation: domain.OpExpand, New: layout.Nodes, Restart: req.Restart},
-		newNodes:  added,
-		takeNodes: len(added),
-		layout:    layout.Groups,
-		onSuccess: engine.Effect{NodeStatus: domain.NodeActive, Nodes: layout.NewNodes},
+		req:           planner.Request{Operation: domain.OpExpand, New: layout.Nodes, Restart: req.Restart},
+		newNodes:      added,
+		newNodesField: "count",
+		takeNodes:     len(added),
+		layout:        layout.Groups,
+		onSuccess:     engine.Effect{NodeStatus: domain.NodeActive, Nodes: layout.NewNodes},
 		onRollback: engine.Effect{ClusterStatus: domain.ClusterActive, Message: "expand failed; the new nodes were deleted",
 			ReleaseNodes: len(added), NodeCountDelta: -len(added), NodeStatus: domain.NodeDeleted, Nodes: layout.NewNodes},
 	}, dryRun)
