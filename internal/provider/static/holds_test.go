@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/provider"
 	"github.com/heddle-io/heddle/internal/store"
 )
 
@@ -79,4 +81,21 @@ func TestHoldRecordsKeepNodeIDsShort(t *testing.T) {
 	require.Equal(t, []string{"c1-1000", "c1-1001"}, rec.nodeIDs())
 	other := newHoldRecord("c1", []string{"c1-1000", "x"})
 	require.Equal(t, []string{"c1-1000", "x"}, other.nodeIDs())
+}
+
+// TestDeleteOfANodeNeverMade: a node whose create found no host holds no
+// claim; its delete is done at once and touches no host (issue 28).
+func TestDeleteOfANodeNeverMade(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := testCtx(t)
+	_, pem := newKey(t)
+	_, err := f.pool.Register(ctx, "acme", "rack1", spec("h0", pem))
+	require.NoError(t, err)
+	key, _ := newKey(t)
+	p, err := f.static.Delete(ctx, provider.Request{Tenant: "acme", ClusterID: "c1", Provider: "rack1", Key: key,
+		Node: domain.Node{ID: "c1-1000", ClusterID: "c1"}, Fields: map[string]string{FieldWipeScript: "exit 1"}})
+	require.NoError(t, err)
+	require.False(t, p.Pending())
+	require.Equal(t, []string{"h0"}, hostsByStatus(t, f, StatusFree))
 }
