@@ -23,6 +23,7 @@ import (
 	"github.com/heddle-io/heddle/internal/queue/memqueue"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/sshexec"
+	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
 )
 
@@ -30,7 +31,12 @@ import (
 // provider (and no worker: submitted jobs stay where they are), tenant
 // acme having the demo catalog and docs/examples/static-pool.yaml, whose
 // pool "pool" has hosts registered (never contacted).
-func poolBundle(t testing.TB, hosts int) *testBundle {
+type poolTestBundle struct {
+	*testBundle
+	db store.Store
+}
+
+func poolBundle(t testing.TB, hosts int) poolTestBundle {
 	t.Helper()
 	ctx := context.Background()
 	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{NoSync: true})
@@ -75,7 +81,7 @@ func poolBundle(t testing.TB, hosts int) *testBundle {
 	}
 	status, body = b.do(t, b.acmeKey, http.MethodPost, "/v1/providers/pool/hosts", map[string]any{"hosts": specs})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	return b
+	return poolTestBundle{testBundle: b, db: db}
 }
 
 // requirePoolExhausted checks the refusal: 409, code pool_exhausted, the
@@ -148,4 +154,7 @@ func TestTwoSubmissionsThatEachFitOnlyOneWins(t *testing.T) {
 	status, body := b.do(t, b.acmeKey, http.MethodGet, "/v1/clusters", nil)
 	require.Equal(t, http.StatusOK, status)
 	require.Len(t, body["items"], 1, "the refused create wrote no cluster")
+	specs, err := b.db.Query(context.Background(), store.TenantPK("acme", "CLUSTERSPECS"), store.Query{})
+	require.NoError(t, err)
+	require.Len(t, specs.Items, 1, "nor kept a spec")
 }

@@ -197,6 +197,14 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 		sub.OnSuccess.Nodes, sub.OnRollback.Nodes = nil, nil
 	}
 	job, err := s.submitHolding(ctx, sub, hold)
+	var pe *PoolError
+	if errors.As(err, &pe) {
+		// Another create took the hosts between the check above and the
+		// submission: no job was written, so neither is kept the spec.
+		if _, derr := s.cfg.Store.Write(ctx, store.Delete(specKey(tenant, id), store.Condition{})); derr != nil {
+			s.log.WarnContext(ctx, "deleting the spec of a refused create failed; nothing reads it", "cluster", id, "error", derr)
+		}
+	}
 	if err != nil {
 		return nil, s.submitError(ctx, tenant, err, 1, len(layout.Nodes))
 	}
