@@ -51,21 +51,21 @@ func (l *live) solverCluster() solver.Cluster {
 
 // operation is one planned job on a live cluster.
 type operation struct {
-	req      planner.Request
-	newNodes []domain.Node
-	// newNodesField is the request's field that asks for the new nodes
-	// (a static pool's refusal names it).
-	newNodesField string
-	retiring      []string
-	updated       []domain.Node // existing nodes whose services change
-	checks        []store.Op    // more ops for the job's first transaction
-	takeNodes     int
-	status        domain.ClusterStatus // while it runs; "" leaves it
-	onSuccess     engine.Effect
+	req       planner.Request
+	newNodes  []domain.Node
+	retiring  []string
+	updated   []domain.Node // existing nodes whose services change
+	checks    []store.Op    // more ops for the job's first transaction
+	takeNodes int
+	status    domain.ClusterStatus // while it runs; "" leaves it
+	onSuccess engine.Effect
 	// onRollback applies when the plan has a rollback plan and it ran.
 	onRollback engine.Effect
 	edit       func(c *domain.Cluster) // changes the cluster record carries
 	layout     []solver.Group
+	// sizeField is the request's field that asks for the new nodes (a
+	// static pool's refusal names it).
+	sizeField string
 }
 
 // run plans op on l and submits it (or previews it).
@@ -93,7 +93,7 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 		return nil, err
 	}
 	hold := func() (engine.Hold, error) {
-		return s.reserveHosts(ctx, p.Tenant, l.sp.Provider, c.ID, nodeIDs(op.newNodes), op.newNodesField)
+		return s.reserveHosts(ctx, p.Tenant, l.sp.Provider, c.ID, nodeIDs(op.newNodes), op.sizeField)
 	}
 	if _, err := hold(); err != nil {
 		return nil, err
@@ -180,14 +180,14 @@ func (s *Service) Expand(ctx context.Context, p access.Principal, id string, req
 	}
 	added, _ := changedNodes(l.nodes, layout) // an expand leaves existing nodes as they are
 	return s.run(ctx, p, l, operation{
-		req:           planner.Request{Operation: domain.OpExpand, New: layout.Nodes, Restart: req.Restart},
-		newNodes:      added,
-		newNodesField: "count",
-		takeNodes:     len(added),
-		layout:        layout.Groups,
-		onSuccess:     engine.Effect{NodeStatus: domain.NodeActive, Nodes: layout.NewNodes},
+		req:       planner.Request{Operation: domain.OpExpand, New: layout.Nodes, Restart: req.Restart},
+		newNodes:  added,
+		takeNodes: len(added),
+		layout:    layout.Groups,
+		onSuccess: engine.Effect{NodeStatus: domain.NodeActive, Nodes: layout.NewNodes},
 		onRollback: engine.Effect{ClusterStatus: domain.ClusterActive, Message: "expand failed; the new nodes were deleted",
 			ReleaseNodes: len(added), NodeCountDelta: -len(added), NodeStatus: domain.NodeDeleted, Nodes: layout.NewNodes},
+		sizeField: "count",
 	}, dryRun)
 }
 

@@ -74,14 +74,14 @@ func (s *Service) relayout(ctx context.Context, p access.Principal, l *live, lay
 	added, updated := changedNodes(l.nodes, layout)
 	services := servicesOn(layout.Nodes)
 	return s.run(ctx, p, l, operation{
-		req:           planner.Request{Operation: op, New: layout.Nodes, Restart: restart},
-		newNodes:      added,
-		newNodesField: "services",
-		updated:       updated,
-		takeNodes:     len(added),
-		layout:        layout.Groups,
-		edit:          func(c *domain.Cluster) { c.Services = services },
-		onSuccess:     engine.Effect{NodeStatus: domain.NodeActive, Nodes: nodeIDs(added)},
+		req:       planner.Request{Operation: op, New: layout.Nodes, Restart: restart},
+		newNodes:  added,
+		updated:   updated,
+		takeNodes: len(added),
+		sizeField: "services",
+		layout:    layout.Groups,
+		edit:      func(c *domain.Cluster) { c.Services = services },
+		onSuccess: engine.Effect{NodeStatus: domain.NodeActive, Nodes: nodeIDs(added)},
 	}, dryRun)
 }
 
