@@ -120,3 +120,23 @@ func TestAVetoedOrUndoneSubmissionGivesItsHoldBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, domain.ClusterTerminated, c.Status)
 }
+
+// TestAnAbortedJobGivesItsHoldBack: abort, then the rollback runs and the
+// job's end (ABORTED) deletes the hold with the rest of its end.
+func TestAnAbortedJobGivesItsHoldBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	sub := createSubmission(t, "c1", 3, nil)
+	sub.Hold = poolHold(store.Item{}, false, "c1")
+	job, err := b.eng.Submit(b.ctx, sub)
+	require.NoError(t, err)
+	require.True(t, b.exists(t, store.Key{PK: "HOLDS", SK: "c1"}))
+	require.NoError(t, b.eng.Abort(b.ctx, tenant, "c1", job.ID, "ann"))
+	stop := b.run(t, 4, 50*time.Millisecond)
+	defer stop()
+	ended := b.waitJob(t, "c1", job.ID, 30*time.Second)
+	require.Equal(t, domain.JobAborted, ended.Status)
+	require.False(t, b.exists(t, store.Key{PK: "HOLDS", SK: "c1"}), "the aborted job's end gave it back")
+	stop()
+	checkInvariants(t, b)
+}
