@@ -57,6 +57,10 @@ type node struct {
 	// states are the run states the node's services were recorded in
 	// (domain.Node.ServiceStates of the old layout), by service name.
 	states map[string]domain.ServiceState
+	// unmade: the old layout's node was never made (still PLANNED, without
+	// an address: its create failed, as when a static pool had no host).
+	// Nothing runs on it, so nothing is stopped or removed there.
+	unmade bool
 }
 
 func (n *node) kept() bool    { return n.inOld && n.inNew }
@@ -215,6 +219,7 @@ func prepare(req *Request, op domain.Operation, oldNodes, newNodes []domain.Node
 			n.num, n.hardwareType, n.imageType = pr.old.Num, pr.old.HardwareType, pr.old.ImageType
 			n.oldSvc = g.membership(pr.old.Services)
 			n.states = pr.old.ServiceStates
+			n.unmade = pr.old.Status == domain.NodePlanned && len(pr.old.Addresses) == 0
 		} else {
 			n.oldSvc = make([]bool, len(names))
 		}
@@ -454,7 +459,15 @@ func (p *planning) assign() {
 		case n.deleted():
 			w.delete = true
 			for s, on := range n.oldSvc {
-				if on && !p.force {
+				switch {
+				case !on || p.force:
+				case n.unmade:
+					for _, a := range []int{aStop, aRemove} {
+						if p.g.defines(s, serviceActions[a]) {
+							p.skipped.add(p.g.names[s], serviceActions[a], "the node was never made (its create failed before it had an address)", n.id)
+						}
+					}
+				default:
 					w.svc[s] = doTake
 				}
 			}

@@ -194,6 +194,17 @@ func (o *oracle) state(id, s string) domain.RunState {
 	return ""
 }
 
+// unmade: old node id was never made (PLANNED, no address), so nothing
+// runs there to stop or remove.
+func (o *oracle) unmade(id string) bool {
+	for _, n := range o.req.Old {
+		if n.ID == id {
+			return n.Status == domain.NodePlanned && len(n.Addresses) == 0
+		}
+	}
+	return false
+}
+
 type taskKey struct {
 	node, service string
 	action        domain.Action
@@ -296,7 +307,7 @@ func (o *oracle) expected(op domain.Operation, force bool) map[taskKey]bool {
 	}
 	for _, id := range o.deleted {
 		add(id, "", domain.ActionDelete)
-		if !force {
+		if !force && !o.unmade(id) {
 			for s := range o.oldHost[id] {
 				add(id, s, domain.ActionStop, domain.ActionRemove)
 			}

@@ -182,3 +182,47 @@ func TestARestartingExpandLeavesStoppedServicesStopped(t *testing.T) {
 	require.Contains(t, ids(plan), "n2/lb/configure", "lb learns of the new web node")
 	require.NotContains(t, ids(plan), "n2/lb/start", "the stopped lb stays stopped")
 }
+
+// TestUnmadeNodesAreOnlyDeleted is the delete of a cluster left
+// INCONSISTENT by an expand whose new node found no host: that node is
+// PLANNED without an address, so nothing was ever installed there. Its
+// services are not stopped or removed (those tasks could only fail, "no
+// access_v4 address yet", and only a forced delete got out); its delete,
+// a no-op for a node a provider never made, stays.
+func TestUnmadeNodesAreOnlyDeleted(t *testing.T) {
+	t.Parallel()
+	services := demoShape()
+	made := mkNode("n1", 1, "kv", "web")
+	made.Status, made.Addresses = domain.NodeActive, map[string]string{"access_v4": "192.0.2.1"}
+	unmade := mkNode("n2", 2, "web")
+	unmade.Status = domain.NodePlanned
+	// A node the failed job did make (it has an address) is taken down as usual.
+	madePlanned := mkNode("n3", 3, "lb")
+	madePlanned.Status, madePlanned.Addresses = domain.NodePlanned, map[string]string{"access_v4": "192.0.2.3"}
+	for _, op := range []domain.Operation{domain.OpDelete, domain.OpShrink} {
+		req := Request{Operation: op, Old: []domain.Node{made, unmade, madePlanned}, Services: services}
+		if op == domain.OpShrink {
+			req.New = []domain.Node{made, madePlanned}
+		}
+		plan, err := Build(req)
+		require.NoError(t, err)
+		checkPlan(t, req, plan)
+		var onUnmade []string
+		for _, id := range ids(plan) {
+			if strings.HasPrefix(id, "n2/") {
+				onUnmade = append(onUnmade, id)
+			}
+		}
+		require.Equal(t, []string{"n2/delete"}, onUnmade, "%s", op)
+		if op == domain.OpDelete {
+			require.Contains(t, ids(plan), "n1/web/stop")
+			require.Contains(t, ids(plan), "n3/lb/stop")
+		}
+		var got []string
+		for _, s := range plan.Skipped {
+			got = append(got, s.String())
+		}
+		require.Contains(t, got, "web stop skipped on 1 node (n2): the node was never made (its create failed before it had an address)")
+		require.Len(t, got, 1, "web defines no remove action: nothing to skip")
+	}
+}

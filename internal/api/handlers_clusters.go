@@ -21,6 +21,7 @@ const (
 	CodeNoLayout       = "no_layout"
 	CodeTooComplex     = "too_complex"
 	CodeQuotaExceeded  = "quota_exceeded"
+	CodePoolExhausted  = "pool_exhausted"
 	CodeClusterBusy    = "cluster_busy"
 	CodeClusterState   = "cluster_state"
 	CodeJobState       = "job_state"
@@ -35,6 +36,7 @@ func describeCluster(err error) (ErrorDetail, bool) {
 		noLayout *solver.NoLayoutError
 		badReq   *solver.RequestError
 		quota    *cluster.QuotaError
+		pool     *cluster.PoolError
 		state    *cluster.StateError
 		cycle    *planner.CycleError
 	)
@@ -53,6 +55,15 @@ func describeCluster(err error) (ErrorDetail, bool) {
 	case errors.As(err, &quota):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeQuotaExceeded, Message: quota.Error(),
 			Details: []domain.Problem{{Field: "quota." + quota.Limit, Code: domain.CodeOutOfRange, Message: quota.Error()}}}, true
+	case errors.As(err, &pool):
+		// The request's field that asks for the nodes, and the pool (the
+		// provider) that cannot hold them.
+		details := []domain.Problem{{Field: "provider", Code: CodePoolExhausted, Message: pool.Error()}}
+		if pool.Field != "" {
+			details = append([]domain.Problem{{Field: pool.Field, Code: domain.CodeOutOfRange,
+				Message: fmt.Sprintf("asks for %d new nodes on pool %s, which has room for %d", pool.Needed, pool.Provider, pool.Free)}}, details...)
+		}
+		return ErrorDetail{Status: http.StatusConflict, Code: CodePoolExhausted, Message: pool.Error(), Details: details}, true
 	case errors.As(err, &state):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeClusterState, Message: state.Error()}, true
 	case errors.Is(err, engine.ErrNotFound):

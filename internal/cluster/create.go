@@ -13,6 +13,7 @@ import (
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/planner"
@@ -150,6 +151,14 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 	if lease > 0 {
 		c.ExpiresAt = now.Add(lease)
 	}
+	// The pool's room is checked in the dry run too: a preview of a layout
+	// that cannot be built would promise what the submission refuses.
+	hold := func() (engine.Hold, error) {
+		return s.reserveHosts(ctx, tenant, *prov, id, nodeIDs(layout.Nodes), "size")
+	}
+	if _, err := hold(); err != nil {
+		return nil, err
+	}
 	if dryRun {
 		pv, err := planner.NewPreview(plan, s.cfg.Estimates)
 		if err != nil {
@@ -187,7 +196,15 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 		sub.NewNodes, sub.Plan = nil, nil
 		sub.OnSuccess.Nodes, sub.OnRollback.Nodes = nil, nil
 	}
-	job, err := s.cfg.Engine.Submit(ctx, sub)
+	job, err := s.submitHolding(ctx, sub, hold)
+	var pe *PoolError
+	if errors.As(err, &pe) {
+		// Another create took the hosts between the check above and the
+		// submission: no job was written, so neither is kept the spec.
+		if _, derr := s.cfg.Store.Write(ctx, store.Delete(specKey(tenant, id), store.Condition{})); derr != nil {
+			s.log.WarnContext(ctx, "deleting the spec of a refused create failed; nothing reads it", "cluster", id, "error", derr)
+		}
+	}
 	if err != nil {
 		return nil, s.submitError(ctx, tenant, err, 1, len(layout.Nodes))
 	}

@@ -63,6 +63,9 @@ type operation struct {
 	onRollback engine.Effect
 	edit       func(c *domain.Cluster) // changes the cluster record carries
 	layout     []solver.Group
+	// sizeField is the request's field that asks for the new nodes (a
+	// static pool's refusal names it).
+	sizeField string
 }
 
 // run plans op on l and submits it (or previews it).
@@ -89,6 +92,12 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 	if err != nil {
 		return nil, err
 	}
+	hold := func() (engine.Hold, error) {
+		return s.reserveHosts(ctx, p.Tenant, l.sp.Provider, c.ID, nodeIDs(op.newNodes), op.sizeField)
+	}
+	if _, err := hold(); err != nil {
+		return nil, err
+	}
 	if dryRun {
 		pv, err := planner.NewPreview(plan, s.cfg.Estimates)
 		if err != nil {
@@ -107,14 +116,14 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 	if verifiesAfterOp(op.req.Operation) && hasChecks(l.sp, op.req.New) {
 		op.onSuccess.Verify = true
 	}
-	job, err := s.cfg.Engine.Submit(ctx, engine.Submission{
+	job, err := s.submitHolding(ctx, engine.Submission{
 		Tenant: p.Tenant, Cluster: c, ClusterStatus: op.status, NewNodes: op.newNodes, RetiringNodes: op.retiring, UpdatedNodes: op.updated, Checks: op.checks,
 		Operation: op.req.Operation, RequestedBy: p.User, Plan: plan, TakeNodes: op.takeNodes,
 		OnSuccess: op.onSuccess,
 		OnFailure: engine.Effect{ClusterStatus: domain.ClusterInconsistent,
 			Message: fmt.Sprintf("%s failed; retry the job or run another operation to repair the cluster", op.req.Operation)},
 		OnRollback: op.onRollback,
-	})
+	}, hold)
 	if err != nil {
 		return nil, s.submitError(ctx, p.Tenant, err, 0, op.takeNodes)
 	}
@@ -178,6 +187,7 @@ func (s *Service) Expand(ctx context.Context, p access.Principal, id string, req
 		onSuccess: engine.Effect{NodeStatus: domain.NodeActive, Nodes: layout.NewNodes},
 		onRollback: engine.Effect{ClusterStatus: domain.ClusterActive, Message: "expand failed; the new nodes were deleted",
 			ReleaseNodes: len(added), NodeCountDelta: -len(added), NodeStatus: domain.NodeDeleted, Nodes: layout.NewNodes},
+		sizeField: "count",
 	}, dryRun)
 }
 

@@ -78,6 +78,7 @@ func (s *Service) relayout(ctx context.Context, p access.Principal, l *live, lay
 		newNodes:  added,
 		updated:   updated,
 		takeNodes: len(added),
+		sizeField: "services",
 		layout:    layout.Groups,
 		edit:      func(c *domain.Cluster) { c.Services = services },
 		onSuccess: engine.Effect{NodeStatus: domain.NodeActive, Nodes: nodeIDs(added)},

@@ -395,7 +395,7 @@ func (s *Service) ControlJob(ctx context.Context, p access.Principal, cluster, j
 	case JobResume:
 		err = s.cfg.Engine.Resume(ctx, p.Tenant, cluster, jobID)
 	case JobRetry:
-		_, err = s.cfg.Engine.Retry(ctx, p.Tenant, cluster, jobID, p.User)
+		err = s.retryHolding(ctx, p.Tenant, cluster, jobID, p.User)
 	default:
 		err = fmt.Errorf("%w: %q is not abort, pause, resume or retry", engine.ErrJobState, what)
 	}

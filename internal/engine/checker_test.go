@@ -14,7 +14,8 @@ import (
 // happened during it: every job ended; no cluster is locked by a job that
 // ended; the tenant's quota counters equal what its clusters hold; no task
 // ran before all of its dependencies had succeeded; no attempt ran twice;
-// every task of a succeeded job succeeded.
+// every task of a succeeded job succeeded; no ended job still holds a
+// reservation.
 func checkInvariants(t *testing.T, b *testBundle) {
 	t.Helper()
 	ctx := b.ctx
@@ -49,6 +50,15 @@ func checkInvariants(t *testing.T, b *testBundle) {
 		require.NoError(t, err)
 		for _, jit := range jobs.Items {
 			require.True(t, domain.JobStatus(jit.Status).Terminal(), "job %s is %s", jit.SK, jit.Status)
+			// An ended job holds nothing: its end gave its holds back
+			// (invariant 14), and no cluster is locked, so no later job
+			// took the same ones again.
+			var jr jobRecord
+			require.NoError(t, decodeInto(jit, &jr))
+			for _, k := range jr.Holds {
+				_, err := b.db.Get(ctx, k)
+				require.ErrorIs(t, err, store.ErrNotFound, "job %s ended still holding %s", jit.SK, k)
+			}
 			require.Nil(t, jit.Index, "an ended job leaves the janitor's index")
 			tasks := map[string]domain.Task{}
 			require.NoError(t, b.eng.eachTask(ctx, tenant, jit.SK, func(_ store.Item, task domain.Task) (bool, error) {

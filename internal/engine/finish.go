@@ -159,6 +159,7 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 			e.log.ErrorContext(ctx, "a job ended without holding its cluster's lock", "job", jobID, "cluster", cluster, "lock", c.ActiveJobID)
 		}
 		ops = append(ops, summary)
+		ops = append(ops, releaseHolds(job.Holds)...)
 		if effect.ReleaseClusters != 0 || effect.ReleaseNodes != 0 {
 			ops = append(ops, store.Update(tenantKey(tenant), store.Condition{MustExist: true},
 				store.Changes{Add: map[string]int64{"freeClusters": int64(effect.ReleaseClusters), "freeNodes": int64(effect.ReleaseNodes)}}))
@@ -193,4 +194,14 @@ func (e *Engine) AddProgress(ctx context.Context, tenant, cluster, jobID string,
 		return nil
 	}
 	return err
+}
+
+// releaseHolds gives a job's reservations back, in the transaction that
+// ends it (deleting an item already gone is no error).
+func releaseHolds(keys []store.Key) []store.Op {
+	ops := make([]store.Op, 0, len(keys))
+	for _, k := range keys {
+		ops = append(ops, store.Delete(k, store.Condition{}))
+	}
+	return ops
 }

@@ -352,7 +352,7 @@ func (e *Engine) undoSubmission(ctx context.Context, tenant, cluster string, lj 
 }
 
 // failPending ends a PENDING job as FAILED with msg: nothing of it ran, so
-// the lock and quota go back and the cluster is as it was (one being
+// the lock, quota and holds go back and the cluster is as it was (one being
 // created ends TERMINATED).
 func (e *Engine) failPending(ctx context.Context, tenant, cluster string, lj loadedJob, msg string) error {
 	job := lj.job
@@ -383,6 +383,7 @@ func (e *Engine) failPending(ctx context.Context, tenant, cluster string, lj loa
 		ops = append(ops, store.Update(tenantKey(tenant), store.Condition{MustExist: true},
 			store.Changes{Add: map[string]int64{"freeClusters": int64(job.TakenClusters), "freeNodes": int64(job.TakenNodes)}}))
 	}
+	ops = append(ops, releaseHolds(job.Holds)...)
 	err = e.store.Transact(ctx, ops)
 	if errors.Is(err, store.ErrConditionFailed) {
 		return nil // it started after all, or another janitor was first

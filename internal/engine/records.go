@@ -46,6 +46,13 @@ type jobRecord struct {
 	TakenClusters  int                  `json:"takenClusters,omitempty"`
 	TakenNodes     int                  `json:"takenNodes,omitempty"`
 	AddedNodeCount int                  `json:"addedNodeCount,omitempty"`
+	// Holds are the items (unscoped keys) of the reservations the job took
+	// with its first transaction (Submission.Hold): the job's end deletes
+	// them in the transaction that ends it, whichever way it ends. Code
+	// from before holds ends such a job without deleting them; their
+	// owners count a hold whose cluster no job holds as given back
+	// (static.Pool.Reserve), so this needs no new FormatVersion.
+	Holds []store.Key `json:"holds,omitempty"`
 	// RunningStatus is the cluster's status while the job runs; a retry puts
 	// it back.
 	RunningStatus domain.ClusterStatus `json:"runningStatus,omitempty"`

@@ -26,6 +26,16 @@ var ErrNothingToRetry = errors.New("engine: the job has nothing to retry")
 // then one transaction moves the job, the cluster and the quota; READY tasks
 // are sent last. A retry cut after the first step is completed by the next.
 func (e *Engine) Retry(ctx context.Context, tenant, cluster, jobID, by string) (domain.Job, error) {
+	return e.RetryHolding(ctx, tenant, cluster, jobID, by, nil)
+}
+
+// RetryHolding is Retry for a job that needs reservations again (its end
+// gave its holds back): hold, told whether the retry continues the
+// rollback, says what to take; it is taken in the transaction that reopens
+// the job, and refused with ErrHoldChanged when another job took a
+// reservation meanwhile (read again and call again). An error from hold
+// refuses the retry before anything is written.
+func (e *Engine) RetryHolding(ctx context.Context, tenant, cluster, jobID, by string, hold func(rollback bool) (Hold, error)) (domain.Job, error) {
 	lj, err := e.loadJob(ctx, tenant, cluster, jobID)
 	if err != nil {
 		return domain.Job{}, err
@@ -44,6 +54,13 @@ func (e *Engine) Retry(ctx context.Context, tenant, cluster, jobID, by string) (
 	}
 	if rollback && lj.item.Counter(counterRollbackSinks) <= 0 {
 		return domain.Job{}, fmt.Errorf("%w: job %s was rolled back; submit the operation again", ErrNothingToRetry, jobID)
+	}
+
+	var h Hold
+	if hold != nil {
+		if h, err = hold(rollback); err != nil {
+			return domain.Job{}, err
+		}
 	}
 
 	// A retry starts with no record of earlier deliveries: those of a
@@ -75,7 +92,7 @@ func (e *Engine) Retry(ctx context.Context, tenant, cluster, jobID, by string) (
 	}
 
 	// Step 2: job, cluster lock and quota in one transaction.
-	job, err = e.reopenJob(ctx, tenant, cluster, jobID, rollback)
+	job, err = e.reopenJob(ctx, tenant, cluster, jobID, rollback, h)
 	if err != nil {
 		return domain.Job{}, err
 	}
@@ -96,7 +113,7 @@ func (e *Engine) Retry(ctx context.Context, tenant, cluster, jobID, by string) (
 // cluster's lock and the quota its failure gave back, in one transaction.
 // Progress counts land on the job item at any time and bump its version; a
 // conflict with one is not a reason to refuse, so it reads again and rechecks.
-func (e *Engine) reopenJob(ctx context.Context, tenant, cluster, jobID string, rollback bool) (jobRecord, error) {
+func (e *Engine) reopenJob(ctx context.Context, tenant, cluster, jobID string, rollback bool, hold Hold) (jobRecord, error) {
 	for range maxSettleAttempts {
 		lj, err := e.loadJob(ctx, tenant, cluster, jobID)
 		if err != nil {
@@ -120,6 +137,7 @@ func (e *Engine) reopenJob(ctx context.Context, tenant, cluster, jobID string, r
 		job.Status, job.EndedAt, job.Aborted = next, time.Time{}, false
 		job.StatusMessage = "" // the next failure, if any, says what it was
 		job.Retries++
+		job.Holds = hold.Items
 		status := string(next)
 		ops := []store.Op{store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
 			store.Changes{Status: &status, Data: mustJSON(job), Index: jobIndex(jobID, e.now())})}
@@ -141,6 +159,9 @@ func (e *Engine) reopenJob(ctx context.Context, tenant, cluster, jobID string, r
 				store.Condition{StatusIn: []string{"active"}, CountersAtLeast: map[string]int64{"freeClusters": int64(effect.ReleaseClusters), "freeNodes": int64(effect.ReleaseNodes)}},
 				store.Changes{Add: map[string]int64{"freeClusters": -int64(effect.ReleaseClusters), "freeNodes": -int64(effect.ReleaseNodes)}}))
 		}
+		holdAt := len(ops)
+		ops = append(ops, hold.Take...)
+		holdEnd := len(ops)
 		ops = append(ops, jobEvent(tenant, job.Job, prevJob, e.now()))
 		ops = append(ops, clusterEvent(tenant, c, prevCluster, jobID, e.now())...)
 		err = e.store.Transact(ctx, ops)
@@ -156,6 +177,11 @@ func (e *Engine) reopenJob(ctx context.Context, tenant, cluster, jobID string, r
 			return jobRecord{}, ErrQuota
 		case terr.Reasons[0] != nil, terr.Reasons[1] != nil:
 			continue // the job or the cluster changed: look again
+		}
+		for i := holdAt; i < holdEnd; i++ {
+			if terr.Reasons[i] != nil {
+				return jobRecord{}, ErrHoldChanged
+			}
 		}
 		return jobRecord{}, fmt.Errorf("retrying job %s: %w", jobID, err)
 	}

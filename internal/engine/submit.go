@@ -27,6 +27,10 @@ var (
 	// ErrStale: a check the caller attached (such as the catalog revision the
 	// plan was made from) no longer holds.
 	ErrStale = errors.New("engine: the state the plan was made from has changed")
+	// ErrHoldChanged: a reservation the submission takes (Submission.Hold)
+	// changed since it was read, because another submission took one: the
+	// caller reads the reservations again and decides anew.
+	ErrHoldChanged = errors.New("engine: a reservation changed while the job was submitted")
 	// ErrSubmitAborted: the janitor undid this submission (it took longer
 	// than SubmitTimeout).
 	ErrSubmitAborted = errors.New("engine: the submission was undone by the janitor")
@@ -68,6 +72,10 @@ type Submission struct {
 	// Checks are extra conditions for the first transaction, on unscoped keys
 	// (for example that the catalog is still at the revision the plan read).
 	Checks []store.Op
+	// Hold takes reservations other than the quota (a static pool's
+	// hosts) in the job's first transaction; the job gives them back when
+	// it ends.
+	Hold Hold
 	// Params are copied to every work task (the simulation plugin's inputs).
 	Params func(planner.Task) map[string]string
 	// Replan, when set, makes Submit write only step 1 and Replan (the
@@ -80,6 +88,17 @@ type Submission struct {
 	// PlannedTasks is the plan's work task count (the job's TaskTotal from
 	// the start, so the answer shows it).
 	PlannedTasks int
+}
+
+// Hold is a reservation a job holds while it runs: Take are conditional
+// writes on unscoped keys that take it (refused with ErrHoldChanged when
+// one's condition fails: someone else took a reservation meanwhile), and
+// Items are the unscoped keys that stand for it, deleted in the
+// transaction that ends the job (finish, a failed or vetoed start, the
+// janitor's undo) and written again by a retry that takes it back.
+type Hold struct {
+	Take  []store.Op
+	Items []store.Key
 }
 
 // NewJobID returns a job id that sorts by creation time.
@@ -98,7 +117,7 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 			Status: domain.JobPending, RequestedBy: sub.RequestedBy, CreatedAt: now},
 		OnSuccess: sub.OnSuccess, OnFailure: sub.OnFailure, OnRollback: sub.OnRollback,
 		Created: sub.Create, PrevStatus: sub.Cluster.Status, TakenClusters: sub.TakeClusters, TakenNodes: sub.TakeNodes,
-		AddedNodeCount: len(sub.NewNodes),
+		AddedNodeCount: len(sub.NewNodes), Holds: sub.Hold.Items,
 	}
 	if sub.Replan != nil {
 		job.AddedNodeCount, job.TaskTotal = sub.PlannedNodes, sub.PlannedTasks
@@ -257,6 +276,8 @@ func (e *Engine) stepOne(ctx context.Context, sub Submission, job *jobRecord, co
 	checksAt := len(ops)
 	ops = append(ops, sub.Checks...)
 	checksEnd := len(ops)
+	ops = append(ops, sub.Hold.Take...)
+	holdEnd := len(ops)
 	ops = append(ops, jobEvent(sub.Tenant, job.Job, "", now))
 	prevStatus := sub.Cluster.Status
 	if sub.Create {
@@ -282,6 +303,11 @@ func (e *Engine) stepOne(ctx context.Context, sub Submission, job *jobRecord, co
 			for i := checksAt; i < checksEnd; i++ {
 				if terr.Reasons[i] != nil {
 					return domain.Cluster{}, ErrStale
+				}
+			}
+			for i := checksEnd; i < holdEnd; i++ {
+				if terr.Reasons[i] != nil {
+					return domain.Cluster{}, ErrHoldChanged
 				}
 			}
 		}

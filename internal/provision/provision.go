@@ -445,15 +445,14 @@ func (a *attempt) nothingToDo() (engine.Result, bool) {
 }
 
 // readLayout reads the cluster's nodes, for macros, unless the spec came
-// with them.
+// with them; a rollback's layout leaves out the nodes the job adds.
 func (a *attempt) readLayout(ctx context.Context) error {
-	if a.in.Node == nil {
-		return nil // read with the spec
-	}
 	var err error
-	if nl, ok := a.d.cfg.Clusters.(NodeLister); ok {
+	switch nl, ok := a.d.cfg.Clusters.(NodeLister); {
+	case a.in.Node == nil: // read with the spec
+	case ok:
 		a.spec.Nodes, err = nl.LayoutNodes(ctx, a.in.Tenant, a.spec.ClusterID)
-	} else {
+	default:
 		var withNodes *ClusterSpec
 		if withNodes, err = a.d.cfg.Clusters.Spec(ctx, a.in.Tenant, a.spec.ClusterID, true); err == nil {
 			a.spec.Nodes = withNodes.Nodes
@@ -462,7 +461,26 @@ func (a *attempt) readLayout(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("provision: cluster %s's nodes: %w", a.spec.ClusterID, err)
 	}
+	if a.task.Rollback {
+		a.spec.Nodes = withoutPlanned(a.spec.Nodes)
+	}
 	return nil
+}
+
+// withoutPlanned leaves out the nodes the job adds (PLANNED until the job
+// succeeds): a rollback reconfigures the remaining nodes against the layout
+// they had before the job, and a node the job added is being deleted or
+// was never made (a create that found no host has no address, and a macro
+// naming it could never expand, so the rollback, and every retry of it,
+// would fail).
+func withoutPlanned(nodes []domain.Node) []domain.Node {
+	out := make([]domain.Node, 0, len(nodes))
+	for _, n := range nodes {
+		if n.Status != domain.NodePlanned {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // bootstrapTypes are the automator types the node's services use, by name.

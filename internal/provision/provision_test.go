@@ -543,3 +543,40 @@ func TestDetachedActionCompletesThroughPolls(t *testing.T) {
 }
 
 var _ automator.Automator = (*shell.Shell)(nil)
+
+// TestRollbackLayoutLeavesOutTheNodesTheJobAdds is an expand whose third
+// node found no host (static pool exhausted): its create failed, so it has
+// no hostname or address. The rollback reconfigures the two nodes that
+// stay against the layout they had; before, the macro naming the third
+// node failed the rollback (and every retry of it) with "layout
+// incomplete", and the cluster could only be force-deleted.
+func TestRollbackLayoutLeavesOutTheNodesTheJobAdds(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, 3)
+	kept := []string{"c1-1000", "c1-1001"}
+	for _, a := range []domain.Action{domain.ActionCreate, domain.ActionConfirm, domain.ActionBootstrap} {
+		for _, id := range kept {
+			res := w.exec(a, id, "")
+			require.NoError(t, res.Err, "%s on %s: %s", a, id, res.Stderr)
+		}
+	}
+	w.clusters.update(func(s *ClusterSpec) {
+		for i := range s.Nodes[:2] {
+			s.Nodes[i].Status = domain.NodeActive // the cluster's nodes before the expand
+		}
+	})
+
+	forward := w.exec(domain.ActionInstall, "c1-1000", "zookeeper")
+	require.Error(t, forward.Err, "a forward task needs every node the layout names")
+	require.Contains(t, forward.Err.Error(), "c1-1002) has no hostname yet")
+
+	in := w.attempt(domain.ActionInstall, "c1-1000", "zookeeper", 1)
+	in.Task.Rollback = true
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := w.d.Execute(ctx, in)
+	require.NoError(t, res.Err, "stderr %q", res.Stderr)
+	require.Contains(t, res.Stdout, "servers=zk-ensemble-1000.example.test:2181,zk-ensemble-1001.example.test:2181\n",
+		"the rollback's layout is the cluster's before the expand")
+	require.Contains(t, res.Stdout, "of 2\n")
+}

@@ -172,3 +172,24 @@ func FuzzCheckFields(f *testing.F) {
 		}
 	})
 }
+
+// TestDeleteOfANodeNeverMade: a node whose create failed (no provider id)
+// is deleted like any other, so a rollback or a plain delete of a cluster
+// that has one ends (issue 28).
+func TestDeleteOfANodeNeverMade(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	req := request("c1-1000", fields)
+	p, err := f.p.Delete(ctx, req)
+	require.NoError(t, err)
+	for p.Pending() {
+		f.clock.advance(p.Again)
+		req.Poll = p.Poll
+		p, err = f.p.Delete(ctx, req)
+		require.NoError(t, err)
+	}
+	n, err := f.p.Create(ctx, request("c1-1001", fields))
+	require.NoError(t, err)
+	require.NotEmpty(t, n.ProviderID, "the other nodes are untouched")
+}

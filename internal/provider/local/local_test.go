@@ -403,3 +403,15 @@ func del(t *testing.T, l *Local, req provider.Request) error {
 	_, err := providertest.Once(t, testCtx(t), req, l.Delete)
 	return err
 }
+
+// TestDeleteOfANodeNeverMade: a node whose create failed has no directory
+// and no server; its delete succeeds, so a rollback or a plain delete of a
+// cluster that has one ends (issue 28).
+func TestDeleteOfANodeNeverMade(t *testing.T) {
+	t.Parallel()
+	l, _ := setup(t)
+	p, err := l.Delete(testCtx(t), provider.Request{Tenant: "acme", ClusterID: "c1", Node: domain.Node{ID: "c1-1000", ClusterID: "c1", Num: 1000}})
+	require.NoError(t, err)
+	require.False(t, p.Pending())
+	require.Zero(t, l.Nodes())
+}

@@ -30,6 +30,12 @@
 // failing wipe keeps the host out of the pool and fails the delete, so a
 // dirty host is never handed to the next cluster.
 //
+// A job that creates nodes on a pool holds their hosts from its
+// submission (Pool.Reserve, taken in the job's first transaction and given
+// back when it ends), so a layout the pool cannot hold is refused before
+// anything is written, in the dry run too, and of two submissions that each
+// fit alone but not together only one is accepted (holds.go).
+//
 // A host is FREE, TAKEN, WIPING (its node's delete runs the wipe) or DIRTY
 // (the wipe failed; the reason is kept, and a retried delete wipes again);
 // any of them may be drained (given to no new node). An administrator
