@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,25 +28,16 @@ func TestStaticDemoOnLocalAWS(t *testing.T) {
 	openssh := providertest.StartOpenSSH(t)
 	claimed := openssh.Claim(t, 3, 5*time.Minute)
 
-	homes, err := os.MkdirTemp("/var/tmp", "heddle-nodes-test-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(homes) })
-	require.NoError(t, os.Chmod(homes, 0o1777))
+	homes := providertest.NodeHomes(t)
+	t.Cleanup(func() { demotest.KillProcessesUnder(homes) })
 	example, err := os.ReadFile("../../docs/examples/static-demo.yaml")
 	require.NoError(t, err)
 	doc := filepath.Join(t.TempDir(), "static-demo.yaml")
 	require.NoError(t, os.WriteFile(doc, []byte(strings.ReplaceAll(string(example), "/var/tmp/heddle-nodes", homes)), 0o600))
 	require.Contains(t, d.mustHeddle("apply", "-f", doc), "created")
 
-	var inv strings.Builder
-	inv.WriteString("all:\n  vars:\n    ansible_user: " + openssh.User + "\n    ansible_ssh_private_key_file: " + os.Getenv("HEDDLE_SSH_KEY") + "\n  hosts:\n")
-	for i, h := range claimed {
-		host, port, err := net.SplitHostPort(h.Address)
-		require.NoError(t, err)
-		fmt.Fprintf(&inv, "    sshd-%d:\n      ansible_host: %s\n      ansible_port: %s\n", i, host, port)
-	}
 	invPath := filepath.Join(t.TempDir(), "hosts.yaml")
-	require.NoError(t, os.WriteFile(invPath, []byte(inv.String()), 0o600))
+	require.NoError(t, os.WriteFile(invPath, []byte(openssh.Inventory(t, claimed)), 0o600))
 	require.Contains(t, d.mustHeddle("hosts", "import", "pool", invPath, "--known-hosts", os.Getenv("HEDDLE_SSH_KNOWN_HOSTS")), "3 created")
 
 	out := d.mustHeddle("clusters", "create", "shop", "--template", "web-static", "--size", "3", "-o", "json")

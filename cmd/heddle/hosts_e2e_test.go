@@ -159,13 +159,8 @@ func TestStaticPoolEndToEnd(t *testing.T) {
 	require.Empty(t, s.hosts(admin, "pool"), "refused hosts are not registered")
 
 	// The claimed hosts as a YAML inventory; their keys from known_hosts.
-	var inv strings.Builder
-	inv.WriteString("all:\n  vars:\n    ansible_user: " + openssh.User + "\n    ansible_ssh_private_key_file: " + os.Getenv("HEDDLE_SSH_KEY") + "\n  hosts:\n")
-	for i, h := range claimed {
-		fmt.Fprintf(&inv, "    sshd-%d:\n      ansible_host: %s\n      ansible_port: %s\n", i, hostOf(t, h.Address), portOf(t, h.Address))
-	}
 	invPath := filepath.Join(dir, "hosts.yaml")
-	writeFile(t, invPath, inv.String())
+	writeFile(t, invPath, openssh.Inventory(t, claimed))
 	out := s.must(admin, "hosts", "import", "pool", invPath, "--known-hosts", os.Getenv("HEDDLE_SSH_KNOWN_HOSTS"), "--check")
 	require.Contains(t, out, "6 created")
 	for _, h := range s.hosts(admin, "pool") {
@@ -203,17 +198,11 @@ func TestStaticPoolEndToEnd(t *testing.T) {
 }
 
 // staticPoolWithOwnHomes is docs/examples/static-pool.yaml with node homes
-// of this test's own instead of the machine-wide /var/tmp/heddle-nodes,
-// which another test, run or demo may hold (or may have made with an owner
-// the hosts' login user cannot write as). The directory is open to every
-// user, as /var/tmp is, because the hosts log in as their own user; it is
-// removed when the test ends, whatever the wipe left.
+// of this test's own (providertest.NodeHomes) instead of the machine-wide
+// /var/tmp/heddle-nodes.
 func staticPoolWithOwnHomes(t *testing.T) (doc, homes string) {
 	t.Helper()
-	homes, err := os.MkdirTemp("/var/tmp", "heddle-nodes-test-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(homes) })
-	require.NoError(t, os.Chmod(homes, 0o1777))
+	homes = providertest.NodeHomes(t)
 	example, err := os.ReadFile("../../docs/examples/static-pool.yaml")
 	require.NoError(t, err)
 	require.Contains(t, string(example), "/var/tmp/heddle-nodes")

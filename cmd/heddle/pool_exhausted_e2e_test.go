@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -50,12 +49,8 @@ func TestStaticPoolThatRunsOutOfHosts(t *testing.T) {
 	// The servers' user makes the node homes: under a directory of the
 	// test's own, not the shared /var/tmp/heddle-nodes, so that nothing
 	// another test left there (or its permissions) matters.
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
-	require.NoError(t, os.Chmod(dir, 0o755))
-	homes := filepath.Join(dir, "nodes")
-	require.NoError(t, os.Mkdir(homes, 0o777))
-	require.NoError(t, os.Chmod(homes, 0o777))
+	homes := providertest.NodeHomes(t)
+	dir := filepath.Dir(homes)
 	// Whatever the test did, nothing the nodes' services started outlives
 	// it (the wipe stops them; a failed test may not get there).
 	t.Cleanup(func() { demotest.KillProcessesUnder(homes) })
@@ -70,13 +65,8 @@ func TestStaticPoolThatRunsOutOfHosts(t *testing.T) {
 		`        if [ -e `+marker+` ]; then echo "wipe: held by the test" >&2; exit 1; fi`+"\n"+first, 1))
 	s.must(admin, "apply", "-f", pool)
 
-	var inv strings.Builder
-	inv.WriteString("all:\n  vars:\n    ansible_user: " + openssh.User + "\n    ansible_ssh_private_key_file: " + os.Getenv("HEDDLE_SSH_KEY") + "\n  hosts:\n")
-	for i, h := range claimed {
-		fmt.Fprintf(&inv, "    sshd-%d:\n      ansible_host: %s\n      ansible_port: %s\n", i, hostOf(t, h.Address), portOf(t, h.Address))
-	}
 	invPath := filepath.Join(dir, "hosts.yaml")
-	writeFile(t, invPath, inv.String())
+	writeFile(t, invPath, openssh.Inventory(t, claimed))
 	require.Contains(t, s.must(admin, "hosts", "import", "pool", invPath, "--known-hosts", os.Getenv("HEDDLE_SSH_KNOWN_HOSTS")), "6 created")
 
 	id, job := s.createdID(s.must(admin, "clusters", "create", "shop", "--template", "web-static", "--size", "4", "-o", "json"))

@@ -192,3 +192,42 @@ func (o OpenSSH) Claim(t testing.TB, n int, wait time.Duration) []Host {
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// Inventory is an Ansible YAML inventory of hosts, logging in as o's user
+// with the key file HEDDLE_SSH_KEY names: what `heddle hosts import` reads.
+func (o OpenSSH) Inventory(t testing.TB, hosts []Host) string {
+	t.Helper()
+	var inv strings.Builder
+	inv.WriteString("all:\n  vars:\n    ansible_user: " + o.User + "\n    ansible_ssh_private_key_file: " + os.Getenv("HEDDLE_SSH_KEY") + "\n  hosts:\n")
+	for i, h := range hosts {
+		host, port, ok := strings.Cut(h.Address, ":")
+		if !ok {
+			t.Fatalf("host address %q has no port", h.Address)
+		}
+		fmt.Fprintf(&inv, "    sshd-%d:\n      ansible_host: %s\n      ansible_port: %s\n", i, host, port)
+	}
+	return inv.String()
+}
+
+// NodeHomes is a directory of the test's own for a static provider's
+// node_homes, instead of the machine-wide /var/tmp/heddle-nodes that
+// another test, run or demo may hold, or may have made with an owner the
+// servers' login user cannot write as. The servers log in as their own
+// user, so the path to it is opened to every user (as /tmp is); it goes
+// with the test's temporary directory.
+func NodeHomes(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	homes := filepath.Join(dir, "nodes")
+	for _, step := range []func() error{
+		func() error { return os.Chmod(filepath.Dir(dir), 0o755) },
+		func() error { return os.Chmod(dir, 0o755) },
+		func() error { return os.Mkdir(homes, 0o777) },
+		func() error { return os.Chmod(homes, 0o777) }, // past the umask
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return homes
+}
