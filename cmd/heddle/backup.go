@@ -18,7 +18,8 @@ func newBackupCommand(a *app) *cobra.Command {
 		Long: `Save a consistent copy of heddle server's embedded store, fetched from the
 running server (GET /v1/backup, superadmin key), and the master key that
 unseals its secrets, copied from the data directory: run it on the server's
-machine. DIR must not exist or be empty; it gets heddle.db, master.key and
+machine, with --data-dir the server's own data directory: a key that did
+not seal the server's store is refused. DIR must not exist or be empty; it gets heddle.db, master.key and
 manifest.json, each readable by its owner alone. The master key is never
 printed. Whoever holds DIR can read every secret heddle keeps: store it as
 you store the data directory.`,

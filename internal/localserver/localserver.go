@@ -20,6 +20,7 @@ import (
 	"github.com/heddle-io/heddle/internal/audit"
 	"github.com/heddle-io/heddle/internal/automator"
 	"github.com/heddle-io/heddle/internal/automator/shell"
+	"github.com/heddle-io/heddle/internal/backup"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/dashboard"
 	"github.com/heddle-io/heddle/internal/domain"
@@ -138,6 +139,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	masterKey, err := secrets.LoadOrCreateKeyFile(filepath.Join(cfg.DataDir, "master.key"))
 	if err != nil {
 		return fail(fmt.Errorf("loading the local master key: %w", err))
+	}
+	// A store next to another server's key (a restore that mixed them, a
+	// key file copied over) would start and then fail every operation
+	// that opens a secret: refuse it here, naming both keys.
+	if err := backup.RecordStoreKey(ctx, db, masterKey.ID()); err != nil {
+		return fail(fmt.Errorf("%s: %w; put back the master.key that belongs with this heddle.db (heddle restore brings both from a backup)", cfg.DataDir, err))
 	}
 	keyring := secrets.NewKeyring(masterKey)
 	s.local, err = local.New(local.Config{Dir: filepath.Join(cfg.DataDir, "nodes"), Logger: cfg.Logger})
