@@ -23,7 +23,26 @@ type live struct {
 	specVersion int64 // the condition for replacing the spec (sync)
 }
 
-func (s *Service) loadLive(ctx context.Context, p access.Principal, id string) (*live, error) {
+// What load does with a verification that holds the cluster.
+type onVerification int
+
+const (
+	verificationRefuses onVerification = iota // busy, like any job (a verification asked for)
+	verificationEnds                          // ended first: a user's operation
+	verificationIgnored                       // looked past: a preview, which changes nothing
+)
+
+// loadLive loads the cluster for a user's operation: a verification that
+// holds it is ended first (endVerification), since it only reads and must
+// never stand in the user's way; a preview (dryRun) looks past it.
+func (s *Service) loadLive(ctx context.Context, p access.Principal, id string, dryRun bool) (*live, error) {
+	if dryRun {
+		return s.load(ctx, p, id, verificationIgnored)
+	}
+	return s.load(ctx, p, id, verificationEnds)
+}
+
+func (s *Service) load(ctx context.Context, p access.Principal, id string, verification onVerification) (*live, error) {
 	c, err := s.visible(ctx, p, id)
 	if err != nil {
 		return nil, err
@@ -31,7 +50,17 @@ func (s *Service) loadLive(ctx context.Context, p access.Principal, id string) (
 	if c.Status.Terminal() {
 		return nil, &StateError{Cluster: id, Status: c.Status, Reason: "it was deleted; create a new cluster"}
 	}
-	if c.ActiveJobID != "" {
+	if c.ActiveJobID != "" && verification == verificationEnds {
+		if c, err = s.endVerification(ctx, p, c); err != nil {
+			return nil, err
+		}
+	}
+	busy := c.ActiveJobID != ""
+	if busy && verification == verificationIgnored {
+		job, err := s.cfg.Engine.Job(ctx, p.Tenant, id, c.ActiveJobID)
+		busy = err != nil || job.Operation != domain.OpVerify
+	}
+	if busy {
 		return nil, fmt.Errorf("%w: job %s is working on cluster %s; wait for it, or abort it", engine.ErrClusterBusy, c.ActiveJobID, id)
 	}
 	nodes, err := s.cfg.Engine.Nodes(ctx, p.Tenant, id)
@@ -131,7 +160,7 @@ type DeleteRequest struct {
 
 // Delete submits the cluster's delete job.
 func (s *Service) Delete(ctx context.Context, p access.Principal, id string, req DeleteRequest, dryRun bool) (*Result, error) {
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.loadLive(ctx, p, id, dryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +186,7 @@ type ExpandRequest struct {
 // Expand adds nodes that mirror the cluster's layouts; existing nodes only
 // reconfigure what refers to the services that grew.
 func (s *Service) Expand(ctx context.Context, p access.Principal, id string, req ExpandRequest, dryRun bool) (*Result, error) {
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.loadLive(ctx, p, id, dryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +222,7 @@ type ShrinkRequest struct {
 // forced), the remaining nodes reconfigure what referred to them, and they
 // are deleted.
 func (s *Service) Shrink(ctx context.Context, p access.Principal, id string, req ShrinkRequest, dryRun bool) (*Result, error) {
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.loadLive(ctx, p, id, dryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +259,7 @@ func (s *Service) Reconfigure(ctx context.Context, p access.Principal, id string
 			return nil, domain.Problems{{Field: "config", Code: domain.CodeWrongType, Message: "must be a JSON object"}}
 		}
 	}
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.loadLive(ctx, p, id, dryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +290,7 @@ func (s *Service) ServiceAction(ctx context.Context, p access.Principal, id stri
 	if req.BatchSize < 0 {
 		return nil, domain.Problems{{Field: "batchSize", Code: domain.CodeOutOfRange, Message: "a batch is at least one node"}}
 	}
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.loadLive(ctx, p, id, dryRun)
 	if err != nil {
 		return nil, err
 	}
