@@ -191,7 +191,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// their sensitive fields sealed with the local master key.
 	svc, err := assemble.Build(assemble.Parts{Store: st, Queue: s.queue, Keyring: keyring, Providers: registry, SSH: s.ssh,
 		Automators: map[string]automator.Automator{shell.Type: s.shell}, Engine: ecfg, Logger: cfg.Logger,
-		Webhooks: localWebhooks(cfg.Webhooks)})
+		Webhooks: localWebhooks(cfg.Webhooks), SoleWriter: true})
 	if err != nil {
 		return fail(err)
 	}
