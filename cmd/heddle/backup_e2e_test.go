@@ -161,6 +161,7 @@ func TestBackupRefusesAnotherServersDataDirectory(t *testing.T) {
 	require.NotZero(t, r.code)
 	require.Contains(t, r.stderr, "the store is sealed by master key local:")
 	require.Contains(t, r.stderr, "--data-dir must be that server's data directory")
+	require.Contains(t, r.stderr, "the master key of the server at http://"+s.addr, "refused on the answer's header, before the download")
 	entries, _ := os.ReadDir(out)
 	require.Empty(t, entries, "nothing was saved")
 

@@ -226,8 +226,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Throttle: &api.Throttle{Limiter: ratelimit.NewMemory(),
 			PerTenant:    ratelimit.Limit{Requests: cfg.TenantRequestsPerMinute, Window: time.Minute},
 			AuthFailures: ratelimit.Limit{Requests: cfg.AuthFailuresPerMinute, Window: time.Minute}},
-		Backup: s.backup,
-		Moves:  tenantmove.New(st, keyring),
+		Backup:      s.backup,
+		BackupKeyID: masterKey.ID(),
+		Moves:       tenantmove.New(st, keyring),
 		// The embedded store has no time to live: expired keys are
 		// indexed by expiry and swept by the janitor.
 		Idempotency: s.idem,
