@@ -21,28 +21,23 @@ type live struct {
 	nodes       []domain.Node // live nodes, by Num
 	sp          *spec
 	specVersion int64 // the condition for replacing the spec (sync)
+	// verifying is the verification job that holds the cluster, which run
+	// ends before it submits; "" when no job holds it.
+	verifying string
 }
 
-// What load does with a verification that holds the cluster.
-type onVerification int
-
-const (
-	verificationRefuses onVerification = iota // busy, like any job (a verification asked for)
-	verificationEnds                          // ended first: a user's operation
-	verificationIgnored                       // looked past: a preview, which changes nothing
-)
-
-// loadLive loads the cluster for a user's operation: a verification that
-// holds it is ended first (endVerification), since it only reads and must
-// never stand in the user's way; a preview (dryRun) looks past it.
-func (s *Service) loadLive(ctx context.Context, p access.Principal, id string, dryRun bool) (*live, error) {
-	if dryRun {
-		return s.load(ctx, p, id, verificationIgnored)
-	}
-	return s.load(ctx, p, id, verificationEnds)
+// loadLive loads the cluster for a user's operation. A verification that
+// holds it does not refuse the operation: it only reads and must never
+// stand in the user's way, so the operation is planned and checked as if
+// it were not there (l.verifying names it), and run ends it just before
+// submitting, once nothing can refuse the request any more.
+func (s *Service) loadLive(ctx context.Context, p access.Principal, id string) (*live, error) {
+	return s.load(ctx, p, id, true)
 }
 
-func (s *Service) load(ctx context.Context, p access.Principal, id string, verification onVerification) (*live, error) {
+// load loads the cluster; a job that holds it refuses, but a verification
+// when pastVerification.
+func (s *Service) load(ctx context.Context, p access.Principal, id string, pastVerification bool) (*live, error) {
 	c, err := s.visible(ctx, p, id)
 	if err != nil {
 		return nil, err
@@ -50,17 +45,13 @@ func (s *Service) load(ctx context.Context, p access.Principal, id string, verif
 	if c.Status.Terminal() {
 		return nil, &StateError{Cluster: id, Status: c.Status, Reason: "it was deleted; create a new cluster"}
 	}
-	if c.ActiveJobID != "" && verification == verificationEnds {
-		if c, err = s.endVerification(ctx, p, c); err != nil {
-			return nil, err
+	verifying := ""
+	if c.ActiveJobID != "" && pastVerification {
+		if job, err := s.cfg.Engine.Job(ctx, p.Tenant, id, c.ActiveJobID); err == nil && job.Operation == domain.OpVerify {
+			verifying = job.ID
 		}
 	}
-	busy := c.ActiveJobID != ""
-	if busy && verification == verificationIgnored {
-		job, err := s.cfg.Engine.Job(ctx, p.Tenant, id, c.ActiveJobID)
-		busy = err != nil || job.Operation != domain.OpVerify
-	}
-	if busy {
+	if c.ActiveJobID != "" && verifying == "" {
 		return nil, fmt.Errorf("%w: job %s is working on cluster %s; wait for it, or abort it", engine.ErrClusterBusy, c.ActiveJobID, id)
 	}
 	nodes, err := s.cfg.Engine.Nodes(ctx, p.Tenant, id)
@@ -71,7 +62,7 @@ func (s *Service) load(ctx context.Context, p access.Principal, id string, verif
 	if err != nil {
 		return nil, err
 	}
-	return &live{c: c, nodes: liveNodes(nodes), sp: sp, specVersion: specVersion}, nil
+	return &live{c: c, nodes: liveNodes(nodes), sp: sp, specVersion: specVersion, verifying: verifying}, nil
 }
 
 func (l *live) solverCluster() solver.Cluster {
@@ -136,6 +127,22 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 	if verifiesAfterOp(op.req.Operation) && hasChecks(l.sp, op.req.New) {
 		op.onSuccess.Verify = true
 	}
+	if l.verifying != "" {
+		// Last, so that a request refused above changes nothing: the
+		// verification ends, and the operation goes on from the cluster
+		// as its end left it (its lock and health).
+		fresh, err := s.endVerification(ctx, p, l.c, l.verifying)
+		if err != nil {
+			return nil, err
+		}
+		if fresh.ActiveJobID != "" {
+			return nil, fmt.Errorf("%w: job %s is working on cluster %s; wait for it, or abort it", engine.ErrClusterBusy, fresh.ActiveJobID, fresh.ID)
+		}
+		c = fresh
+		if op.edit != nil {
+			op.edit(&c)
+		}
+	}
 	job, err := s.cfg.Engine.Submit(ctx, engine.Submission{
 		Tenant: p.Tenant, Cluster: c, ClusterStatus: op.status, NewNodes: op.newNodes, RetiringNodes: op.retiring, UpdatedNodes: op.updated, Checks: op.checks,
 		Operation: op.req.Operation, RequestedBy: p.User, Plan: plan, TakeNodes: op.takeNodes,
@@ -160,7 +167,7 @@ type DeleteRequest struct {
 
 // Delete submits the cluster's delete job.
 func (s *Service) Delete(ctx context.Context, p access.Principal, id string, req DeleteRequest, dryRun bool) (*Result, error) {
-	l, err := s.loadLive(ctx, p, id, dryRun)
+	l, err := s.loadLive(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +193,7 @@ type ExpandRequest struct {
 // Expand adds nodes that mirror the cluster's layouts; existing nodes only
 // reconfigure what refers to the services that grew.
 func (s *Service) Expand(ctx context.Context, p access.Principal, id string, req ExpandRequest, dryRun bool) (*Result, error) {
-	l, err := s.loadLive(ctx, p, id, dryRun)
+	l, err := s.loadLive(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +229,7 @@ type ShrinkRequest struct {
 // forced), the remaining nodes reconfigure what referred to them, and they
 // are deleted.
 func (s *Service) Shrink(ctx context.Context, p access.Principal, id string, req ShrinkRequest, dryRun bool) (*Result, error) {
-	l, err := s.loadLive(ctx, p, id, dryRun)
+	l, err := s.loadLive(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +266,7 @@ func (s *Service) Reconfigure(ctx context.Context, p access.Principal, id string
 			return nil, domain.Problems{{Field: "config", Code: domain.CodeWrongType, Message: "must be a JSON object"}}
 		}
 	}
-	l, err := s.loadLive(ctx, p, id, dryRun)
+	l, err := s.loadLive(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +297,7 @@ func (s *Service) ServiceAction(ctx context.Context, p access.Principal, id stri
 	if req.BatchSize < 0 {
 		return nil, domain.Problems{{Field: "batchSize", Code: domain.CodeOutOfRange, Message: "a batch is at least one node"}}
 	}
-	l, err := s.loadLive(ctx, p, id, dryRun)
+	l, err := s.loadLive(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ func (e *NoChecksError) Is(target error) bool { return target == engine.ErrNothi
 // Asked while a verification of the cluster runs, it answers that one:
 // there is at most one at a time, and its result is what was asked for.
 func (s *Service) Verify(ctx context.Context, p access.Principal, id string) (*Result, error) {
-	l, err := s.load(ctx, p, id, verificationRefuses)
+	l, err := s.load(ctx, p, id, false)
 	if errors.Is(err, engine.ErrClusterBusy) {
 		if c, cerr := s.visible(ctx, p, id); cerr == nil && c.ActiveJobID != "" {
 			if job, jerr := s.cfg.Engine.Job(ctx, p.Tenant, id, c.ActiveJobID); jerr == nil && job.Operation == domain.OpVerify {
@@ -75,19 +75,14 @@ func (s *Service) Verify(ctx context.Context, p access.Principal, id string) (*R
 // their attempt (each cut at its timeout). Well within a request's 30 s.
 const verificationEndWait = 10 * time.Second
 
-// endVerification ends the verification that holds c, if a verification
-// holds it, for a user's operation (invariant 15: what heddle starts by
-// itself never stands in a user's way, and a verification only reads). It
-// aborts the job, then waits until the job's end gives the lock back, and
-// returns the cluster as it is then; the caller's submission takes the lock
-// under its own condition, so a job that got in first meanwhile is refused
-// as usual. Any other job is left alone: c comes back unchanged.
-func (s *Service) endVerification(ctx context.Context, p access.Principal, c domain.Cluster) (domain.Cluster, error) {
-	held := c.ActiveJobID
-	job, err := s.cfg.Engine.Job(ctx, p.Tenant, c.ID, held)
-	if err != nil || job.Operation != domain.OpVerify {
-		return c, nil
-	}
+// endVerification ends held, the verification that holds c, for a user's
+// operation (invariant 15: what heddle starts by itself never stands in a
+// user's way, and a verification only reads). It aborts the job, then
+// waits until the job's end gives the lock back, and returns the cluster as
+// it is then; the caller's submission takes the lock under its own
+// condition (the cluster's version), so a job that got in first meanwhile
+// is refused as usual.
+func (s *Service) endVerification(ctx context.Context, p access.Principal, c domain.Cluster, held string) (domain.Cluster, error) {
 	by := fmt.Sprintf("%s, whose operation on the cluster goes first", p.User)
 	deadline := s.now().Add(s.verificationEndWait)
 	for {

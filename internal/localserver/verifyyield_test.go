@@ -112,6 +112,9 @@ func TestAUserOperationEndsARunningVerification(t *testing.T) {
 	}
 	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id+"/jobs/"+verify.Job.ID, nil, &job))
 	require.Equal(t, "RUNNING", job.Status, "a preview changes nothing")
+	require.Equal(t, http.StatusUnprocessableEntity, b.call(b.admin, "POST", "/v1/clusters/"+id+"/expand", map[string]any{"count": 0}, nil))
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id+"/jobs/"+verify.Job.ID, nil, &job))
+	require.Equal(t, "RUNNING", job.Status, "a request refused for bad input changes nothing, the verification neither")
 
 	var del result
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "DELETE", "/v1/clusters/"+id, nil, &del), "the delete ends the verification")
