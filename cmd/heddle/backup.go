@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/heddle-io/heddle/internal/api"
 	"github.com/heddle-io/heddle/internal/backup"
+	"github.com/heddle-io/heddle/internal/secrets"
 )
 
 func newBackupCommand(a *app) *cobra.Command {
@@ -18,7 +21,8 @@ func newBackupCommand(a *app) *cobra.Command {
 		Long: `Save a consistent copy of heddle server's embedded store, fetched from the
 running server (GET /v1/backup, superadmin key), and the master key that
 unseals its secrets, copied from the data directory: run it on the server's
-machine. DIR must not exist or be empty; it gets heddle.db, master.key and
+machine, with --data-dir the server's own data directory: a key that did
+not seal the server's store is refused. DIR must not exist or be empty; it gets heddle.db, master.key and
 manifest.json, each readable by its owner alone. The master key is never
 printed. Whoever holds DIR can read every secret heddle keeps: store it as
 you store the data directory.`,
@@ -28,8 +32,14 @@ you store the data directory.`,
 			if err != nil {
 				return err
 			}
+			// The key's id, to compare with the server's before the
+			// download; a key that cannot be read is Save's to report.
+			var keyID string
+			if k, err := secrets.ReadKeyFile(filepath.Join(dataDir, backup.MasterKeyFile)); err == nil {
+				keyID = k.ID()
+			}
 			m, err := backup.Save(out, dataDir, buildVersion(), func(w io.Writer) (int64, error) {
-				return fetchBackup(cmd, c, w)
+				return fetchBackup(cmd, c, keyID, dataDir, w)
 			})
 			if err != nil {
 				return err
@@ -46,8 +56,11 @@ you store the data directory.`,
 }
 
 // fetchBackup streams GET /v1/backup into w. The server says the length up
-// front, so a copy cut short is an error here, not a short file.
-func fetchBackup(cmd *cobra.Command, c *Client, w io.Writer) (int64, error) {
+// front, so a copy cut short is an error here, not a short file; and the
+// id of the key that seals its store, so a dataDir holding another key
+// (keyID) is refused before the download. A server that does not say is
+// checked by Save on the copy.
+func fetchBackup(cmd *cobra.Command, c *Client, keyID, dataDir string, w io.Writer) (int64, error) {
 	req, err := http.NewRequestWithContext(cmd.Context(), http.MethodGet, c.Endpoint+"/v1/backup", nil)
 	if err != nil {
 		return 0, err
@@ -65,6 +78,10 @@ func fetchBackup(cmd *cobra.Command, c *Client, w io.Writer) (int64, error) {
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return 0, responseError(resp.StatusCode, data)
+	}
+	if server := resp.Header.Get(api.BackupKeyHeader); server != "" && keyID != "" && server != keyID {
+		return 0, fmt.Errorf("%w: the store is sealed by master key %s, the key offered with it is %s; %s is not the master key of the server at %s: --data-dir must be that server's data directory (nothing was saved)",
+			backup.ErrWrongKey, server, keyID, filepath.Join(dataDir, backup.MasterKeyFile), c.Endpoint)
 	}
 	n, err := io.Copy(w, resp.Body)
 	if err != nil {

@@ -148,3 +148,24 @@ func TestBackupRoundTripMidJob(t *testing.T) {
 	}
 	s.must(admin, "clusters", "delete", id, "--wait")
 }
+
+// TestBackupRefusesAnotherServersDataDirectory: --data-dir naming another
+// server's directory would save a key that cannot open the fetched store;
+// the backup says so and saves nothing, and the server's own directory
+// backs up.
+func TestBackupRefusesAnotherServersDataDirectory(t *testing.T) {
+	t.Parallel()
+	s, other := newServer(t), newServer(t)
+	out := filepath.Join(t.TempDir(), "backup")
+	r := s.cli(s.super, "backup", "--data-dir", filepath.Join(other.dir, "data"), "--out", out)
+	require.NotZero(t, r.code)
+	require.Contains(t, r.stderr, "the store is sealed by master key local:")
+	require.Contains(t, r.stderr, "--data-dir must be that server's data directory")
+	require.Contains(t, r.stderr, "the master key of the server at http://"+s.addr, "refused on the answer's header, before the download")
+	entries, _ := os.ReadDir(out)
+	require.Empty(t, entries, "nothing was saved")
+
+	r = s.cli(s.super, "backup", "--data-dir", filepath.Join(s.dir, "data"), "--out", out)
+	require.Zero(t, r.code, r.stderr)
+	require.FileExists(t, filepath.Join(out, "master.key"))
+}

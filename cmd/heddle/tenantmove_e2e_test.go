@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -47,6 +48,8 @@ func TestTenantExportImportAsDocumented(t *testing.T) {
 	sh := newDocShell(t)
 	ann := src.tenant("acme")
 	src.must(ann, "apply", "-f", "../../docs/examples/catalog.yaml")
+	// A service that runs a script resource: the script moves with it.
+	src.must(ann, "apply", "-f", "../../docs/examples/hello-scripts.yaml")
 
 	exportLines, _ := docSteps(t, "../../docs/operations.md", "To export a tenant:")
 	require.Len(t, exportLines, 1)
@@ -73,6 +76,16 @@ func TestTenantExportImportAsDocumented(t *testing.T) {
 		}
 	}
 	require.Equal(t, src.must(ann, "export"), dst.must(dstAnn, "export"), "the catalog reads the same on both")
+	require.Equal(t, src.must(ann, "scripts", "show", "hello-install"), dst.must(dstAnn, "scripts", "show", "hello-install"),
+		"the script resource moved with the service that runs it")
+	id, job := dst.createdID(dst.must(dstAnn, "clusters", "create", "hello", "--template", "hello", "--size", "1", "-o", "json"))
+	dst.must(dstAnn, "jobs", "watch", id, job)
+	var created struct {
+		Status string `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(dst.must(dstAnn, "clusters", "show", id, "-o", "json")), &created))
+	require.Equal(t, "ACTIVE", created.Status, "the moved service ran its script")
+	dst.must(dstAnn, "clusters", "delete", id, "--wait")
 	out, err = sh.run(dst, ann, "bin/heddle clusters list")
 	require.NoError(t, err, "ann's key of the source works on the target: %s", out)
 

@@ -17,6 +17,10 @@ import (
 // begin returns, and says how many it wrote.
 type BackupFunc func(ctx context.Context, begin func(size int64) io.Writer) (int64, error)
 
+// BackupKeyHeader names, in GET /v1/backup's answer, the master key that
+// seals the store's secrets (its id, never the key).
+const BackupKeyHeader = "Heddle-Master-Key-Id"
+
 // CodeNotSupported answers a route this deployment does not serve.
 const CodeNotSupported = "not_supported"
 
@@ -38,6 +42,9 @@ func (s *Server) getBackup(w http.ResponseWriter, r *http.Request, _ access.Prin
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Disposition", `attachment; filename="heddle.db"`)
 		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+		if s.backupKey != "" {
+			w.Header().Set(BackupKeyHeader, s.backupKey)
+		}
 		return w
 	})
 	if err != nil && !begun {

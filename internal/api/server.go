@@ -76,6 +76,11 @@ type Config struct {
 	// GET /v1/backup (backup.go); nil answers 501 there, as on DynamoDB,
 	// whose backups are point-in-time recovery.
 	Backup BackupFunc
+	// BackupKeyID is the id (a fingerprint, not secret) of the master key
+	// that seals the store Backup copies; GET /v1/backup sends it in
+	// BackupKeyHeader, so that heddle backup refuses another directory's
+	// key before it downloads the copy.
+	BackupKeyID string
 	// Identity accepts tokens of the tenants' trusted identity providers
 	// beside API keys and serves /v1/issuers; nil accepts API keys only.
 	Identity *identity.Identity
@@ -113,6 +118,7 @@ type Server struct {
 	cursors   cursorSigner
 	throttle  *throttler         // nil: nothing limited
 	backup    BackupFunc         // see Config.Backup
+	backupKey string             // see Config.BackupKeyID
 	identity  *identity.Identity // see Config.Identity
 	moves     *tenantmove.Mover  // see Config.Moves
 	idem      *idempotency.Keys  // see Config.Idempotency
@@ -133,6 +139,7 @@ func New(cfg Config) *Server {
 	s.metrics = cfg.Metrics
 	s.usage = cfg.Usage
 	s.backup = cfg.Backup
+	s.backupKey = cfg.BackupKeyID
 	s.identity = cfg.Identity
 	s.moves = cfg.Moves
 	s.idem = cfg.Idempotency

@@ -52,6 +52,9 @@ type Parts struct {
 	// Webhooks tunes webhook deliveries (the SSRF policy among them).
 	Webhooks webhooks.Config
 	Logger   *slog.Logger
+	// SoleWriter says this process is the only one that writes Store (the
+	// local server's embedded store): see catalog.WithSoleWriter.
+	SoleWriter bool
 }
 
 // Services are what Build makes.
@@ -79,8 +82,12 @@ func Build(p Parts) (*Services, error) {
 	}
 	var clusters *cluster.Service
 	acc := access.New(p.Store)
+	catOpts := []catalog.Option{catalog.WithProviders(p.Providers, p.Keyring)}
+	if p.SoleWriter {
+		catOpts = append(catOpts, catalog.WithSoleWriter())
+	}
 	cat := catalog.New(p.Store, func(ctx context.Context, tenant string) ([]domain.Cluster, error) { return clusters.Live(ctx, tenant) },
-		catalog.WithProviders(p.Providers, p.Keyring))
+		catOpts...)
 	ecfg := p.Engine
 	ecfg.Logger = p.Logger
 	ecfg.ExpireLease = func(ctx context.Context, tenant string, c domain.Cluster) error {

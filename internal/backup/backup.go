@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/store/boltstore"
 )
 
@@ -47,10 +49,12 @@ type File struct {
 type FetchFunc func(w io.Writer) (int64, error)
 
 // Save writes a backup of dataDir into out, which must not exist or be
-// empty: the store through fetch, the master key from dataDir. A failed Save
-// removes what it wrote.
+// empty: the store through fetch, the master key from dataDir. A store
+// sealed by another key than dataDir's (dataDir is another server's) is
+// refused: the pair could never be restored. A failed Save removes what it
+// wrote.
 func Save(out, dataDir, heddleVersion string, fetch FetchFunc) (m Manifest, err error) {
-	key, err := readMasterKey(filepath.Join(dataDir, MasterKeyFile))
+	key, keyID, err := readMasterKey(filepath.Join(dataDir, MasterKeyFile))
 	if err != nil {
 		return Manifest{}, err
 	}
@@ -85,6 +89,10 @@ func Save(out, dataDir, heddleVersion string, fetch FetchFunc) (m Manifest, err 
 	if err != nil {
 		return Manifest{}, fmt.Errorf("copying the store: %w", err)
 	}
+	if err := checkCopy(filepath.Join(out, StoreFile), keyID); err != nil {
+		return Manifest{}, fmt.Errorf("%w; %s is not the master key of the server whose store was fetched: --data-dir must be that server's data directory (nothing was saved)",
+			err, filepath.Join(dataDir, MasterKeyFile))
+	}
 	if err := writeFile(filepath.Join(out, MasterKeyFile), key); err != nil {
 		return Manifest{}, err
 	}
@@ -114,7 +122,7 @@ func Restore(from, dataDir string, force bool) (Manifest, error) {
 	if err != nil {
 		return Manifest{}, err
 	}
-	key, err := readMasterKey(filepath.Join(from, m.MasterKey))
+	key, keyID, err := readMasterKey(filepath.Join(from, m.MasterKey))
 	if err != nil {
 		return Manifest{}, err
 	}
@@ -147,6 +155,12 @@ func Restore(from, dataDir string, force bool) (Manifest, error) {
 	db, err := boltstore.Open(tmpStore, boltstore.Options{})
 	if err != nil {
 		return Manifest{}, fmt.Errorf("the backup's store does not open: %w", err)
+	}
+	// A store whose key is not in the backup would start, and then fail
+	// every operation that opens a secret.
+	if err := CheckStoreKey(context.Background(), db, keyID); err != nil {
+		_ = db.Close()
+		return Manifest{}, fmt.Errorf("%s: %w; its %s cannot unseal the store's secrets, so nothing was restored", from, err, m.MasterKey)
 	}
 	if err := db.Close(); err != nil {
 		return Manifest{}, fmt.Errorf("the backup's store: %w", err)
@@ -192,22 +206,39 @@ func validName(name string) bool {
 	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`)
 }
 
-func readMasterKey(path string) ([]byte, error) {
+// readMasterKey returns the key file's bytes (copied as they are) and the
+// id of the key it holds.
+func readMasterKey(path string) ([]byte, string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("the master key: %w", err)
+		return nil, "", fmt.Errorf("the master key: %w", err)
 	}
 	if info.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("the master key %s has mode %v; it must be readable by its owner alone (chmod 600 %s)", path, info.Mode().Perm(), path)
+		return nil, "", fmt.Errorf("the master key %s has mode %v; it must be readable by its owner alone (chmod 600 %s)", path, info.Mode().Perm(), path)
 	}
 	key, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("the master key: %w", err)
+		return nil, "", fmt.Errorf("the master key: %w", err)
 	}
 	if len(key) == 0 {
-		return nil, fmt.Errorf("the master key %s is empty", path)
+		return nil, "", fmt.Errorf("the master key %s is empty", path)
 	}
-	return key, nil
+	lk, err := secrets.ReadKeyFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("the master key: %w", err)
+	}
+	return key, lk.ID(), nil
+}
+
+// checkCopy opens a fetched store without changing a byte of it and
+// checks that keyID seals its secrets.
+func checkCopy(path, keyID string) error {
+	db, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("the fetched store does not open: %w", err)
+	}
+	defer db.Close()
+	return CheckStoreKey(context.Background(), db, keyID)
 }
 
 // emptyDir returns nil when dir is missing or empty, ErrNotEmpty (naming a

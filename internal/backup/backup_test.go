@@ -20,16 +20,23 @@ import (
 // key, and returns it with a fetch that copies the store as the API does.
 func setup(t *testing.T) (dataDir string, fetch backup.FetchFunc) {
 	t.Helper()
+	dataDir, _, fetch = setupStore(t)
+	return dataDir, fetch
+}
+
+// setupStore is setup that also returns the open store.
+func setupStore(t *testing.T) (dataDir string, db *boltstore.Store, fetch backup.FetchFunc) {
+	t.Helper()
 	dataDir = filepath.Join(t.TempDir(), "data")
 	require.NoError(t, os.MkdirAll(dataDir, 0o700))
 	_, err := secrets.LoadOrCreateKeyFile(filepath.Join(dataDir, backup.MasterKeyFile))
 	require.NoError(t, err)
-	db, err := boltstore.Open(filepath.Join(dataDir, backup.StoreFile), boltstore.Options{})
+	db, err = boltstore.Open(filepath.Join(dataDir, backup.StoreFile), boltstore.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	_, err = db.Write(context.Background(), store.Put(store.Item{Key: store.Key{PK: "P", SK: "one"}, Data: []byte(`"x"`)}, store.Condition{}))
 	require.NoError(t, err)
-	return dataDir, func(w io.Writer) (int64, error) {
+	return dataDir, db, func(w io.Writer) (int64, error) {
 		return db.Backup(context.Background(), func(int64) io.Writer { return w })
 	}
 }

@@ -15,7 +15,10 @@
 // its file against every other process, so the server is the only one that
 // can read it while it runs. The master key is never sent over the API: it
 // is copied from the data directory, which is why the backup is taken on the
-// server's machine. Neither file is ever printed.
+// server's machine. Neither file is ever printed. A store and a key that do
+// not belong together are refused (ErrWrongKey): the server records its
+// key's id in the store (KeyItem), and a store from before the record is
+// scanned for the key ids its sealed values name.
 //
 // Restore refuses a data directory that holds anything unless forced, and a
 // store another process (a running server) holds open even then. It checks

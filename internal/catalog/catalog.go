@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/macros"
@@ -38,12 +39,20 @@ type Catalog struct {
 	providers *provider.Registry
 	keyring   *secrets.Keyring
 	hooks     *importHooks // tests only
+	// owner names this process in its import records; soleWriter says no
+	// other process writes the store (WithSoleWriter).
+	owner      string
+	soleWriter bool
+	// clock and renewEvery are time.Now and stagingRenewEvery, but for
+	// tests.
+	clock      func() time.Time
+	renewEvery time.Duration
 }
 
 // New returns a Catalog over s (an unscoped store: the catalog scopes every
 // call by the tenant it is given).
 func New(s store.Store, clusters ClusterSource, opts ...Option) *Catalog {
-	c := &Catalog{store: s, clusters: clusters}
+	c := &Catalog{store: s, clusters: clusters, owner: processOwner, clock: time.Now, renewEvery: stagingRenewEvery}
 	for _, o := range opts {
 		o(c)
 	}

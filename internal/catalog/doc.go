@@ -29,10 +29,11 @@
 // reader that finds an import rolling forward finishes it), and reads of many
 // items (List, Export) read again when the revision moved meanwhile, so no
 // reader sees a part of an import. An import that dies before its flip
-// leaves the old catalog current; CollectStaged (the janitor's hourly pass)
-// deletes what it staged once it is StaleImportAfter old, and a write that
-// needs one of its version numbers aborts it first and takes the number
-// back. See staged.go.
+// leaves the old catalog current. It is dead once its lease (StagingLease,
+// renewed while it stages) runs out, or at once, under WithSoleWriter, when
+// another process recorded it; CollectStaged (the janitor's hourly pass)
+// deletes what a dead import staged, and a write that needs one of its
+// version numbers aborts it first and takes the number back. See staged.go.
 //
 // # Templates
 //

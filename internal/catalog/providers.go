@@ -14,6 +14,13 @@ import (
 // Option configures a Catalog.
 type Option func(*Catalog)
 
+// WithSoleWriter says this process is the only one that writes the store
+// (the local server's embedded store, which bbolt locks to one process). A
+// staging import another process recorded is then known dead at once, and
+// the next import takes its version numbers back without waiting for its
+// lease (StagingLease) to run out.
+func WithSoleWriter() Option { return func(c *Catalog) { c.soleWriter = true } }
+
 // WithProviders makes the catalog check every provider entity it writes
 // against its type in reg (422 with paths "providerType" and
 // "fields.<name>") and seal the type's sensitive fields with kr before

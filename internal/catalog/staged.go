@@ -9,6 +9,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
@@ -19,11 +20,27 @@ import (
 // entities or more, or over 4 MB) is staged and then published with one
 // small conditional write; see "Staged imports" in doc.go.
 
-// StaleImportAfter is how long a staged import may stay unpublished before
-// the janitor (CollectStaged) aborts it and deletes what it staged. An import
-// stages in seconds and a request ends within API Gateway's 30 s, so an hour
-// leaves no doubt that its writer is gone.
+// StaleImportAfter is how long a staged import whose record carries no
+// lease (one written by a heddle from before the lease) may stay
+// unpublished before it counts as dead. An import stages in seconds and a
+// request ends within API Gateway's 30 s, so an hour leaves no doubt that
+// its writer is gone.
 const StaleImportAfter = time.Hour
+
+// StagingLease is how long a staging import counts as live after its
+// importer last renewed its record: the importer renews it every
+// stagingRenewEvery until its flip, so a record not renewed for this long
+// was left by an importer that died (a crash, a request cut short). Another
+// import then takes its version numbers back at once instead of giving way
+// to it. A live importer that stalls longer only loses its flip and starts
+// again: the flip is conditional on the record still staging.
+const StagingLease = 10 * time.Second
+
+const stagingRenewEvery = StagingLease / 5
+
+// processOwner names this process in the import records it writes, so that
+// a sole writer (WithSoleWriter) knows a record of another process as dead.
+var processOwner = newImportID()
 
 const (
 	// The revision item's status: idle, or importing while a published
@@ -67,6 +84,11 @@ type manifestEntry struct {
 	Name    string      `json:"n"`
 	Version int         `json:"v"`
 	Head    int64       `json:"h,omitempty"`
+}
+
+// importOwner is an import record's body: the process that stages it.
+type importOwner struct {
+	Owner string `json:"owner"`
 }
 
 // revPending is the revision item's body while it is importing.
@@ -117,15 +139,20 @@ func (c *Catalog) importStaged(ctx context.Context, s store.Store, revCond store
 	if err != nil {
 		return err
 	}
-	started := time.Now().Unix()
-	ops := []store.Op{store.Put(store.Item{Key: importKey(id), Status: importStaging,
-		Counters: map[string]int64{"started": started, "entities": int64(len(writes))}}, store.Condition{MustNotExist: true})}
+	now := c.clock()
+	started := now.Unix()
+	owner, _ := json.Marshal(importOwner{Owner: c.owner})
+	ops := []store.Op{store.Put(store.Item{Key: importKey(id), Status: importStaging, Data: owner,
+		Counters: map[string]int64{"started": started, "renewed": now.UnixMilli(), "entities": int64(len(writes))}}, store.Condition{MustNotExist: true})}
 	for i, p := range pages {
 		ops = append(ops, store.Put(store.Item{Key: store.Key{PK: manifestPK(id), SK: fmt.Sprintf("%06d", i)}, Data: p}, store.Condition{}))
 	}
 	if err := applyAll(ctx, s, ops, nil); err != nil {
 		return fmt.Errorf("catalog: recording import %s: %w", id, err)
 	}
+
+	stopRenewing := c.renewWhileStaging(ctx, s, id)
+	defer stopRenewing()
 
 	staged := stagedPrefix + id
 	ops = ops[:0]
@@ -144,6 +171,7 @@ func (c *Catalog) importStaged(ctx context.Context, s store.Store, revCond store
 		return err
 	}
 
+	stopRenewing()
 	pending, _ := json.Marshal(revPending{Import: id})
 	importing, committed := revImporting, importCommitted
 	err = s.Transact(ctx, []store.Op{
@@ -195,8 +223,7 @@ func (c *Catalog) stageConflict(ctx context.Context, s store.Store, id string, s
 		return err
 	case rec.Status == importCommitted:
 		return errRestart // published meanwhile: this import read an old catalog
-	case rec.Status == importStaging && time.Since(time.Unix(rec.Counter("started"), 0)) < StaleImportAfter &&
-		older(rec.Counter("started"), other, started, id):
+	case c.importLive(rec, c.clock()) && older(rec.Counter("started"), other, started, id):
 		return errRestart // a live import that came first: let it finish
 	}
 	if err := c.reclaim(ctx, s, other, op.Key, cur.Status); err != nil {
@@ -209,6 +236,60 @@ func (c *Catalog) stageConflict(ctx context.Context, s store.Store, id string, s
 		return err
 	}
 	return nil
+}
+
+// renewWhileStaging renews import id's lease until the returned stop is
+// called (any number of times). A renewal that fails is left to the next
+// tick: at worst the lease runs out and the import loses its flip.
+func (c *Catalog) renewWhileStaging(ctx context.Context, s store.Store, id string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(c.renewEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			_, err := s.Write(ctx, store.Update(importKey(id), store.Condition{StatusIn: []string{importStaging}},
+				store.Changes{Set: map[string]int64{"renewed": c.clock().UnixMilli()}}))
+			if errors.Is(err, store.ErrConditionFailed) {
+				return // aborted by another import, or flipped: nothing to keep alive
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(done)
+			<-finished
+		})
+	}
+}
+
+// importLive reports whether the import record rec belongs to an importer
+// that may still publish it: it is staging, its lease (or, for a record
+// without one, StaleImportAfter) has not run out at now, and, when this
+// process is the store's sole writer, this process wrote it.
+func (c *Catalog) importLive(rec store.Item, now time.Time) bool {
+	if rec.Status != importStaging {
+		return false
+	}
+	if c.soleWriter {
+		var o importOwner
+		if json.Unmarshal(rec.Data, &o) != nil || o.Owner != c.owner {
+			return false // staged by a process that no longer runs
+		}
+	}
+	if renewed := rec.Counter("renewed"); renewed != 0 {
+		return now.Sub(time.UnixMilli(renewed)) < StagingLease
+	}
+	return now.Sub(time.Unix(rec.Counter("started"), 0)) < StaleImportAfter
 }
 
 // older reports whether the import (startedA, a) came before (startedB, b):
@@ -529,11 +610,11 @@ func backoff(ctx context.Context, attempt int) {
 
 // CollectStaged finishes or clears the tenant's imports that were left
 // behind: a published import still rolling forward is finished; one aborted,
-// or staging for longer than StaleImportAfter before now (its writer is
-// gone), loses what it staged. It returns the number of staged versions
-// deleted. The janitor calls it hourly for every tenant.
+// or staging with its lease run out at now (its writer is gone, see
+// importLive), loses what it staged. It returns the number of staged
+// versions deleted. The janitor calls it hourly for every tenant.
 func (c *Catalog) CollectStaged(ctx context.Context, tenant string, now time.Time) (int, error) {
-	return c.collect(ctx, c.scoped(tenant), now.Add(-StaleImportAfter))
+	return c.collect(ctx, c.scoped(tenant), now)
 }
 
 // CollectStagedAll is CollectStaged for each of the tenants; it goes on past
@@ -551,9 +632,9 @@ func (c *Catalog) CollectStagedAll(ctx context.Context, tenants []string, now ti
 	return total, first
 }
 
-// collect aborts and purges the imports staging since before staleBefore,
-// purges the aborted ones and finishes the published ones.
-func (c *Catalog) collect(ctx context.Context, s store.Store, staleBefore time.Time) (int, error) {
+// collect aborts and purges the imports no longer live at now, purges the
+// aborted ones and finishes the published ones.
+func (c *Catalog) collect(ctx context.Context, s store.Store, now time.Time) (int, error) {
 	if _, err := c.settle(ctx, s); err != nil {
 		return 0, err
 	}
@@ -575,7 +656,7 @@ func (c *Catalog) collect(ctx context.Context, s store.Store, staleBefore time.T
 		id := rec.SK
 		switch rec.Status {
 		case importStaging:
-			if !time.Unix(rec.Counter("started"), 0).Before(staleBefore) {
+			if c.importLive(rec, now) {
 				continue
 			}
 			if err := abortImport(ctx, s, id); errors.Is(err, errRestart) {

@@ -227,8 +227,13 @@ func TestLargeImportCrashedAfterStagingIsCollected(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, vs, 1)
 
-			// The janitor leaves a fresh import alone and collects a stale one.
-			n, err := after.CollectStaged(ctx, "acme", time.Now())
+			// The janitor leaves a fresh import alone (its lease renewed
+			// a moment ago, however slow this machine) and collects a
+			// stale one.
+			page, err := store.Scoped(raw, "acme").Query(ctx, importsPK, store.Query{Limit: 10})
+			require.NoError(t, err)
+			require.Len(t, page.Items, 1)
+			n, err := after.CollectStaged(ctx, "acme", time.UnixMilli(page.Items[0].Counter("renewed")).Add(time.Second))
 			require.NoError(t, err)
 			require.Zero(t, n)
 			n, err = after.CollectStaged(ctx, "acme", time.Now().Add(StaleImportAfter+time.Minute))
@@ -413,4 +418,119 @@ func TestExportIsOneSnapshotWhileImportsRun(t *testing.T) {
 	}
 	close(stop)
 	require.NoError(t, <-done)
+}
+
+// orphanImport leaves behind an import of doc staged by a process that
+// died (kill -9) before its flip: its record still staging, its lease last
+// renewed just now.
+func orphanImport(t *testing.T, raw store.Store, doc *Document) {
+	t.Helper()
+	dying := &crashStore{Store: raw}
+	cat := New(dying, nil)
+	cat.owner = "a process that died"
+	cat.hooks = &importHooks{afterStage: func() error { dying.crashed.Store(true); return nil }}
+	_, err := cat.Import(context.Background(), "acme", doc)
+	require.ErrorIs(t, err, errCrashed)
+	staged, records := stagedLeft(t, raw, doc)
+	require.Equal(t, len(mustEntities(doc)), staged)
+	require.Equal(t, 1, records)
+}
+
+// TestAnImportOrphanedByACrashIsReclaimedAtOnce: the next import of the
+// tenant takes an orphan's version numbers back without waiting for the
+// janitor: at once where this process is the store's sole writer (the local
+// server), once the orphan's lease ran out elsewhere (DynamoDB, where
+// another Lambda may still be staging); within its lease, an import of
+// another process is live and the next import gives way to it.
+func TestAnImportOrphanedByACrashIsReclaimedAtOnce(t *testing.T) {
+	t.Parallel()
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			next := map[string]func(s store.Store) *Catalog{
+				"sole writer": func(s store.Store) *Catalog { return New(s, nil, WithSoleWriter()) },
+				"lease run out": func(s store.Store) *Catalog {
+					c := New(s, nil)
+					c.clock = func() time.Time { return time.Now().Add(StagingLease) }
+					return c
+				},
+			}
+			for how, newCatalog := range next {
+				raw := open(t)
+				_, err := New(raw, nil).Import(ctx, "acme", largeDoc(t, 100, "A"))
+				require.NoError(t, err)
+				orphanImport(t, raw, largeDoc(t, 100, "B"))
+
+				c := newCatalog(raw)
+				doc := largeDoc(t, 100, "C")
+				res, err := c.Import(ctx, "acme", doc)
+				require.NoError(t, err, how)
+				require.Len(t, res.Updated, len(mustEntities(doc)), how)
+				got, err := c.Export(ctx, "acme")
+				require.NoError(t, err)
+				require.Equal(t, map[string]int{"C": len(mustEntities(doc))}, marks(got), how)
+				staged, _ := stagedLeft(t, raw, doc)
+				require.Zero(t, staged, how)
+				n, err := c.CollectStaged(ctx, "acme", time.Now())
+				require.NoError(t, err)
+				require.Zero(t, n, "%s: nothing of the orphan is left to collect", how)
+				_, records := stagedLeft(t, raw, doc)
+				require.Zero(t, records, how)
+			}
+
+			// Within its lease, another process's import may still publish:
+			// the next import gives way to it.
+			raw := open(t)
+			_, err := New(raw, nil).Import(ctx, "acme", largeDoc(t, 100, "A"))
+			require.NoError(t, err)
+			orphanImport(t, raw, largeDoc(t, 100, "B"))
+			// The clock stands still half a lease after the orphan's last
+			// renewal: however slow this machine, its lease has not run
+			// out, and it started first (in an earlier second; within one
+			// second the import ids decide).
+			page, err := store.Scoped(raw, "acme").Query(ctx, importsPK, store.Query{Limit: 10})
+			require.NoError(t, err)
+			require.Len(t, page.Items, 1)
+			frozen := time.UnixMilli(page.Items[0].Counter("renewed")).Add(StagingLease / 2)
+			c := New(raw, nil)
+			c.clock = func() time.Time { return frozen }
+			_, err = c.Import(ctx, "acme", largeDoc(t, 100, "C"))
+			require.ErrorIs(t, err, ErrBusy)
+			n, err := c.CollectStaged(ctx, "acme", frozen)
+			require.NoError(t, err)
+			require.Zero(t, n, "the janitor leaves an import within its lease alone")
+		})
+	}
+}
+
+// TestAStagingImportKeepsItsLease: an import that takes longer than its
+// lease to stage renews it, so another import does not take it for dead.
+func TestAStagingImportKeepsItsLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	_, err := b.cat.Import(ctx, "acme", largeDoc(t, 100, "A"))
+	require.NoError(t, err)
+	b.cat.renewEvery = time.Millisecond
+	renewed := make(chan int64, 1)
+	b.cat.hooks = &importHooks{afterStage: func() error {
+		sc := store.Scoped(b.db, "acme")
+		page, err := sc.Query(ctx, importsPK, store.Query{Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, page.Items, 1)
+		first := page.Items[0].Counter("renewed")
+		for {
+			it, err := sc.Get(ctx, store.Key{PK: importsPK, SK: page.Items[0].SK})
+			require.NoError(t, err)
+			if it.Counter("renewed") > first {
+				renewed <- it.Counter("renewed")
+				return nil
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}}
+	_, err = b.cat.Import(ctx, "acme", largeDoc(t, 100, "B"))
+	require.NoError(t, err)
+	require.Positive(t, <-renewed)
 }

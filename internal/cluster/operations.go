@@ -21,9 +21,23 @@ type live struct {
 	nodes       []domain.Node // live nodes, by Num
 	sp          *spec
 	specVersion int64 // the condition for replacing the spec (sync)
+	// verifying is the verification job that holds the cluster, which run
+	// ends before it submits; "" when no job holds it.
+	verifying string
 }
 
+// loadLive loads the cluster for a user's operation. A verification that
+// holds it does not refuse the operation: it only reads and must never
+// stand in the user's way, so the operation is planned and checked as if
+// it were not there (l.verifying names it), and run ends it just before
+// submitting, once nothing can refuse the request any more.
 func (s *Service) loadLive(ctx context.Context, p access.Principal, id string) (*live, error) {
+	return s.load(ctx, p, id, true)
+}
+
+// load loads the cluster; a job that holds it refuses, but a verification
+// when pastVerification.
+func (s *Service) load(ctx context.Context, p access.Principal, id string, pastVerification bool) (*live, error) {
 	c, err := s.visible(ctx, p, id)
 	if err != nil {
 		return nil, err
@@ -31,7 +45,13 @@ func (s *Service) loadLive(ctx context.Context, p access.Principal, id string) (
 	if c.Status.Terminal() {
 		return nil, &StateError{Cluster: id, Status: c.Status, Reason: "it was deleted; create a new cluster"}
 	}
-	if c.ActiveJobID != "" {
+	verifying := ""
+	if c.ActiveJobID != "" && pastVerification {
+		if job, err := s.cfg.Engine.Job(ctx, p.Tenant, id, c.ActiveJobID); err == nil && job.Operation == domain.OpVerify {
+			verifying = job.ID
+		}
+	}
+	if c.ActiveJobID != "" && verifying == "" {
 		return nil, fmt.Errorf("%w: job %s is working on cluster %s; wait for it, or abort it", engine.ErrClusterBusy, c.ActiveJobID, id)
 	}
 	nodes, err := s.cfg.Engine.Nodes(ctx, p.Tenant, id)
@@ -42,7 +62,7 @@ func (s *Service) loadLive(ctx context.Context, p access.Principal, id string) (
 	if err != nil {
 		return nil, err
 	}
-	return &live{c: c, nodes: liveNodes(nodes), sp: sp, specVersion: specVersion}, nil
+	return &live{c: c, nodes: liveNodes(nodes), sp: sp, specVersion: specVersion, verifying: verifying}, nil
 }
 
 func (l *live) solverCluster() solver.Cluster {
@@ -115,6 +135,22 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 	}
 	if verifiesAfterOp(op.req.Operation) && hasChecks(l.sp, op.req.New) {
 		op.onSuccess.Verify = true
+	}
+	if l.verifying != "" {
+		// Last, so that a request refused above changes nothing: the
+		// verification ends, and the operation goes on from the cluster
+		// as its end left it (its lock and health).
+		fresh, err := s.endVerification(ctx, p, l.c, l.verifying)
+		if err != nil {
+			return nil, err
+		}
+		if fresh.ActiveJobID != "" {
+			return nil, fmt.Errorf("%w: job %s is working on cluster %s; wait for it, or abort it", engine.ErrClusterBusy, fresh.ActiveJobID, fresh.ID)
+		}
+		c = fresh
+		if op.edit != nil {
+			op.edit(&c)
+		}
 	}
 	job, err := s.submitHolding(ctx, engine.Submission{
 		Tenant: p.Tenant, Cluster: c, ClusterStatus: op.status, NewNodes: op.newNodes, RetiringNodes: op.retiring, UpdatedNodes: op.updated, Checks: op.checks,

@@ -59,6 +59,9 @@ type Service struct {
 	summaryMinTasks int
 	planLaterNodes  int
 	refreshes       summaryRefreshes
+	// verificationEndWait is verificationEndWait (verify.go); tests
+	// shorten it.
+	verificationEndWait time.Duration
 }
 
 var _ provision.Clusters = (*Service)(nil)
@@ -80,7 +83,8 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Estimates == nil {
 		cfg.Estimates = planner.ActionEstimates(nil, 10*time.Second)
 	}
-	svc := &Service{cfg: cfg, log: cfg.Logger, stages: newStageCache(1024), summaryMinTasks: cfg.SummaryMinTasks, planLaterNodes: cfg.PlanLaterNodes}
+	svc := &Service{cfg: cfg, log: cfg.Logger, stages: newStageCache(1024), summaryMinTasks: cfg.SummaryMinTasks, planLaterNodes: cfg.PlanLaterNodes,
+		verificationEndWait: verificationEndWait}
 	cfg.Engine.SetReplanner(svc.replan)
 	return svc, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/domain"
@@ -34,7 +35,7 @@ func (e *NoChecksError) Is(target error) bool { return target == engine.ErrNothi
 // Asked while a verification of the cluster runs, it answers that one:
 // there is at most one at a time, and its result is what was asked for.
 func (s *Service) Verify(ctx context.Context, p access.Principal, id string) (*Result, error) {
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.load(ctx, p, id, false)
 	if errors.Is(err, engine.ErrClusterBusy) {
 		if c, cerr := s.visible(ctx, p, id); cerr == nil && c.ActiveJobID != "" {
 			if job, jerr := s.cfg.Engine.Job(ctx, p.Tenant, id, c.ActiveJobID); jerr == nil && job.Operation == domain.OpVerify {
@@ -67,6 +68,47 @@ func (s *Service) Verify(ctx context.Context, p access.Principal, id string) (*R
 	s.log.InfoContext(ctx, "cluster verification submitted", "tenant", p.Tenant, "cluster", id, "job", job.ID, "checks", len(plan.Tasks))
 	c, _ := s.cfg.Engine.Cluster(ctx, p.Tenant, id)
 	return &Result{Cluster: c, Job: &job}, nil
+}
+
+// verificationEndWait bounds how long a user's operation waits for the
+// verification it aborted to let go of the cluster: its running checks end
+// their attempt (each cut at its timeout). Well within a request's 30 s.
+const verificationEndWait = 10 * time.Second
+
+// endVerification ends held, the verification that holds c, for a user's
+// operation (invariant 15: what heddle starts by itself never stands in a
+// user's way, and a verification only reads). It aborts the job, then
+// waits until the job's end gives the lock back, and returns the cluster as
+// it is then; the caller's submission takes the lock under its own
+// condition (the cluster's version), so a job that got in first meanwhile
+// is refused as usual.
+func (s *Service) endVerification(ctx context.Context, p access.Principal, c domain.Cluster, held string) (domain.Cluster, error) {
+	by := fmt.Sprintf("%s, whose operation on the cluster goes first", p.User)
+	deadline := s.now().Add(s.verificationEndWait)
+	for {
+		// A job still PENDING cannot be aborted yet, and one already
+		// failing is ending: either way, look again.
+		if err := s.cfg.Engine.Abort(ctx, p.Tenant, c.ID, held, by); err != nil && !errors.Is(err, engine.ErrJobState) {
+			return c, fmt.Errorf("ending verification %s of cluster %s: %w", held, c.ID, err)
+		}
+		now, err := s.visible(ctx, p, c.ID)
+		if err != nil {
+			return c, err
+		}
+		if now.ActiveJobID != held {
+			s.log.InfoContext(ctx, "a verification gave way to a user's operation", "tenant", p.Tenant, "cluster", c.ID, "job", held, "user", p.User)
+			return now, nil
+		}
+		if s.now().After(deadline) {
+			return now, fmt.Errorf("%w: verification %s of cluster %s was aborted so that your operation goes first, and its running checks are still ending; try again in a few seconds",
+				engine.ErrClusterBusy, held, c.ID)
+		}
+		select {
+		case <-ctx.Done():
+			return now, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // VerifyDue is the janitor's hook (engine.Config.Verify): a verification

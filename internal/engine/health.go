@@ -142,7 +142,9 @@ func verifyDueKey(tenant, cluster string) store.Key {
 // verifySchedule is what a job's end does to c's due verification: make
 // one due now (a create or scale that succeeded, Effect.Verify), due a
 // period after a verification ended (the template's VerifyEvery), or none
-// (the cluster is gone).
+// (the cluster is gone, or a verification just ran to its end: one that
+// was due is what it did, and another right after it would only stand in
+// the way of the user's next operation).
 func verifySchedule(tenant string, c domain.Cluster, job domain.Job, effect Effect, succeeded bool, now time.Time) []store.Op {
 	key := verifyDueKey(tenant, c.ID)
 	if c.Status.Terminal() {
@@ -154,6 +156,8 @@ func verifySchedule(tenant string, c domain.Cluster, job domain.Job, effect Effe
 		due = now
 	case job.Operation == domain.OpVerify && c.Resolved != nil && c.Resolved.Administration.VerifyEvery > 0:
 		due = now.Add(c.Resolved.Administration.VerifyEvery.Std())
+	case job.Operation == domain.OpVerify && succeeded:
+		return []store.Op{store.Delete(key, store.Condition{})}
 	default:
 		return nil
 	}
@@ -199,6 +203,19 @@ func (e *Engine) startDueVerification(ctx context.Context, indexed store.Item, r
 	}
 	if c.ActiveJobID != "" || e.cfg.Verify == nil {
 		return nil
+	}
+	// Read again now that the cluster is seen free: a verification that
+	// ended since the first read dropped the item with the lock, and must
+	// not be followed by another.
+	again, err := e.store.Get(ctx, indexed.Key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if again.Version != it.Version {
+		return nil // changed meanwhile: a later pass looks at it as it is now
 	}
 	err = e.cfg.Verify(ctx, tenant, c)
 	switch {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"github.com/heddle-io/heddle/internal/audit"
 	"github.com/heddle-io/heddle/internal/automator"
 	"github.com/heddle-io/heddle/internal/automator/shell"
+	"github.com/heddle-io/heddle/internal/backup"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/dashboard"
 	"github.com/heddle-io/heddle/internal/domain"
@@ -101,6 +103,9 @@ type Server struct {
 	idem     *idempotency.Keys // the API's idempotency keys, swept by the janitor
 	catalog  *catalog.Catalog
 
+	backupsMu sync.Mutex
+	backups   map[string]bool // the temporary copies of backups streaming now
+
 	stop    context.CancelFunc // ends the workers and the janitor
 	running sync.WaitGroup
 }
@@ -129,7 +134,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the store in %s: %w", cfg.DataDir, err)
 	}
-	s := &Server{DataDir: cfg.DataDir, log: cfg.Logger, db: db, done: make(chan error, 1), metrics: metrics.NewPrometheus()}
+	s := &Server{DataDir: cfg.DataDir, log: cfg.Logger, db: db, done: make(chan error, 1), metrics: metrics.NewPrometheus(), backups: map[string]bool{}}
+	// The store's lock says no other server uses this directory, and this
+	// one streams no backup yet: every backup copy here is a leftover.
+	s.removeBackupLeftovers()
 	st := metrics.CountStore(db, s.metrics) // every part's store calls are counted
 	fail := func(err error) (*Server, error) {
 		s.close()
@@ -138,6 +146,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	masterKey, err := secrets.LoadOrCreateKeyFile(filepath.Join(cfg.DataDir, "master.key"))
 	if err != nil {
 		return fail(fmt.Errorf("loading the local master key: %w", err))
+	}
+	// A store next to another server's key (a restore that mixed them, a
+	// key file copied over) would start and then fail every operation
+	// that opens a secret: refuse it here, naming both keys.
+	if err := backup.RecordStoreKey(ctx, db, masterKey.ID()); err != nil {
+		return fail(fmt.Errorf("%s: %w; put back the master.key that belongs with this heddle.db (heddle restore brings both from a backup)", cfg.DataDir, err))
 	}
 	keyring := secrets.NewKeyring(masterKey)
 	s.local, err = local.New(local.Config{Dir: filepath.Join(cfg.DataDir, "nodes"), Logger: cfg.Logger})
@@ -177,7 +191,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// their sensitive fields sealed with the local master key.
 	svc, err := assemble.Build(assemble.Parts{Store: st, Queue: s.queue, Keyring: keyring, Providers: registry, SSH: s.ssh,
 		Automators: map[string]automator.Automator{shell.Type: s.shell}, Engine: ecfg, Logger: cfg.Logger,
-		Webhooks: localWebhooks(cfg.Webhooks)})
+		Webhooks: localWebhooks(cfg.Webhooks), SoleWriter: true})
 	if err != nil {
 		return fail(err)
 	}
@@ -212,8 +226,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Throttle: &api.Throttle{Limiter: ratelimit.NewMemory(),
 			PerTenant:    ratelimit.Limit{Requests: cfg.TenantRequestsPerMinute, Window: time.Minute},
 			AuthFailures: ratelimit.Limit{Requests: cfg.AuthFailuresPerMinute, Window: time.Minute}},
-		Backup: s.backup,
-		Moves:  tenantmove.New(st, keyring),
+		Backup:      s.backup,
+		BackupKeyID: masterKey.ID(),
+		Moves:       tenantmove.New(st, keyring),
 		// The embedded store has no time to live: expired keys are
 		// indexed by expiry and swept by the janitor.
 		Idempotency: s.idem,
@@ -483,13 +498,22 @@ func (s *Server) close() {
 // transaction keeps bbolt from reusing the pages writes free (the file
 // grows) and makes a write that must grow the file wait for it.
 func (s *Server) backup(ctx context.Context, begin func(size int64) io.Writer) (int64, error) {
-	f, err := os.CreateTemp(s.DataDir, ".backup-*.db") // mode 0600
+	s.removeBackupLeftovers()
+	s.backupsMu.Lock()
+	f, err := os.CreateTemp(s.DataDir, backupTempPrefix+"*"+backupTempSuffix) // mode 0600
+	if err == nil {
+		s.backups[filepath.Base(f.Name())] = true
+	}
+	s.backupsMu.Unlock()
 	if err != nil {
 		return 0, fmt.Errorf("backup: %w", err)
 	}
 	defer func() {
 		f.Close()
 		_ = os.Remove(f.Name())
+		s.backupsMu.Lock()
+		delete(s.backups, filepath.Base(f.Name()))
+		s.backupsMu.Unlock()
 	}()
 	n, err := s.db.Backup(ctx, func(int64) io.Writer { return f })
 	if err != nil {
@@ -499,4 +523,53 @@ func (s *Server) backup(ctx context.Context, begin func(size int64) io.Writer) (
 		return 0, fmt.Errorf("backup: %w", err)
 	}
 	return io.CopyN(begin(n), f, n)
+}
+
+// The names of the backups' temporary copies: prefix, the digits
+// os.CreateTemp puts in place of its *, suffix.
+const (
+	backupTempPrefix = ".backup-"
+	backupTempSuffix = ".db"
+)
+
+// isBackupTemp tells a backup's temporary copy from every other file: only
+// those are removed as leftovers.
+func isBackupTemp(name string) bool {
+	digits, ok := strings.CutPrefix(name, backupTempPrefix)
+	if !ok {
+		return false
+	}
+	digits, ok = strings.CutSuffix(digits, backupTempSuffix)
+	if !ok || digits == "" {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// removeBackupLeftovers removes the temporary copies of backups that no
+// longer stream: a process killed mid-backup never ran its cleanup, and
+// each copy is as large as the store.
+func (s *Server) removeBackupLeftovers() {
+	entries, err := os.ReadDir(s.DataDir)
+	if err != nil {
+		s.log.Warn("cannot look for leftover backup copies", "dir", s.DataDir, "error", err)
+		return
+	}
+	s.backupsMu.Lock()
+	defer s.backupsMu.Unlock()
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !isBackupTemp(e.Name()) || s.backups[e.Name()] {
+			continue
+		}
+		if err := os.Remove(filepath.Join(s.DataDir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("cannot remove a leftover backup copy", "file", e.Name(), "error", err)
+			continue
+		}
+		s.log.Info("removed the copy of a backup that was cut short", "file", e.Name())
+	}
 }

@@ -42,3 +42,34 @@ func FuzzParseSealed(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSealedKeyIDs scans arbitrary text (a store record) for sealed values:
+// it must not panic, and every id it reports is one a sealed value can
+// carry and is reported again when the text is scanned once more.
+func FuzzSealedKeyIDs(f *testing.F) {
+	key, err := NewLocalKey(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, err := NewKeyring(key).SealString(context.Background(), "seed value", Binding{"tenant": "t"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(`{"token":"` + string(good) + `"}`))
+	f.Add([]byte(SealedPrefix + SealedPrefix + "AQ"))
+	f.Add([]byte("plain"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var first []string
+		SealedKeyIDs(data, func(id string) {
+			if id == "" || len(id) > maxIDLen {
+				t.Fatalf("an id of %d bytes", len(id))
+			}
+			first = append(first, id)
+		})
+		var again []string
+		SealedKeyIDs(data, func(id string) { again = append(again, id) })
+		if len(first) != len(again) {
+			t.Fatalf("two scans of the same text found %d and %d ids", len(first), len(again))
+		}
+	})
+}

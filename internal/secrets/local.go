@@ -162,3 +162,21 @@ func (k *LocalKey) UnwrapDataKey(_ context.Context, wrapped []byte, b Binding) (
 	}
 	return dataKey, nil
 }
+
+// ReadKeyFile reads the master key at path without ever creating one: for
+// the tools that check a data directory's key (backup, restore), where a
+// missing key is an error, not a first start.
+func ReadKeyFile(path string) (*LocalKey, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: key file: %w", err)
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("secrets: key file %s has mode %v; it must be readable by its owner alone (chmod 600 %s)", path, info.Mode().Perm(), path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: read key file: %w", err)
+	}
+	return parseKeyFile(path, data)
+}

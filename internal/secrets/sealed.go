@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"bytes"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -266,4 +267,32 @@ func newGCM(key []byte) (cipher.AEAD, error) {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
 	return cipher.NewGCM(block)
+}
+
+// SealedKeyIDs calls found with the master key id of every sealed value in
+// data, which may be any text that holds sealed values verbatim (a JSON
+// item, a store record): a sealed value is the prefix and a run of
+// base64url characters, which JSON never escapes. Runs that do not parse
+// are skipped: they are not heddle's.
+func SealedKeyIDs(data []byte, found func(id string)) {
+	prefix := []byte(SealedPrefix)
+	for {
+		at := bytes.Index(data, prefix)
+		if at < 0 {
+			return
+		}
+		data = data[at+len(prefix):]
+		end := 0
+		for end < len(data) && isBase64URL(data[end]) {
+			end++
+		}
+		if e, err := parseSealed(Sealed(SealedPrefix + string(data[:end]))); err == nil {
+			found(e.masterID)
+		}
+		data = data[end:]
+	}
+}
+
+func isBase64URL(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_'
 }

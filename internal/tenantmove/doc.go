@@ -1,6 +1,6 @@
 // Package tenantmove exports one tenant's data from a heddle deployment and
 // imports it into another (or the same one, after a loss): the catalog with
-// every version, users and their API keys, and clusters with their nodes,
+// every version (script resources too), users and their API keys, and clusters with their nodes,
 // jobs and tasks, and the static pools' hosts. It works on any store.Store,
 // so on the embedded store and on DynamoDB alike, and it is what
 // `heddle tenant export`, `heddle tenant import` and `heddle migrate` drive

@@ -127,8 +127,10 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // catalogKinds are the catalog's entity kinds, whose heads live in
 // CAT#<kind> and versions in CAT#<kind>#<name>.
+// Script resources are among them: a service names its script, so a
+// catalog moved without them could create no cluster.
 var catalogKinds = []domain.Kind{domain.KindProvider, domain.KindHardwareType, domain.KindImageType,
-	domain.KindService, domain.KindClusterTemplate, domain.KindPartialTemplate}
+	domain.KindScript, domain.KindService, domain.KindClusterTemplate, domain.KindPartialTemplate}
 
 // exact and prefixed partitions an export walks and an import accepts.
 var (

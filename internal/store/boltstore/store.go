@@ -27,6 +27,10 @@ type Options struct {
 	// corrupt the file. Only for throwaway stores (benchmarks of the layers
 	// above, where the disk is not what is measured).
 	NoSync bool
+	// ReadOnly opens the file without writing anything to it, beside
+	// other readers: for checking a copy (a backup) whose bytes must stay
+	// those that were checksummed. Writes answer an error.
+	ReadOnly bool
 }
 
 // Store is a store.Store on one bbolt file.
@@ -54,11 +58,24 @@ func Open(path string, opts Options) (*Store, error) {
 		// commit: fewer pages per small write.
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
+		ReadOnly:       opts.ReadOnly,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	update := db.Update
+	if opts.ReadOnly {
+		update = db.View
+	}
+	err = update(func(tx *bolt.Tx) error {
+		if opts.ReadOnly {
+			for _, name := range [][]byte{itemsBucket, indexBucket} {
+				if tx.Bucket(name) == nil {
+					return fmt.Errorf("it has no %s bucket: not a heddle store", name)
+				}
+			}
+			return nil
+		}
 		for _, name := range [][]byte{itemsBucket, indexBucket} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
@@ -454,4 +471,19 @@ func (s *Store) Backup(ctx context.Context, begin func(size int64) io.Writer) (i
 		return n, fmt.Errorf("boltstore: backup: %w", err)
 	}
 	return n, nil
+}
+
+// ScanRecords calls fn with every item's stored record (the encoded
+// metadata and the body) in one read transaction: for checks that look at
+// the raw bytes of the whole store, such as which master keys sealed its
+// secrets. fn must not keep the slice past its call.
+func (s *Store) ScanRecords(ctx context.Context, fn func(record []byte) error) error {
+	return s.read(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(itemsBucket).ForEach(func(_, v []byte) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return fn(v)
+		})
+	})
 }
