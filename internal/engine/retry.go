@@ -19,7 +19,9 @@ var ErrNothingToRetry = errors.New("engine: the job has nothing to retry")
 // A job whose rollback had started continues its rollback; otherwise the
 // forward plan continues. The job takes its cluster's lock again (refused
 // with ErrClusterBusy if another job holds it) and the quota its failure gave
-// back.
+// back (refused with a *QuotaRefusal, nothing changed, when it no longer
+// fits). A job that ended before it started is submitted again instead
+// (resubmit): its withdrawal gave back all that step 1 took.
 //
 // Two steps, safe to interrupt: first the failed tasks become READY (a FAILED
 // job runs nothing, and the janitor leaves READY tasks of ended jobs alone),
@@ -33,6 +35,9 @@ func (e *Engine) Retry(ctx context.Context, tenant, cluster, jobID, by string) (
 	job := lj.job
 	switch job.Status {
 	case domain.JobFailed, domain.JobAborted:
+		if job.withdrawn() {
+			return e.resubmit(ctx, tenant, cluster, jobID)
+		}
 	case domain.JobSucceeded:
 		return domain.Job{}, fmt.Errorf("%w: job %s succeeded", ErrNothingToRetry, jobID)
 	default:
@@ -135,11 +140,9 @@ func (e *Engine) reopenJob(ctx context.Context, tenant, cluster, jobID string, r
 		ops = append(ops, store.Update(cit.Key, store.Condition{Version: cit.Version},
 			store.Changes{Data: ci.Data, Status: &ci.Status, Index: ci.Index, ClearIndex: ci.Index == nil}))
 		quotaAt := -1
-		if effect.ReleaseClusters > 0 || effect.ReleaseNodes > 0 {
+		if op := takeQuota(tenant, effect.ReleaseClusters, effect.ReleaseNodes); op != nil {
 			quotaAt = len(ops)
-			ops = append(ops, store.Update(tenantKey(tenant),
-				store.Condition{StatusIn: []string{"active"}, CountersAtLeast: map[string]int64{"freeClusters": int64(effect.ReleaseClusters), "freeNodes": int64(effect.ReleaseNodes)}},
-				store.Changes{Add: map[string]int64{"freeClusters": -int64(effect.ReleaseClusters), "freeNodes": -int64(effect.ReleaseNodes)}}))
+			ops = append(ops, *op)
 		}
 		ops = append(ops, jobEvent(tenant, job.Job, prevJob, e.now()))
 		ops = append(ops, clusterEvent(tenant, c, prevCluster, jobID, e.now())...)
@@ -153,7 +156,7 @@ func (e *Engine) reopenJob(ctx context.Context, tenant, cluster, jobID string, r
 		}
 		switch {
 		case quotaAt >= 0 && terr.Reasons[quotaAt] != nil:
-			return jobRecord{}, ErrQuota
+			return jobRecord{}, &QuotaRefusal{Clusters: effect.ReleaseClusters, Nodes: effect.ReleaseNodes}
 		case terr.Reasons[0] != nil, terr.Reasons[1] != nil:
 			continue // the job or the cluster changed: look again
 		}
