@@ -304,3 +304,31 @@ func TestConcurrentCreatesOfOneNameOneWins(t *testing.T) {
 		checkInvariants(t, b)
 	})
 }
+
+// TestAClusterWithoutAReservationEndsAsBefore: a cluster from before name
+// reservations holds none (removed here to make one). Deleting it releases
+// nothing, in particular not the reservation of a newer cluster of the
+// same name (one an older release created beside it mid-deploy), which
+// keeps it.
+func TestAClusterWithoutAReservationEndsAsBefore(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	stop := b.run(t, 3, 50*time.Millisecond)
+	defer stop()
+	final := b.submitAndWait(t, createSubmission(t, "old", 2, nil))
+	require.Equal(t, domain.JobSucceeded, final.Status, b.failures(t, final.ID))
+	_, err := b.db.Write(b.ctx, store.Delete(nameKey(tenant, "old"), store.Condition{MustExist: true}))
+	require.NoError(t, err)
+	newer := createSubmission(t, "new", 2, nil)
+	newer.Cluster.Name = "old"
+	final = b.submitAndWait(t, newer)
+	require.Equal(t, domain.JobSucceeded, final.Status, b.failures(t, final.ID))
+
+	final = b.submitAndWait(t, b.deleteSubmission(t, "old"))
+	require.Equal(t, domain.JobSucceeded, final.Status, b.failures(t, final.ID))
+	it, err := b.db.Get(b.ctx, nameKey(tenant, "old"))
+	require.NoError(t, err)
+	require.Equal(t, "new", it.Status, "the newer cluster keeps its reservation")
+	require.Equal(t, domain.TenantUsage{Clusters: 1, Nodes: 2}, b.usage(t))
+	checkInvariants(t, b)
+}
