@@ -21,6 +21,7 @@ const (
 	CodeNoLayout       = "no_layout"
 	CodeTooComplex     = "too_complex"
 	CodeQuotaExceeded  = "quota_exceeded"
+	CodeNameTaken      = "name_taken"
 	CodeClusterBusy    = "cluster_busy"
 	CodeClusterState   = "cluster_state"
 	CodeJobState       = "job_state"
@@ -35,6 +36,7 @@ func describeCluster(err error) (ErrorDetail, bool) {
 		noLayout *solver.NoLayoutError
 		badReq   *solver.RequestError
 		quota    *cluster.QuotaError
+		taken    *engine.NameTakenError
 		state    *cluster.StateError
 		cycle    *planner.CycleError
 	)
@@ -53,6 +55,13 @@ func describeCluster(err error) (ErrorDetail, bool) {
 	case errors.As(err, &quota):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeQuotaExceeded, Message: quota.Error(),
 			Details: []domain.Problem{{Field: "quota." + quota.Limit, Code: domain.CodeOutOfRange, Message: quota.Error()}}}, true
+	case errors.As(err, &taken):
+		msg := "another cluster of this tenant is named " + taken.Name + "; cluster names are unique among clusters not TERMINATED: choose another name, or delete that cluster first"
+		if taken.By != "" {
+			msg = "cluster " + taken.By + " is named " + taken.Name + "; cluster names are unique among clusters not TERMINATED: choose another name, or delete that cluster first"
+		}
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeNameTaken, Message: msg,
+			Details: []domain.Problem{{Field: "name", Code: CodeNameTaken, Message: msg}}}, true
 	case errors.As(err, &state):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeClusterState, Message: state.Error()}, true
 	case errors.Is(err, engine.ErrNotFound):

@@ -13,6 +13,7 @@ import (
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/planner"
@@ -159,6 +160,13 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 	}
 	if err := s.checkQuota(ctx, tenant, 1, len(layout.Nodes)); err != nil {
 		return nil, err
+	}
+	// The engine's name reservation is the guard; this finds the live
+	// clusters made before reservations existed, which hold none.
+	if holder, err := s.cfg.Engine.LiveClusterNamed(ctx, tenant, req.Name); err != nil {
+		return nil, err
+	} else if holder != "" {
+		return nil, &engine.NameTakenError{Name: req.Name, By: holder}
 	}
 
 	// The spec is written first: a crash before the job leaves an orphan spec
