@@ -19,10 +19,10 @@ import (
 // that brings a TERMINATED cluster back claims it again. Two creates of one
 // name race on one conditional put: exactly one commits.
 //
-// Clusters created before reservations existed have none. A create also
-// looks for a live cluster of its name among them (LiveClusterNamed), and
-// a release deletes the item only when it is the cluster's own, so a
-// cluster without one ends as it always did.
+// Clusters created before reservations existed have none. The first
+// create in a tenant gives each live one its reservation
+// (ReserveOldNames), and a release deletes the item only when it is the
+// cluster's own, so no migration is needed.
 
 // ErrNameTaken: another cluster of the tenant that is not TERMINATED has
 // the name.
@@ -64,18 +64,22 @@ func nameHolder(reason error) string {
 	return ""
 }
 
-// releaseName returns the write that gives c's name back, for the
-// transaction that makes c TERMINATED; none when c holds no reservation
-// (a cluster from before they existed). Nothing else removes a live
-// cluster's reservation, so what this reads stays true until that
-// transaction, which checks it again.
+// releaseName returns the writes that give c's name back, for the
+// transaction that makes c TERMINATED: the reservation's delete when it is
+// c's. When there is none (a cluster from before reservations), a check
+// that there still is none: a create reserving the names of such clusters
+// meanwhile (ReserveOldNames) makes that transaction fail and its caller
+// read again, so no reservation outlives its cluster. A reservation of
+// another cluster (one an older release created beside c mid-deploy) is
+// left alone.
 func (e *Engine) releaseName(ctx context.Context, tenant string, c domain.Cluster) ([]store.Op, error) {
 	if c.Name == "" {
 		return nil, nil
 	}
-	it, err := e.store.Get(ctx, nameKey(tenant, c.Name))
+	key := nameKey(tenant, c.Name)
+	it, err := e.store.Get(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
+		return []store.Op{store.Check(key, store.Condition{MustNotExist: true})}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the name reservation of cluster %s: %w", c.ID, err)
@@ -83,14 +87,32 @@ func (e *Engine) releaseName(ctx context.Context, tenant string, c domain.Cluste
 	if it.Status != c.ID {
 		return nil, nil
 	}
-	return []store.Op{store.Delete(it.Key, store.Condition{StatusIn: []string{c.ID}})}, nil
+	return []store.Op{store.Delete(key, store.Condition{StatusIn: []string{c.ID}})}, nil
 }
 
-// LiveClusterNamed returns the id of a cluster of the tenant named name
-// that is not TERMINATED, or "". It reads every cluster of the tenant: a
-// create asks it only for the clusters made before name reservations,
-// which hold none (see above).
-func (e *Engine) LiveClusterNamed(ctx context.Context, tenant, name string) (string, error) {
+// counterNamesReserved, on the tenant's item, says every live cluster of
+// the tenant made before name reservations has been given one.
+const counterNamesReserved = "namesReserved"
+
+// ReserveOldNames gives every live cluster of the tenant that holds no
+// name reservation (one made before they existed) its reservation, once
+// per tenant, and returns the id of the live cluster named name, or "",
+// among those. A create calls it before it submits; after the first pass
+// the tenant's item says there is nothing left to do and it costs one
+// read. Each reservation is written with a check that its cluster is
+// unchanged (not ended meanwhile); two old clusters of one name keep one
+// reservation between them, and apply asks to delete one. A tenant update
+// that rewrites the tenant's item drops the mark: the next create passes
+// again, finding nothing to do.
+func (e *Engine) ReserveOldNames(ctx context.Context, tenant, name string) (string, error) {
+	ten, err := e.store.Get(ctx, tenantKey(tenant))
+	if err != nil {
+		return "", fmt.Errorf("reading tenant %s: %w", tenant, err)
+	}
+	if ten.Counter(counterNamesReserved) > 0 {
+		return "", nil
+	}
+	holder, incomplete := "", false
 	cursor := ""
 	for {
 		page, err := e.store.Query(ctx, clusterKey(tenant, "").PK, store.Query{Limit: store.MaxPageSize, Cursor: cursor})
@@ -105,13 +127,40 @@ func (e *Engine) LiveClusterNamed(ctx context.Context, tenant, name string) (str
 			if err != nil {
 				return "", err
 			}
-			if c.Name == name {
-				return c.ID, nil
+			if c.Name == "" {
+				continue
 			}
+			if c.Name == name && holder == "" {
+				holder = c.ID
+			}
+			err = e.store.Transact(ctx, []store.Op{
+				claimName(tenant, c.Name, c.ID),
+				store.Check(it.Key, store.Condition{Version: it.Version}),
+			})
+			var terr *store.TransactionError
+			switch {
+			case errors.As(err, &terr) && terr.Reasons[1] != nil:
+				// The cluster changed (a job moved it): leave the pass
+				// unmarked, so the next create looks again.
+				incomplete = true
+			case err != nil && !errors.Is(err, store.ErrConditionFailed):
+				return "", fmt.Errorf("reserving the name of cluster %s: %w", c.ID, err)
+			}
+			// Otherwise reserved now, or already (its own, or a
+			// same-named old cluster's).
 		}
 		if page.Next == "" {
-			return "", nil
+			break
 		}
 		cursor = page.Next
 	}
+	if incomplete {
+		return holder, nil
+	}
+	_, err = e.store.Write(ctx, store.Update(tenantKey(tenant), store.Condition{MustExist: true},
+		store.Changes{Set: map[string]int64{counterNamesReserved: 1}}))
+	if err != nil {
+		return "", fmt.Errorf("marking the names of %s reserved: %w", tenant, err)
+	}
+	return holder, nil
 }
