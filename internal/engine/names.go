@@ -105,6 +105,9 @@ const counterNamesReserved = "namesReserved"
 // that rewrites the tenant's item drops the mark: the next create passes
 // again, finding nothing to do.
 func (e *Engine) ReserveOldNames(ctx context.Context, tenant, name string) (string, error) {
+	if err := e.dropStaleName(ctx, tenant, name); err != nil {
+		return "", err
+	}
 	ten, err := e.store.Get(ctx, tenantKey(tenant))
 	if err != nil {
 		return "", fmt.Errorf("reading tenant %s: %w", tenant, err)
@@ -163,4 +166,36 @@ func (e *Engine) ReserveOldNames(ctx context.Context, tenant, name string) (stri
 		return "", fmt.Errorf("marking the names of %s reserved: %w", tenant, err)
 	}
 	return holder, nil
+}
+
+// dropStaleName deletes the reservation of name when the cluster it names
+// is TERMINATED or gone: an older release ending a cluster during a deploy
+// does not release its name, and the name must not stay taken for good.
+// The delete checks both that the reservation still names that cluster
+// and that the cluster is still TERMINATED (a retry may bring it back).
+func (e *Engine) dropStaleName(ctx context.Context, tenant, name string) error {
+	key := nameKey(tenant, name)
+	it, err := e.store.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the reservation of name %s: %w", name, err)
+	}
+	holder := it.Status
+	cit, err := e.store.Get(ctx, clusterKey(tenant, holder))
+	check := store.Check(clusterKey(tenant, holder), store.Condition{StatusIn: []string{string(domain.ClusterTerminated)}})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		check = store.Check(clusterKey(tenant, holder), store.Condition{MustNotExist: true})
+	case err != nil:
+		return fmt.Errorf("reading cluster %s: %w", holder, err)
+	case !domain.ClusterStatus(cit.Status).Terminal():
+		return nil // taken, rightly
+	}
+	err = e.store.Transact(ctx, []store.Op{store.Delete(key, store.Condition{StatusIn: []string{holder}}), check})
+	if err != nil && !errors.Is(err, store.ErrConditionFailed) {
+		return fmt.Errorf("dropping the stale reservation of name %s: %w", name, err)
+	}
+	return nil // dropped, or changed meanwhile: the claim's condition decides
 }

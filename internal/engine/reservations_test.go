@@ -332,3 +332,38 @@ func TestAClusterWithoutAReservationEndsAsBefore(t *testing.T) {
 	require.Equal(t, domain.TenantUsage{Clusters: 1, Nodes: 2}, b.usage(t))
 	checkInvariants(t, b)
 }
+
+// TestAReservationLeftByAnOlderReleaseIsDropped: an older release ending a
+// cluster mid-deploy does not release its name; the next create of the
+// name drops that reservation (its cluster is TERMINATED) instead of
+// finding the name taken for good, and a live cluster's is kept.
+func TestAReservationLeftByAnOlderReleaseIsDropped(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, Config{})
+	stop := b.run(t, 3, 50*time.Millisecond)
+	defer stop()
+	final := b.submitAndWait(t, createSubmission(t, "c1", 2, nil))
+	require.Equal(t, domain.JobSucceeded, final.Status, b.failures(t, final.ID))
+	holder, err := b.eng.ReserveOldNames(b.ctx, tenant, "c1")
+	require.NoError(t, err)
+	require.Equal(t, "c1", holder, "the tenant's first pass finds the live cluster of the name")
+	_, err = b.eng.Submit(b.ctx, createSubmission(t, "c1-again", 2, nil))
+	require.NoError(t, err, "another name")
+	again := createSubmission(t, "c2", 2, nil)
+	again.Cluster.Name = "c1"
+	_, err = b.eng.Submit(b.ctx, again)
+	require.ErrorIs(t, err, ErrNameTaken, "the live cluster's reservation is kept")
+
+	final = b.submitAndWait(t, b.deleteSubmission(t, "c1"))
+	require.Equal(t, domain.JobSucceeded, final.Status, b.failures(t, final.ID))
+	_, err = b.db.Write(b.ctx, store.Put(store.Item{Key: nameKey(tenant, "c1"), Status: "c1"}, store.Condition{MustNotExist: true}))
+	require.NoError(t, err, "as an older release leaves it")
+	_, err = b.eng.ReserveOldNames(b.ctx, tenant, "c1")
+	require.NoError(t, err)
+	final = b.submitAndWait(t, again)
+	require.Equal(t, domain.JobSucceeded, final.Status, b.failures(t, final.ID))
+	lj, err := b.eng.Cluster(b.ctx, tenant, "c1-again")
+	require.NoError(t, err)
+	b.waitJob(t, "c1-again", lj.LatestJobID, 60*time.Second)
+	checkInvariants(t, b)
+}

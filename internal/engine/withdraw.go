@@ -95,6 +95,11 @@ func (e *Engine) resubmit(ctx context.Context, tenant, cluster, jobID string) (d
 		}
 		nameAt := -1
 		if job.Created && prevCluster.Terminal() {
+			// A reservation an older release left behind (this cluster's
+			// own, or another ended one's) does not hold the name.
+			if err := e.dropStaleName(ctx, tenant, c.Name); err != nil {
+				return domain.Job{}, err
+			}
 			nameAt = len(ops)
 			ops = append(ops, claimName(tenant, c.Name, c.ID))
 		}
