@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -247,4 +248,35 @@ func TestDocsDesiredStateExampleParses(t *testing.T) {
 	require.Equal(t, 3, c.Size)
 	require.Equal(t, []string{"lb", "web", "kv"}, c.Services)
 	require.Equal(t, 24*time.Hour, time.Duration(c.Lease))
+}
+
+// TestTwoAppliesAtOnceMakeOneCluster: two `heddle apply` of one document
+// started at once (issue 28) make one cluster: a loser of the race on its
+// name is refused with name_taken, and a later apply finds the one cluster
+// as declared instead of refusing two of one name.
+func TestTwoAppliesAtOnceMakeOneCluster(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	admin := s.tenant("acme")
+	s.must(admin, "apply", "-f", "../../docs/examples/catalog.yaml")
+	doc := filepath.Join(t.TempDir(), "racer.yaml")
+	require.NoError(t, os.WriteFile(doc, []byte("apiVersion: heddle/v1\nclusters:\n  - {name: racer, template: web, size: 2}\n"), 0o600))
+	var results [2]result
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() { results[i] = s.cli(admin, "apply", "-f", doc) })
+	}
+	wg.Wait()
+	t.Logf("the applies exited %d and %d", results[0].code, results[1].code)
+	succeeded := 0
+	for _, r := range results {
+		if r.code == 0 {
+			succeeded++
+			continue
+		}
+		require.Contains(t, r.stderr, "is named racer", "a loser is refused by the name:\n%s", r.stderr)
+	}
+	require.GreaterOrEqual(t, succeeded, 1, "%+v", results)
+	require.Len(t, s.clusters(admin).Items, 1)
+	require.Contains(t, s.must(admin, "apply", "-f", doc), "plan: 0 to create, 0 to change, 0 to delete, 1 unchanged")
 }

@@ -22,6 +22,7 @@ const (
 	CodeTooComplex     = "too_complex"
 	CodeQuotaExceeded  = "quota_exceeded"
 	CodePoolExhausted  = "pool_exhausted"
+	CodeNameTaken      = "name_taken"
 	CodeClusterBusy    = "cluster_busy"
 	CodeClusterState   = "cluster_state"
 	CodeJobState       = "job_state"
@@ -37,6 +38,7 @@ func describeCluster(err error) (ErrorDetail, bool) {
 		badReq   *solver.RequestError
 		quota    *cluster.QuotaError
 		pool     *cluster.PoolError
+		taken    *engine.NameTakenError
 		state    *cluster.StateError
 		cycle    *planner.CycleError
 	)
@@ -64,6 +66,13 @@ func describeCluster(err error) (ErrorDetail, bool) {
 				Message: fmt.Sprintf("asks for %d new nodes on pool %s, which has room for %d", pool.Needed, pool.Provider, pool.Free)}}, details...)
 		}
 		return ErrorDetail{Status: http.StatusConflict, Code: CodePoolExhausted, Message: pool.Error(), Details: details}, true
+	case errors.As(err, &taken):
+		msg := "another cluster of this tenant is named " + taken.Name + "; cluster names are unique among clusters not TERMINATED: choose another name, or delete that cluster first"
+		if taken.By != "" {
+			msg = "cluster " + taken.By + " is named " + taken.Name + "; cluster names are unique among clusters not TERMINATED: choose another name, or delete that cluster first"
+		}
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeNameTaken, Message: msg,
+			Details: []domain.Problem{{Field: "name", Code: CodeNameTaken, Message: msg}}}, true
 	case errors.As(err, &state):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeClusterState, Message: state.Error()}, true
 	case errors.Is(err, engine.ErrNotFound):

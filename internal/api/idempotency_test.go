@@ -109,10 +109,14 @@ func TestIdempotentCreateReplaysItsAnswer(t *testing.T) {
 		quoted := b.send(t, b.acmeKey, http.MethodPost, "/v1/clusters", shopRequest, `"create-shop-1"`)
 		require.Equal(t, "true", quoted.header.Get(idempotency.ReplayedHeader))
 
-		// Without a key, the same request is a new one.
+		// Without a key, the same request is a new one: not replayed, and
+		// refused because the first took the name.
 		plain := b.send(t, b.acmeKey, http.MethodPost, "/v1/clusters", shopRequest, "")
-		require.Equal(t, http.StatusAccepted, plain.status, "%s", plain.body)
-		require.Equal(t, 2, b.clusterCount(t, b.acmeKey))
+		require.Equal(t, http.StatusConflict, plain.status, "%s", plain.body)
+		require.Empty(t, plain.header.Get(idempotency.ReplayedHeader))
+		code, _ := errorOf(t, plain.json(t))
+		require.Equal(t, CodeNameTaken, code)
+		require.Equal(t, 1, b.clusterCount(t, b.acmeKey))
 	})
 }
 

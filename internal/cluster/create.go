@@ -169,6 +169,14 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 	if err := s.checkQuota(ctx, tenant, 1, len(layout.Nodes)); err != nil {
 		return nil, err
 	}
+	// The engine's name reservation is the guard; this gives the live
+	// clusters made before reservations existed theirs (once per tenant)
+	// and finds one of this name among them.
+	if holder, err := s.cfg.Engine.ReserveOldNames(ctx, tenant, req.Name); err != nil {
+		return nil, err
+	} else if holder != "" {
+		return nil, &engine.NameTakenError{Name: req.Name, By: holder}
+	}
 
 	// The spec is written first: a crash before the job leaves an orphan spec
 	// nobody reads, never a job whose executor cannot find its key.

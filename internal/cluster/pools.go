@@ -86,23 +86,13 @@ func (s *Service) submitHolding(ctx context.Context, sub engine.Submission, hold
 func (s *Service) retryHolding(ctx context.Context, tenant, clusterID, jobID, by string) error {
 	var err error
 	for range holdAttempts {
-		_, err = s.cfg.Engine.RetryHolding(ctx, tenant, clusterID, jobID, by, func(rollback bool) (engine.Hold, error) {
-			if rollback {
+		_, err = s.cfg.Engine.RetryHolding(ctx, tenant, clusterID, jobID, by, func(rollback bool, unmade []string) (engine.Hold, error) {
+			if rollback || len(unmade) == 0 {
 				return engine.Hold{}, nil
 			}
 			sp, _, err := s.loadSpec(ctx, tenant, clusterID)
 			if err != nil {
 				return engine.Hold{}, err
-			}
-			nodes, err := s.cfg.Engine.Nodes(ctx, tenant, clusterID)
-			if err != nil {
-				return engine.Hold{}, err
-			}
-			var unmade []string
-			for _, n := range nodes {
-				if n.Status == domain.NodePlanned && len(n.Addresses) == 0 {
-					unmade = append(unmade, n.ID)
-				}
 			}
 			return s.reserveHosts(ctx, tenant, sp.Provider, clusterID, unmade, "")
 		})

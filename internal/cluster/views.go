@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -396,6 +397,10 @@ func (s *Service) ControlJob(ctx context.Context, p access.Principal, cluster, j
 		err = s.cfg.Engine.Resume(ctx, p.Tenant, cluster, jobID)
 	case JobRetry:
 		err = s.retryHolding(ctx, p.Tenant, cluster, jobID, p.User)
+		var short *engine.QuotaRefusal
+		if errors.As(err, &short) {
+			err = s.submitError(ctx, p.Tenant, err, short.Clusters, short.Nodes)
+		}
 	default:
 		err = fmt.Errorf("%w: %q is not abort, pause, resume or retry", engine.ErrJobState, what)
 	}

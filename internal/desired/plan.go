@@ -136,7 +136,7 @@ func Compute(declared []Cluster, current []domain.Cluster, o Options) Plan {
 				ids[j] = c.ID
 			}
 			p.Problems = append(p.Problems, domain.Problem{Field: fmt.Sprintf("clusters[%d].name", i), Code: domain.CodeConflict,
-				Message: fmt.Sprintf("%d clusters are named %s (%s); apply finds clusters by name: delete or rename all but one", len(found), d.Name, strings.Join(ids, ", "))})
+				Message: fmt.Sprintf("%d clusters are named %s (%s); apply finds clusters by name: keep one and delete the others (heddle clusters delete ID); names are unique from this release on, so only clusters made before it can share one", len(found), d.Name, strings.Join(ids, ", "))})
 			continue
 		}
 		var existing *domain.Cluster

@@ -43,6 +43,23 @@ func checkInvariants(t *testing.T, b *testBundle) {
 		if c.Status != domain.ClusterTerminated {
 			usedClusters++
 			usedNodes += c.NodeCount
+			// The figure the quota counts is the nodes that exist: a node
+			// left in the layout uncounted would be given back twice.
+			nodes, err := b.eng.Nodes(ctx, tenant, c.ID)
+			require.NoError(t, err)
+			live := 0
+			for _, n := range nodes {
+				if n.Status != domain.NodeDeleted {
+					live++
+				}
+			}
+			require.Equal(t, c.NodeCount, live, "cluster %s counts %d nodes and has %d", c.ID, c.NodeCount, live)
+			// Its name is reserved for it, and only for it.
+			it, err := b.db.Get(ctx, nameKey(tenant, c.Name))
+			require.NoError(t, err, "cluster %s holds no reservation of its name %s", c.ID, c.Name)
+			require.Equal(t, c.ID, it.Status, "the name %s is reserved for another cluster", c.Name)
+		} else if it, err := b.db.Get(ctx, nameKey(tenant, c.Name)); err == nil {
+			require.NotEqual(t, c.ID, it.Status, "TERMINATED cluster %s still holds its name %s", c.ID, c.Name)
 		}
 		require.Empty(t, c.ActiveJobID, "cluster %s still locked", c.ID)
 		requireSummaryIsARecount(t, b, c.ID)

@@ -47,7 +47,10 @@
 // A crash before 3 leaves a PENDING job that the janitor undoes after
 // SubmitTimeout (job FAILED, lock and quota released, nothing ran); the
 // janitor's first write is conditional on PENDING, so a slow submitter's
-// step 3 then fails instead of racing it. A crash after 3 leaves roots that
+// step 3 then fails instead of racing it. Such a job, like one a pre-start
+// hook refused, is withdrawn: its new nodes are DELETED and a retry
+// submits it again, taking back the lock, quota and name in one
+// transaction (withdraw.go; names.go for name reservations). A crash after 3 leaves roots that
 // no worker claims: when nothing else of the job is READY or RUNNING and
 // the job started more than ResendAfter ago, the janitor gives them an item,
 // READY, and sends them again (a resume, a retry and ResendReady do too).

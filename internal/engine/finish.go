@@ -43,8 +43,9 @@ func (e *Engine) checkJobEnd(ctx context.Context, tenant, cluster, jobID string)
 
 // finish ends a job that is in status from: it writes the nodes the ending
 // names, then, in one transaction, the job's final status, the cluster's new
-// status with its lock released, and the quota the ending gives back. Of
-// several callers, only the first passes the condition on the job.
+// status with its lock released, and the quota (and, for a cluster it
+// makes TERMINATED, the name) the ending gives back. Of several callers,
+// only the first passes the condition on the job.
 func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from domain.JobStatus, how ending, msg string) error {
 	nodesWritten := false
 	var summary store.Op
@@ -145,6 +146,13 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 			c.NodeCount += effect.NodeCountDelta
 			if c.Status.Terminal() {
 				c.NodeCount = 0
+				if !prev.Terminal() {
+					release, err := e.releaseName(ctx, tenant, c)
+					if err != nil {
+						return err
+					}
+					ops = append(ops, release...)
+				}
 			}
 			if health != nil {
 				c.Health = health

@@ -73,12 +73,12 @@ func TestHoldsAreTakenAndGivenBackWithTheJob(t *testing.T) {
 		head, err := b.db.Get(b.ctx, headKey)
 		require.NoError(t, err)
 		stale := poolHold(store.Item{Version: head.Version + 7}, true, "c1") // as read before other takes
-		_, err = b.eng.RetryHolding(b.ctx, tenant, "c1", job.ID, "ann", func(rollback bool) (Hold, error) {
+		_, err = b.eng.RetryHolding(b.ctx, tenant, "c1", job.ID, "ann", func(rollback bool, _ []string) (Hold, error) {
 			require.False(t, rollback, "the forward plan continues")
 			return stale, nil
 		})
 		require.ErrorIs(t, err, ErrHoldChanged, "a retry's hold is conditional too")
-		_, err = b.eng.RetryHolding(b.ctx, tenant, "c1", job.ID, "ann", func(bool) (Hold, error) {
+		_, err = b.eng.RetryHolding(b.ctx, tenant, "c1", job.ID, "ann", func(bool, []string) (Hold, error) {
 			return poolHold(head, true, "c1"), nil
 		})
 		require.NoError(t, err)
@@ -139,4 +139,54 @@ func TestAnAbortedJobGivesItsHoldBack(t *testing.T) {
 	require.False(t, b.exists(t, store.Key{PK: "HOLDS", SK: "c1"}), "the aborted job's end gave it back")
 	stop()
 	checkInvariants(t, b)
+}
+
+// TestAVetoedJobRetriedTakesItsHoldAgain: a vetoed expand gives its hold
+// back with its quota (failPending) and its new node becomes DELETED; its
+// retry is a new submission, so the hold is asked for again for exactly
+// that node and taken in the transaction that resubmits the job; the job's
+// end gives it back. Without it a retried expand on a static pool ran on
+// hosts it had not reserved.
+func TestAVetoedJobRetriedTakesItsHoldAgain(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T) {
+		b := setup(t, nil, Config{})
+		hook := &gate{}
+		b.eng.SetHooks(hook)
+		stop := b.run(t, 3, 50*time.Millisecond)
+		defer stop()
+		final := b.submitAndWait(t, createSubmission(t, "c1", 2, nil))
+		require.Equal(t, domain.JobSucceeded, final.Status, b.failures(t, final.ID))
+
+		hook.set(true)
+		sub := b.expandSubmission(t, "c1", 1)
+		sub.Hold = poolHold(store.Item{}, false, "c1")
+		vetoed := b.submitAndWait(t, sub)
+		require.True(t, vetoed.Withdrawn)
+		require.False(t, b.exists(t, store.Key{PK: "HOLDS", SK: "c1"}), "the veto gave the hold back")
+
+		hook.set(false)
+		head, err := b.db.Get(b.ctx, store.Key{PK: "HOLDS", SK: "#head"})
+		require.NoError(t, err)
+		var asked []string
+		_, err = b.eng.RetryHolding(b.ctx, tenant, "c1", vetoed.ID, "ann", func(rollback bool, unmade []string) (Hold, error) {
+			require.False(t, rollback)
+			asked = unmade
+			return poolHold(head, true, "c1"), nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, []string{sub.NewNodes[0].ID}, asked, "the hold is asked for the vetoed job's new node")
+		retried := b.waitJob(t, "c1", vetoed.ID, 60*time.Second)
+		require.Equal(t, domain.JobSucceeded, retried.Status, "%s%s", retried.StatusMessage, b.failures(t, retried.ID))
+		require.False(t, b.exists(t, store.Key{PK: "HOLDS", SK: "c1"}), "the retried job's end gave it back")
+		require.Equal(t, int64(2), mustCounter(t, b, "taken"), "taken twice: the submission and the retry")
+		checkInvariants(t, b)
+	})
+}
+
+func mustCounter(t *testing.T, b *testBundle, name string) int64 {
+	t.Helper()
+	head, err := b.db.Get(b.ctx, store.Key{PK: "HOLDS", SK: "#head"})
+	require.NoError(t, err)
+	return head.Counter(name)
 }

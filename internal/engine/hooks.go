@@ -116,7 +116,13 @@ func (e *Engine) gateOnPreStart(ctx context.Context, tenant, cluster string, job
 		return true, fmt.Errorf("marking job %s for its pre-start hooks: %w", job.ID, err)
 	}
 	ref := TaskRef{Tenant: tenant, Cluster: preStartCluster, Job: cluster, Task: job.ID}
-	if err := e.queue.Send(ctx, tenant, queue.Message{TaskID: ref.String(), Format: FormatVersion, Group: preStartCluster + "#" + cluster, Dedup: "prestart#" + job.ID}); err != nil {
+	dedup := "prestart#" + job.ID
+	if job.Retries > 0 {
+		// A retry of a withdrawn job asks again (resubmit): the queue
+		// would drop a second message with the first's id.
+		dedup += "#" + strconv.Itoa(job.Retries)
+	}
+	if err := e.queue.Send(ctx, tenant, queue.Message{TaskID: ref.String(), Format: FormatVersion, Group: preStartCluster + "#" + cluster, Dedup: dedup}); err != nil {
 		// The job is PENDING: the janitor fails it after SubmitTimeout.
 		e.log.WarnContext(ctx, "queueing the pre-start hooks failed", "job", job.ID, "error", err)
 	}

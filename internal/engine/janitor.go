@@ -304,14 +304,14 @@ func (e *Engine) moveJobOn(ctx context.Context, indexed store.Item, r *JanitorRe
 	}
 	switch lj.job.Status {
 	case domain.JobPending:
-		if lj.job.StagedChunks > 0 && lj.job.CreatedAt.Add(stagedSubmitTimeout).After(e.now()) {
+		if lj.job.StagedChunks > 0 && lj.job.submittedAt().Add(stagedSubmitTimeout).After(e.now()) {
 			err := e.ContinueSubmission(ctx, tenant, cluster, lj.job.ID)
 			if !errors.Is(err, errStagingIncomplete) {
 				r.JobsMovedOn++
 				return err
 			}
 		}
-		if lj.job.CreatedAt.Add(e.cfg.SubmitTimeout).Before(e.now()) {
+		if lj.job.submittedAt().Add(e.cfg.SubmitTimeout).Before(e.now()) {
 			r.Undone++
 			return e.undoSubmission(ctx, tenant, cluster, lj)
 		}
@@ -353,11 +353,25 @@ func (e *Engine) undoSubmission(ctx context.Context, tenant, cluster string, lj 
 
 // failPending ends a PENDING job as FAILED with msg: nothing of it ran, so
 // the lock, quota and holds go back and the cluster is as it was (one being
-// created ends TERMINATED).
+// created ends TERMINATED). Its new nodes become DELETED first, each write
+// checked on the job still PENDING: a node left PLANNED would stay in the
+// cluster's layout uncounted, and a later delete or shrink would give its
+// quota back a second time. The job is marked Withdrawn in the transaction
+// that gives the quota back, so a retry knows to take it again.
 func (e *Engine) failPending(ctx context.Context, tenant, cluster string, lj loadedJob, msg string) error {
+	if lj.job.AddedNodeCount > 0 {
+		err := e.markNewNodes(ctx, tenant, cluster, lj.job, domain.NodePlanned, domain.NodeDeleted)
+		if errors.Is(err, errJobMoved) {
+			return nil // it started after all, or another janitor was first
+		}
+		if err != nil {
+			return err
+		}
+	}
 	job := lj.job
 	job.Status, job.EndedAt = domain.JobFailed, e.now()
 	job.StatusMessage = msg
+	job.Withdrawn = true
 	failed := string(domain.JobFailed)
 	ops := []store.Op{store.Update(lj.item.Key, store.Condition{Version: lj.item.Version, StatusIn: []string{string(domain.JobPending)}},
 		store.Changes{Status: &failed, Data: mustJSON(job), ClearIndex: true})}
@@ -373,6 +387,11 @@ func (e *Engine) failPending(ctx context.Context, tenant, cluster string, lj loa
 		c.NodeCount -= job.AddedNodeCount
 		if job.Created {
 			c.Status, c.NodeCount = domain.ClusterTerminated, 0
+			release, err := e.releaseName(ctx, tenant, c)
+			if err != nil {
+				return err
+			}
+			ops = append(ops, release...)
 		}
 		next := clusterItem(tenant, c)
 		ops = append(ops, store.Update(cit.Key, store.Condition{Version: cit.Version},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"time"
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/store"
@@ -72,6 +73,29 @@ type jobRecord struct {
 	// Replan, on a PENDING job, says its step 2 is planned and written in
 	// the background from its inputs (replan.go).
 	Replan bool `json:"replan,omitempty"`
+	// Withdrawn marks a job that ended before it started (its pre-start
+	// hooks refused it, or its submission never finished): its end gave
+	// back what step 1 took and its new nodes are DELETED, so a retry
+	// takes them again (withdraw.go). Records of older releases lack it; a
+	// FAILED job that never started is one all the same.
+	Withdrawn bool `json:"withdrawn,omitempty"`
+	// SubmittedAt is when the job last became PENDING (a retry of a
+	// withdrawn job submits it again); the janitor's submission timeouts
+	// count from it. Zero on records of older releases: CreatedAt.
+	SubmittedAt time.Time `json:"submittedAt,omitzero"`
+}
+
+// withdrawn reports whether j ended before it started.
+func (j *jobRecord) withdrawn() bool {
+	return j.Withdrawn || (j.Status == domain.JobFailed && j.StartedAt.IsZero())
+}
+
+// submittedAt is when the job's current submission began.
+func (j *jobRecord) submittedAt() time.Time {
+	if j.SubmittedAt.IsZero() {
+		return j.CreatedAt
+	}
+	return j.SubmittedAt
 }
 
 const (

@@ -19,7 +19,9 @@ var ErrNothingToRetry = errors.New("engine: the job has nothing to retry")
 // A job whose rollback had started continues its rollback; otherwise the
 // forward plan continues. The job takes its cluster's lock again (refused
 // with ErrClusterBusy if another job holds it) and the quota its failure gave
-// back.
+// back (refused with a *QuotaRefusal, nothing changed, when it no longer
+// fits). A job that ended before it started is submitted again instead
+// (resubmit): its withdrawal gave back all that step 1 took.
 //
 // Two steps, safe to interrupt: first the failed tasks become READY (a FAILED
 // job runs nothing, and the janitor leaves READY tasks of ended jobs alone),
@@ -29,13 +31,20 @@ func (e *Engine) Retry(ctx context.Context, tenant, cluster, jobID, by string) (
 	return e.RetryHolding(ctx, tenant, cluster, jobID, by, nil)
 }
 
+// HoldFunc says what a retried job must reserve again. rollback tells
+// whether the retry continues the rollback; unmade lists the job's nodes
+// that still need a machine: those PLANNED with no address for a job that
+// ran, every new node for a withdrawn one (its withdrawal marked them
+// DELETED and gave their hosts back).
+type HoldFunc func(rollback bool, unmade []string) (Hold, error)
+
 // RetryHolding is Retry for a job that needs reservations again (its end
-// gave its holds back): hold, told whether the retry continues the
-// rollback, says what to take; it is taken in the transaction that reopens
-// the job, and refused with ErrHoldChanged when another job took a
-// reservation meanwhile (read again and call again). An error from hold
-// refuses the retry before anything is written.
-func (e *Engine) RetryHolding(ctx context.Context, tenant, cluster, jobID, by string, hold func(rollback bool) (Hold, error)) (domain.Job, error) {
+// gave its holds back): hold says what to take; it is taken in the
+// transaction that reopens (or, for a withdrawn job, resubmits) the job,
+// and refused with ErrHoldChanged when another job took a reservation
+// meanwhile (read again and call again). An error from hold refuses the
+// retry before anything is written.
+func (e *Engine) RetryHolding(ctx context.Context, tenant, cluster, jobID, by string, hold HoldFunc) (domain.Job, error) {
 	lj, err := e.loadJob(ctx, tenant, cluster, jobID)
 	if err != nil {
 		return domain.Job{}, err
@@ -43,6 +52,9 @@ func (e *Engine) RetryHolding(ctx context.Context, tenant, cluster, jobID, by st
 	job := lj.job
 	switch job.Status {
 	case domain.JobFailed, domain.JobAborted:
+		if job.withdrawn() {
+			return e.resubmit(ctx, tenant, cluster, jobID, hold)
+		}
 	case domain.JobSucceeded:
 		return domain.Job{}, fmt.Errorf("%w: job %s succeeded", ErrNothingToRetry, jobID)
 	default:
@@ -58,7 +70,11 @@ func (e *Engine) RetryHolding(ctx context.Context, tenant, cluster, jobID, by st
 
 	var h Hold
 	if hold != nil {
-		if h, err = hold(rollback); err != nil {
+		unmade, err := e.unmadeNodes(ctx, tenant, cluster, nil)
+		if err != nil {
+			return domain.Job{}, err
+		}
+		if h, err = hold(rollback, unmade); err != nil {
 			return domain.Job{}, err
 		}
 	}
@@ -153,11 +169,9 @@ func (e *Engine) reopenJob(ctx context.Context, tenant, cluster, jobID string, r
 		ops = append(ops, store.Update(cit.Key, store.Condition{Version: cit.Version},
 			store.Changes{Data: ci.Data, Status: &ci.Status, Index: ci.Index, ClearIndex: ci.Index == nil}))
 		quotaAt := -1
-		if effect.ReleaseClusters > 0 || effect.ReleaseNodes > 0 {
+		if op := takeQuota(tenant, effect.ReleaseClusters, effect.ReleaseNodes); op != nil {
 			quotaAt = len(ops)
-			ops = append(ops, store.Update(tenantKey(tenant),
-				store.Condition{StatusIn: []string{"active"}, CountersAtLeast: map[string]int64{"freeClusters": int64(effect.ReleaseClusters), "freeNodes": int64(effect.ReleaseNodes)}},
-				store.Changes{Add: map[string]int64{"freeClusters": -int64(effect.ReleaseClusters), "freeNodes": -int64(effect.ReleaseNodes)}}))
+			ops = append(ops, *op)
 		}
 		holdAt := len(ops)
 		ops = append(ops, hold.Take...)
@@ -174,7 +188,7 @@ func (e *Engine) reopenJob(ctx context.Context, tenant, cluster, jobID string, r
 		}
 		switch {
 		case quotaAt >= 0 && terr.Reasons[quotaAt] != nil:
-			return jobRecord{}, ErrQuota
+			return jobRecord{}, &QuotaRefusal{Clusters: effect.ReleaseClusters, Nodes: effect.ReleaseNodes}
 		case terr.Reasons[0] != nil, terr.Reasons[1] != nil:
 			continue // the job or the cluster changed: look again
 		}
@@ -186,6 +200,25 @@ func (e *Engine) reopenJob(ctx context.Context, tenant, cluster, jobID string, r
 		return jobRecord{}, fmt.Errorf("retrying job %s: %w", jobID, err)
 	}
 	return jobRecord{}, fmt.Errorf("%w: job %s kept changing; try again", ErrJobState, jobID)
+}
+
+// unmadeNodes lists the nodes a retry must find machines for: with job nil
+// (a job that ran), the cluster's nodes PLANNED with no address; with a
+// withdrawn job, the new nodes its withdrawal marked DELETED.
+func (e *Engine) unmadeNodes(ctx context.Context, tenant, cluster string, withdrawn *jobRecord) ([]string, error) {
+	nodes, err := e.Nodes(ctx, tenant, cluster)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range nodes {
+		switch {
+		case withdrawn == nil && n.Status == domain.NodePlanned && len(n.Addresses) == 0,
+			withdrawn != nil && n.Status == domain.NodeDeleted && n.CreatedAt.Equal(withdrawn.CreatedAt):
+			out = append(out, n.ID)
+		}
+	}
+	return out, nil
 }
 
 // rollbackStarted reports whether any rollback task left its gate.

@@ -238,8 +238,8 @@ func (e *Engine) stepTwo(sub Submission, job *jobRecord, now time.Time) (ops2 []
 }
 
 // stepOne writes a submission's first transaction: the cluster with its
-// lock, the job PENDING with counters, the quota taken, the caller's
-// checks, and extra (small items that must exist with the job). It returns
+// lock, the job PENDING with counters, the quota taken, a new cluster's
+// name reservation (names.go), the caller's checks, and extra (small items that must exist with the job). It returns
 // the cluster as written.
 func (e *Engine) stepOne(ctx context.Context, sub Submission, job *jobRecord, counters map[string]int64, extra []store.Op) (domain.Cluster, error) {
 	cluster := sub.Cluster
@@ -267,11 +267,14 @@ func (e *Engine) stepOne(ctx context.Context, sub Submission, job *jobRecord, co
 	}
 	ops = append(ops, extra...)
 	quotaAt := -1
-	if sub.TakeClusters > 0 || sub.TakeNodes > 0 {
+	if op := takeQuota(sub.Tenant, sub.TakeClusters, sub.TakeNodes); op != nil {
 		quotaAt = len(ops)
-		ops = append(ops, store.Update(tenantKey(sub.Tenant),
-			store.Condition{StatusIn: []string{"active"}, CountersAtLeast: map[string]int64{"freeClusters": int64(sub.TakeClusters), "freeNodes": int64(sub.TakeNodes)}},
-			store.Changes{Add: map[string]int64{"freeClusters": -int64(sub.TakeClusters), "freeNodes": -int64(sub.TakeNodes)}}))
+		ops = append(ops, *op)
+	}
+	nameAt := -1
+	if sub.Create {
+		nameAt = len(ops)
+		ops = append(ops, claimName(sub.Tenant, cluster.Name, cluster.ID))
 	}
 	checksAt := len(ops)
 	ops = append(ops, sub.Checks...)
@@ -299,6 +302,8 @@ func (e *Engine) stepOne(ctx context.Context, sub Submission, job *jobRecord, co
 				return domain.Cluster{}, ErrClusterBusy
 			case quotaAt >= 0 && terr.Reasons[quotaAt] != nil:
 				return domain.Cluster{}, ErrQuota
+			case nameAt >= 0 && terr.Reasons[nameAt] != nil:
+				return domain.Cluster{}, &NameTakenError{Name: cluster.Name, By: nameHolder(terr.Reasons[nameAt])}
 			}
 			for i := checksAt; i < checksEnd; i++ {
 				if terr.Reasons[i] != nil {

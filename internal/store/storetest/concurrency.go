@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -125,6 +126,50 @@ func testConcurrentCreate(t *testing.T, s store.Store) {
 	require.NoError(t, err)
 	require.Equal(t, 1, winners)
 	require.Equal(t, int64(1), mustGet(t, s, k).Version)
+}
+
+// testConcurrentReservations is how cluster names are claimed: each
+// worker's transaction writes an item of its own and claims one shared key
+// (MustNotExist), as a create writes its cluster and the name's
+// reservation. Exactly one commits, no loser's own item lands, and each
+// loser's reason names the holder (the claimed item as it is), which is
+// how a refusal says which cluster has the name.
+func testConcurrentReservations(t *testing.T, s store.Store) {
+	claim := key("race", "reservation")
+	owner := func(w int) string { return fmt.Sprint("owner-", w) }
+	errs := make([]error, workers)
+	err := parallel(workers, func(w int) error {
+		errs[w] = s.Transact(t.Context(), []store.Op{
+			store.Put(store.Item{Key: key("race", owner(w))}, store.Condition{MustNotExist: true}),
+			store.Put(store.Item{Key: claim, Status: owner(w)}, store.Condition{MustNotExist: true}),
+		})
+		return nil
+	})
+	require.NoError(t, err)
+	winner := -1
+	for w, err := range errs {
+		if err == nil {
+			require.Equal(t, -1, winner, "two claims committed")
+			winner = w
+		}
+	}
+	require.GreaterOrEqual(t, winner, 0, "one claim commits")
+	require.Equal(t, owner(winner), mustGet(t, s, claim).Status)
+	for w, err := range errs {
+		if w == winner {
+			continue
+		}
+		var terr *store.TransactionError
+		require.ErrorAs(t, err, &terr)
+		require.Nil(t, terr.Reasons[0], "only the claim failed")
+		var cerr *store.ConditionError
+		require.ErrorAs(t, terr.Reasons[1], &cerr)
+		if cerr.Current != nil {
+			require.Equal(t, owner(winner), cerr.Current.Status, "a refusal names the holder")
+		}
+		_, err := s.Get(t.Context(), key("race", owner(w)))
+		require.ErrorIs(t, err, store.ErrNotFound, "a refused transaction wrote nothing")
+	}
 }
 
 // testConcurrentTransfers moves units between two items in versioned

@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ConcurrentCounterAdds", testConcurrentCounterAdds},
 		{"ConcurrentPuts", testConcurrentPuts},
 		{"ConcurrentCreate", testConcurrentCreate},
+		{"ConcurrentReservations", testConcurrentReservations},
 		{"ConcurrentTransfers", testConcurrentTransfers},
 	}
 	for _, tt := range tests {
