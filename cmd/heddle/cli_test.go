@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heddle-io/heddle/internal/buildinfo"
 	"github.com/heddle-io/heddle/internal/usage"
 )
 
@@ -521,6 +522,10 @@ func TestBuiltinCommands(t *testing.T) {
 	}
 	if r := runCLI(t, "", "keygen"); !strings.HasPrefix(r.stdout, "hdl_") {
 		t.Errorf("keygen printed %q", r.stdout)
+	}
+	// version says what buildinfo read, not a fixed word.
+	if r := runCLI(t, "", "version"); r.stdout != buildinfo.Read().String()+"\n" || !strings.HasPrefix(r.stdout, "heddle ") {
+		t.Errorf("version printed %q", r.stdout)
 	}
 }
 

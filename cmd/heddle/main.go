@@ -3,7 +3,7 @@
 //	heddle server       run the API (and, as they land, workers and janitor) locally
 //	heddle worker       run the tenants' long tasks from SQS (the Fargate worker)
 //	heddle keygen       print a fresh API key, e.g. for HEDDLE_BOOTSTRAP_KEY
-//	heddle version      print the build version
+//	heddle version      print the build: version, VCS revision and time, modified or not
 //	heddle config       show or set the client's endpoint and key
 //	heddle apply        import a catalog document; converge the clusters it declares
 //	heddle diff         show what apply would do to the declared clusters
@@ -28,9 +28,10 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/heddle-io/heddle/internal/buildinfo"
 )
 
 func main() {
@@ -106,32 +107,14 @@ func newRootCommand() *cobra.Command {
 	return root
 }
 
-// version is set with -ldflags "-X main.version=..."; otherwise the module
-// build info says what was built.
-var version = ""
-
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				return "dev-" + s.Value[:12]
-			}
-		}
-		if info.Main.Version != "" && info.Main.Version != "(devel)" {
-			return info.Main.Version
-		}
-	}
-	return "dev"
-}
+// buildVersion names this build in one word (User-Agent, backup manifests).
+func buildVersion() string { return buildinfo.Read().Short() }
 
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the build version",
+		Short: "Print the build: module version, VCS revision and time, and whether the tree was modified",
 		Args:  cobra.NoArgs,
-		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), buildVersion()) },
+		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), buildinfo.Read()) },
 	}
 }

@@ -14,14 +14,22 @@ import (
 
 // Status is what /v1/status answers.
 type Status struct {
-	Status  string    `json:"status"`
-	Version string    `json:"version"`
-	Backend string    `json:"backend"`
-	Started time.Time `json:"started"`
+	Status  string `json:"status"`
+	Version string `json:"version"`
+	// Revision, RevisionTime and Modified say which commit the server was
+	// built from and whether its tree had uncommitted changes (package
+	// buildinfo); a build without VCS information leaves Revision out.
+	Revision     string    `json:"revision,omitempty"`
+	RevisionTime time.Time `json:"revisionTime,omitzero"`
+	Modified     bool      `json:"modified"`
+	Backend      string    `json:"backend"`
+	Started      time.Time `json:"started"`
 }
 
 func (s *Server) getStatus(w http.ResponseWriter, r *http.Request, _ access.Principal) error {
-	writeJSON(w, http.StatusOK, Status{Status: "ok", Version: s.version, Backend: s.backend, Started: s.started.UTC()})
+	b := s.build
+	writeJSON(w, http.StatusOK, Status{Status: "ok", Version: b.Version, Revision: b.Revision, RevisionTime: b.RevisionTime,
+		Modified: b.Modified, Backend: s.backend, Started: s.started.UTC()})
 	return nil
 }
 
