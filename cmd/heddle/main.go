@@ -28,6 +28,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/signal"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -35,7 +37,13 @@ import (
 )
 
 func main() {
-	os.Exit(run(context.Background(), newRootCommand(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	// Ctrl-C cancels the command's context: a wait for a rate limit, a
+	// watch or a request in flight ends at once (heddle server shuts down
+	// gracefully on it, as on SIGTERM).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, newRootCommand(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // run executes root with args and returns the process's exit code, having
@@ -63,11 +71,32 @@ func reportError(stderr io.Writer, err error) int {
 	}
 	var ae *APIError
 	if errors.As(err, &ae) {
+		if ae.Status == http.StatusUnauthorized {
+			writeUnauthorized(stderr, ae)
+			return 1
+		}
 		ae.Write(stderr)
 		return 1
 	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "heddle: interrupted")
+		return 130
+	}
 	fmt.Fprintln(stderr, "heddle:", err)
 	return 1
+}
+
+// writeUnauthorized prints a 401 with how to give the CLI a key or sign
+// in. The API's generic sentence names the HTTP header, which is for
+// programs; a token's own reason (expired, another audience) is kept.
+func writeUnauthorized(w io.Writer, ae *APIError) {
+	if strings.Contains(ae.Message, "Authorization: Bearer") {
+		fmt.Fprintln(w, "heddle: the API did not accept the key (401): it is missing, mistyped or revoked")
+	} else {
+		fmt.Fprintf(w, "heddle: the API did not accept the credentials (401): %s\n", ae.Message)
+	}
+	fmt.Fprintln(w, "  give an API key with --key or HEDDLE_KEY, or keep one with `heddle config set key hdl_...`,")
+	fmt.Fprintln(w, "  or sign in with `heddle login`; `heddle config show` says which endpoint and key the CLI uses")
 }
 
 // app holds the client commands' global flags.
