@@ -39,6 +39,9 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	t.Helper()
 	f := &fakeAPI{mux: http.NewServeMux()}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := f.mux.Handler(r); pattern == "" && resolveStub(w, r) {
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
 		f.reqs = append(f.reqs, recorded{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization"), r.Header.Get("Content-Type"), body})
@@ -48,6 +51,26 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	}))
 	t.Cleanup(f.Close)
 	return f
+}
+
+// resolveStub answers the look-ups with which the CLI turns a cluster
+// argument into an id, when the test set up no answer of its own: no
+// cluster has the argument as its name, and any id names a cluster of that
+// id. They are not recorded.
+func resolveStub(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	switch rest, ok := strings.CutPrefix(r.URL.Path, "/v1/clusters/"); {
+	case r.URL.Path == "/v1/clusters" && r.URL.Query().Has("name"):
+		_, _ = io.WriteString(w, emptyList)
+	case ok && rest != "" && !strings.Contains(rest, "/"):
+		_, _ = io.WriteString(w, `{"id":"`+rest+`","name":"`+rest+`"}`)
+	default:
+		return false
+	}
+	return true
 }
 
 func (f *fakeAPI) requests() []recorded {
@@ -533,15 +556,21 @@ func TestUsageBarsScaleToTheLargest(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
 	printUsage(&out, &usage.Report{GroupBy: usage.ByCluster, Step: usage.Day,
-		Rows: []usage.Row{{Group: "big", Total: 10}, {Group: "small", Total: 2.5}, {Group: "tiny", Total: 0.01}}}, true)
+		Rows: []usage.Row{{Group: "big", Total: 10}, {Group: "small", Total: 2.5}, {Group: "tiny", Total: 0.01}}}, true, nil)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 5)
 	require.Equal(t, 30, strings.Count(lines[2], "█"))
 	require.Equal(t, 8, strings.Count(lines[3], "█"))
 	require.Equal(t, 1, strings.Count(lines[4], "█"), "a group that used anything shows")
 	out.Reset()
-	printUsage(&out, &usage.Report{Rows: []usage.Row{{Group: "big", Total: 10}}}, false)
+	printUsage(&out, &usage.Report{Rows: []usage.Row{{Group: "big", Total: 10}}}, false, nil)
 	require.NotContains(t, out.String(), "█", "no bars off a terminal")
+	out.Reset()
+	printUsage(&out, &usage.Report{GroupBy: usage.ByCluster, Rows: []usage.Row{{Group: "c1", Total: 10}, {Group: "c2", Total: 1}}}, false,
+		map[string]string{"c1": "shop"})
+	require.Regexp(t, `(?m)^CLUSTER\s+NAME\s+NODE-HOURS\s*$`, out.String())
+	require.Regexp(t, `(?m)^c1\s+shop\s+10\.00\s*$`, out.String(), "a cluster's name beside its id")
+	require.Regexp(t, `(?m)^c2\s+-\s+1\.00\s*$`, out.String(), "a cluster the caller cannot list has no name")
 }
 
 func TestJobsTasksAllFollowsCursors(t *testing.T) {

@@ -48,6 +48,13 @@ func newClustersCommand(a *app) *cobra.Command {
 		newClustersVerifyCommand(a),
 		newClustersEventsCommand(a),
 	)
+	// Every command but create and list acts on one cluster, named by its
+	// first argument: an id or a name.
+	for _, sub := range cmd.Commands() {
+		if sub.Name() != "create" && sub.Name() != "list" {
+			clusterArgs(a, sub, 0, -1)
+		}
+	}
 	return cmd
 }
 
@@ -274,6 +281,7 @@ func newClustersCreateCommand(a *app) *cobra.Command {
 	m.register(cmd)
 	_ = cmd.MarkFlagRequired("template")
 	_ = cmd.MarkFlagRequired("size")
+	_ = cmd.RegisterFlagCompletionFunc("template", a.completeEntities(domain.KindClusterTemplate))
 	return cmd
 }
 
@@ -343,7 +351,7 @@ func clusterExpiry(c *domain.Cluster, now time.Time) string {
 
 func newClustersShowCommand(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:   "show ID",
+		Use:   "show CLUSTER",
 		Short: "Show a cluster: its nodes, the progress of its latest job, its lease",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -459,7 +467,7 @@ func newClustersNodesCommand(a *app) *cobra.Command {
 		status string
 	)
 	cmd := &cobra.Command{
-		Use:   "nodes ID",
+		Use:   "nodes CLUSTER",
 		Short: "List a cluster's nodes by id, a page at a time (--all for every page)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -508,7 +516,7 @@ func newClustersDeleteCommand(a *app) *cobra.Command {
 		m     mutationFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "delete ID",
+		Use:   "delete CLUSTER",
 		Short: "Delete a cluster: stop and remove its services, then delete its nodes",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -549,7 +557,7 @@ func newMutationCommand(a *app, action, use, short string, body any, prepare fun
 
 func newClustersExpandCommand(a *app) *cobra.Command {
 	var req cluster.ExpandRequest
-	cmd := newMutationCommand(a, "expand", "expand ID --count N", "Add nodes to a cluster", &req, nil)
+	cmd := newMutationCommand(a, "expand", "expand CLUSTER --count N", "Add nodes to a cluster", &req, nil)
 	f := cmd.Flags()
 	f.IntVar(&req.Count, "count", 0, "how many nodes to add")
 	f.StringVar(&req.HardwareType, "hardware-type", "", "the new nodes' hardware type")
@@ -561,7 +569,7 @@ func newClustersExpandCommand(a *app) *cobra.Command {
 
 func newClustersShrinkCommand(a *app) *cobra.Command {
 	var req cluster.ShrinkRequest
-	cmd := newMutationCommand(a, "shrink", "shrink ID (--count N | --nodes a,b)",
+	cmd := newMutationCommand(a, "shrink", "shrink CLUSTER (--count N | --nodes a,b)",
 		"Remove nodes from a cluster (the newest first, or the ones named)", &req, nil)
 	f := cmd.Flags()
 	f.IntVar(&req.Count, "count", 0, "how many nodes to remove, newest first")
@@ -578,7 +586,7 @@ func newClustersReconfigureCommand(a *app) *cobra.Command {
 		req    cluster.ReconfigureRequest
 		config string
 	)
-	cmd := newMutationCommand(a, "reconfigure", "reconfigure ID",
+	cmd := newMutationCommand(a, "reconfigure", "reconfigure CLUSTER",
 		"Re-run configure on services (all when --services is not given), optionally with a new config", &req,
 		func() (err error) {
 			req.Config, err = configValue(config)
@@ -593,7 +601,7 @@ func newClustersReconfigureCommand(a *app) *cobra.Command {
 
 func newClustersAddServicesCommand(a *app) *cobra.Command {
 	var req cluster.AddServicesRequest
-	cmd := newMutationCommand(a, "add-services", "add-services ID --services a,b",
+	cmd := newMutationCommand(a, "add-services", "add-services CLUSTER --services a,b",
 		"Add services to a cluster: onto its nodes, or onto at most --max-new-nodes new ones where the constraints need them", &req, nil)
 	f := cmd.Flags()
 	f.StringSliceVar(&req.Services, "services", nil, "the services to add")
@@ -605,7 +613,7 @@ func newClustersAddServicesCommand(a *app) *cobra.Command {
 
 func newClustersRemoveServicesCommand(a *app) *cobra.Command {
 	var req cluster.RemoveServicesRequest
-	cmd := newMutationCommand(a, "remove-services", "remove-services ID --services a,b",
+	cmd := newMutationCommand(a, "remove-services", "remove-services CLUSTER --services a,b",
 		"Stop and remove services from a cluster (refused while a remaining service needs them)", &req, nil)
 	f := cmd.Flags()
 	f.StringSliceVar(&req.Services, "services", nil, "the services to remove")
@@ -616,7 +624,7 @@ func newClustersRemoveServicesCommand(a *app) *cobra.Command {
 
 func newClustersSyncCommand(a *app) *cobra.Command {
 	var req cluster.SyncRequest
-	cmd := newMutationCommand(a, "sync", "sync ID [--template-version N]",
+	cmd := newMutationCommand(a, "sync", "sync CLUSTER [--template-version N]",
 		"Move a cluster to another version of its template (the latest by default) and the catalog's current service definitions", &req, nil)
 	f := cmd.Flags()
 	f.IntVar(&req.TemplateVersion, "template-version", 0, "the template version (default: the latest)")
@@ -626,7 +634,7 @@ func newClustersSyncCommand(a *app) *cobra.Command {
 
 func newServiceActionCommand(a *app, action, short string) *cobra.Command {
 	var req cluster.ServiceActionRequest
-	use := action + " ID"
+	use := action + " CLUSTER"
 	if action == "rolling-restart" {
 		use += " --batch-size K"
 	}
@@ -642,7 +650,7 @@ func newServiceActionCommand(a *app, action, short string) *cobra.Command {
 func newClustersExtendCommand(a *app) *cobra.Command {
 	var by string
 	cmd := &cobra.Command{
-		Use:   "extend ID --by 24h",
+		Use:   "extend CLUSTER --by 24h",
 		Short: "Extend a cluster's lease (within its template's lease policy)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -39,6 +39,14 @@ func newJobsCommand(a *app) *cobra.Command {
 	} {
 		cmd.AddCommand(newJobControlCommand(a, what.name, what.short))
 	}
+	// CLUSTER is an id or a name, JOB an id or latest.
+	for _, sub := range cmd.Commands() {
+		job := 1
+		if sub.Name() == "list" {
+			job = -1
+		}
+		clusterArgs(a, sub, 0, job)
+	}
 	return cmd
 }
 

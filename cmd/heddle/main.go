@@ -115,12 +115,13 @@ func newRootCommand() *cobra.Command {
 		Short:         "heddle manages whole clusters as single entities",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			switch a.output {
 			case "table", "json":
-				return nil
+			default:
+				return fmt.Errorf("--output is table or json, not %q", a.output)
 			}
-			return fmt.Errorf("--output is table or json, not %q", a.output)
+			return a.resolveRefs(cmd, args)
 		},
 	}
 	pf := root.PersistentFlags()
