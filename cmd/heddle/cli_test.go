@@ -343,8 +343,19 @@ func jobBody(status, message string, tasks ...string) string {
 	}
 	done := strings.Count(strings.Join(tasks, " "), "=SUCCEEDED")
 	b, _ := json.Marshal(message)
+	byStatus := map[string]int{}
+	for _, t := range tasks {
+		_, st, _ := strings.Cut(t, "=")
+		byStatus[st]++
+	}
+	counts, _ := json.Marshal(byStatus)
+	times := `"createdAt":"2026-01-01T00:00:00Z","startedAt":"2026-01-01T00:00:00Z"`
+	if status == "SUCCEEDED" || status == "FAILED" || status == "ABORTED" {
+		times += `,"endedAt":"2026-01-01T00:00:04Z"`
+	}
 	return `{"id":"j1","tenantId":"t","clusterId":"c1","operation":"create","status":"` + status + `","statusMessage":` + string(b) +
-		`,"taskTotal":` + itoa(len(tasks)) + `,"taskDone":` + itoa(done) + `,"requestedBy":"alice","createdAt":"2026-01-01T00:00:00Z","version":1,"tasks":[` + strings.Join(ts, ",") + `]}`
+		`,"taskTotal":` + itoa(len(tasks)) + `,"taskDone":` + itoa(done) + `,"taskStatus":` + string(counts) + `,"requestedBy":"alice",` + times +
+		`,"version":1,"tasks":[` + strings.Join(ts, ",") + `]}`
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
@@ -386,7 +397,7 @@ func TestJobsWatchFailed(t *testing.T) {
 		"  SUCCEEDED c1-1000/create (1.2s)\n",
 		"  RUNNING   c1-1000/nginx/install\n",
 		"  FAILED    c1-1000/nginx/install (3s)\n",
-		"job j1 FAILED: 1/2 tasks",
+		"job j1 FAILED after 4s: 2 tasks: 1 FAILED, 1 SUCCEEDED\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
@@ -421,7 +432,7 @@ func TestClustersCreateWait(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("create --wait: %+v", r)
 	}
-	for _, want := range []string{"cluster  c1 (web1, PENDING)", "job      j1 (create, PENDING)", "job j1 SUCCEEDED: 1/1 tasks"} {
+	for _, want := range []string{"cluster  c1 (web1, PENDING)", "job      j1 (create, PENDING)", "job j1 SUCCEEDED in 4s: 1 task: 1 SUCCEEDED\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}

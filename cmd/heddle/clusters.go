@@ -60,12 +60,14 @@ func newClustersCommand(a *app) *cobra.Command {
 
 // mutationFlags are what every job-submitting command takes.
 type mutationFlags struct {
-	dryRun bool
-	wait   bool
+	dryRun        bool
+	wait          bool
+	failOnRefusal bool
 }
 
 func (m *mutationFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&m.dryRun, "dry-run", false, "show the plan and change nothing")
+	cmd.Flags().BoolVar(&m.failOnRefusal, "fail-on-refusal", false, "with --dry-run: exit 2 when the request would be refused (the tenant's quota)")
 	cmd.Flags().BoolVar(&m.wait, "wait", false, "watch the job until it ends (as heddle jobs watch does)")
 	cmd.MarkFlagsMutuallyExclusive("dry-run", "wait")
 }
@@ -106,6 +108,9 @@ func (a *app) submitWith(cmd *cobra.Command, send mutation, m mutationFlags) err
 	}
 	if m.wait && res.Job != nil {
 		return a.watch(cmd, c, res.Cluster.ID, res.Job.ID)
+	}
+	if res.Refusal != nil && m.failOnRefusal {
+		return &exitError{code: 2}
 	}
 	return nil
 }
@@ -176,6 +181,10 @@ func printPreview(w io.Writer, res *cluster.Result) {
 	}
 	if pv.Rollback != nil {
 		fmt.Fprintf(w, "rollback if it fails: %d work tasks\n", pv.Rollback.Summary.WorkTasks)
+	}
+	if r := res.Refusal; r != nil {
+		fmt.Fprintf(w, "refused if sent for real (%s): %s\n", r.Code, r.Message)
+		fmt.Fprintln(w, "  (this dry run still exits 0; with --fail-on-refusal it exits 2)")
 	}
 	if len(res.Layout) > 0 {
 		fmt.Fprintln(w, "\nlayout:")
@@ -490,24 +499,49 @@ func newClustersNodesCommand(a *app) *cobra.Command {
 	return cmd
 }
 
+// progressLine says how far the cluster's latest job is. The stages are
+// counted from the tasks themselves, so when the view has them the line
+// adds up from them (done, running, failed and waiting make the total);
+// the job's own done counter trails its workers.
 func progressLine(p *cluster.Progress) string {
-	s := fmt.Sprintf("job %s (%s) %s, %d/%d tasks", p.JobID, p.Operation, p.Status, p.Done, p.Total)
-	if p.Total > 0 {
-		s += fmt.Sprintf(" (%d%%)", p.Done*100/p.Total)
+	s := fmt.Sprintf("job %s (%s) %s, ", p.JobID, p.Operation, p.Status)
+	if len(p.Stages) == 0 {
+		s += fmt.Sprintf("%d/%d tasks done", p.Done, p.Total)
+		if p.Total > 0 {
+			s += fmt.Sprintf(" (%d%%)", p.Done*100/p.Total)
+		}
+		return s
 	}
+	var all cluster.StageProgress
+	for _, st := range p.Stages {
+		all.Total += st.Total
+		all.Done += st.Done
+		all.Running += st.Running
+		all.Failed += st.Failed
+	}
+	s += fmt.Sprintf("%d tasks: %s", all.Total, stageCounts(all))
 	for _, st := range p.Stages {
 		if st.Done < st.Total {
-			s += fmt.Sprintf("; stage %d of %d: %d/%d done", st.Stage, len(p.Stages), st.Done, st.Total)
-			if st.Running > 0 {
-				s += fmt.Sprintf(", %d running", st.Running)
-			}
-			if st.Failed > 0 {
-				s += fmt.Sprintf(", %d failed", st.Failed)
-			}
+			s += fmt.Sprintf("; stage %d of %d: %d tasks: %s", st.Stage, len(p.Stages), st.Total, stageCounts(st))
 			break
 		}
 	}
 	return s
+}
+
+// stageCounts splits a count of tasks so that the parts add up to its
+// total: "3 done, 1 running, 1 failed, 2 waiting" (parts of 0 left out).
+func stageCounts(st cluster.StageProgress) string {
+	parts := []string{fmt.Sprintf("%d done", st.Done)}
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{st.Running, "running"}, {st.Failed, "failed"}, {st.Total - st.Done - st.Running - st.Failed, "waiting"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func newClustersDeleteCommand(a *app) *cobra.Command {

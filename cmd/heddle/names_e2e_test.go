@@ -27,7 +27,7 @@ clusterTemplates:
   - name: quick
     compatibility: {services: [quick]}
     defaults: {services: [quick], provider: local, hardwareType: small, imageType: debian}
-    constraints: {size: {min: 1, max: 10}}
+    constraints: {size: {min: 1, max: 30}}
 `
 
 // applyQuick imports quickCatalog into the tenant of key.
@@ -90,4 +90,41 @@ func TestClustersByNameAndLatestJob(t *testing.T) {
 	require.Regexp(t, regexp.MustCompile(`(?m)^`+second+`\s+s1\s+\d`), used)
 	s.must(admin, "clusters", "delete", "s1", "--wait")
 	s.must(admin, "clusters", "delete", other, "--wait")
+}
+
+// TestDryRunForeseesTheQuota: a dry run beyond the tenant's quota says so
+// and exits 0, or 2 with --fail-on-refusal; within it, it says nothing of
+// the quota. A real request beyond it is refused with advice that fits the
+// limit.
+func TestDryRunForeseesTheQuota(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	admin := s.tenant("acme") // 3 clusters, 12 nodes
+	s.applyQuick(admin)
+
+	r := s.cli(admin, "clusters", "create", "big", "--template", "quick", "--size", "10", "--dry-run")
+	require.Zero(t, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "refused")
+
+	r = s.cli(admin, "clusters", "create", "big", "--template", "quick", "--size", "13", "--dry-run")
+	require.Zero(t, r.code, r.stderr)
+	require.Contains(t, r.stdout, "refused if sent for real (quota_exceeded): the tenant's quota maxNodes allows 12 nodes; 0 are in use and this asks for 13 more")
+	require.Contains(t, r.stdout, "--fail-on-refusal")
+	r = s.cli(admin, "clusters", "create", "big", "--template", "quick", "--size", "13", "--dry-run", "--fail-on-refusal", "-o", "json")
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"limit": "maxNodes"`)
+
+	r = s.cli(admin, "clusters", "create", "big", "--template", "quick", "--size", "13")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "shrink or delete a cluster, or ask an admin to raise the limit (heddle tenants update TENANT --max-nodes N)")
+
+	s.must(s.super, "tenants", "update", "acme", "--max-clusters", "1")
+	id, _ := s.createQuick(admin, "one")
+	r = s.cli(admin, "clusters", "create", "two", "--template", "quick", "--size", "1", "--dry-run", "--fail-on-refusal")
+	require.Equal(t, 2, r.code, r.stdout)
+	require.Contains(t, r.stdout, "the tenant's quota maxClusters allows 1 cluster; 1 is in use and this asks for 1 more: delete a cluster, or ask an admin to raise the limit (heddle tenants update TENANT --max-clusters N)")
+	r = s.cli(admin, "clusters", "expand", "one", "--count", "20", "--dry-run", "--fail-on-refusal")
+	require.Equal(t, 2, r.code, r.stdout)
+	require.Contains(t, r.stdout, "maxNodes allows 12 nodes; 1 is in use and this asks for 20 more")
+	s.must(admin, "clusters", "delete", id, "--wait")
 }

@@ -20,7 +20,7 @@ import (
 const (
 	CodeNoLayout       = "no_layout"
 	CodeTooComplex     = "too_complex"
-	CodeQuotaExceeded  = "quota_exceeded"
+	CodeQuotaExceeded  = cluster.CodeQuotaExceeded
 	CodeClusterBusy    = "cluster_busy"
 	CodeClusterState   = "cluster_state"
 	CodeJobState       = "job_state"
