@@ -483,8 +483,12 @@ func TestOutputJSON(t *testing.T) {
 		t.Errorf("show:\n%s", r.stdout)
 	}
 
-	if r := runCLI(t, "", "clusters", "show", "c1", "-o", "yaml"); r.code != 1 || !strings.Contains(r.stderr, "table or json") {
+	// -o yaml is the same answer as YAML.
+	if r := runCLI(t, "", "clusters", "show", "c1", "-o", "yaml"); r.code != 0 || !strings.Contains(r.stdout, "access_v4: 10.0.0.1\n") {
 		t.Errorf("-o yaml: %+v", r)
+	}
+	if r := runCLI(t, "", "clusters", "show", "c1", "-o", "xml"); r.code != 1 || !strings.Contains(r.stderr, "table, json or yaml") {
+		t.Errorf("-o xml: %+v", r)
 	}
 }
 

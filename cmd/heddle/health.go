@@ -52,7 +52,7 @@ health and exits 2 when the cluster is RED.`,
 				return err
 			}
 			if a.jsonOut() {
-				if err := printJSON(cmd.OutOrStdout(), mustMarshal(cl.Health)); err != nil {
+				if err := a.printRaw(cmd.OutOrStdout(), mustMarshal(cl.Health)); err != nil {
 					return err
 				}
 			} else {

@@ -7,7 +7,10 @@
 //	heddle config       show or set the client's endpoint and key
 //	heddle apply        import a catalog document; converge the clusters it declares
 //	heddle diff         show what apply would do to the declared clusters
-//	heddle tenants      create tenants (superadmin)
+//	heddle tenants      create, list, show, update and delete tenants (superadmin)
+//	heddle users        add, list and remove your tenant's users, set their roles (admin)
+//	heddle keys         list, create and revoke a user's API keys
+//	heddle catalog      read one catalog entity and its versions, or delete it
 //	heddle clusters     create, inspect and operate clusters
 //	heddle jobs         follow and control a cluster's jobs
 //	heddle hosts        fill and tend a static provider's pool of hosts
@@ -32,6 +35,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/heddle-io/heddle/internal/buildinfo"
 )
@@ -106,7 +110,22 @@ type app struct {
 	httpClient *http.Client
 }
 
-func (a *app) jsonOut() bool { return a.output == "json" }
+// jsonOut tells whether the output is for programs: the API's answers as
+// they are, as JSON or (-o yaml) the same converted to YAML.
+func (a *app) jsonOut() bool { return a.output == "json" || a.output == "yaml" }
+
+// printRaw prints an API answer as -o asks: indented JSON, or YAML.
+func (a *app) printRaw(w io.Writer, raw []byte) error {
+	if a.output == "yaml" {
+		y, err := yaml.JSONToYAML(raw)
+		if err != nil {
+			return fmt.Errorf("converting the answer to YAML: %w", err)
+		}
+		_, err = w.Write(y)
+		return err
+	}
+	return printJSON(w, raw)
+}
 
 func newRootCommand() *cobra.Command {
 	a := &app{}
@@ -117,9 +136,9 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			switch a.output {
-			case "table", "json":
+			case "table", "json", "yaml":
 			default:
-				return fmt.Errorf("--output is table or json, not %q", a.output)
+				return fmt.Errorf("--output is table, json or yaml, not %q", a.output)
 			}
 			return a.resolveRefs(cmd, args)
 		},
@@ -127,13 +146,13 @@ func newRootCommand() *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.String("endpoint", "", "the API's base URL (HEDDLE_ENDPOINT, config file; default "+defaultEndpoint+")")
 	pf.String("key", "", "the API key (HEDDLE_KEY, config file)")
-	pf.StringVarP(&a.output, "output", "o", "table", "table or json (json prints the API's answers)")
-	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	pf.StringVarP(&a.output, "output", "o", "table", "table, json or yaml (json prints the API's answers, yaml the same as YAML)")
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(newServerCommand(), newWorkerCommand(), newKeygenCommand(), newVersionCommand(),
 		newConfigCommand(a), newApplyCommand(a), newDiffCommand(a), newTenantsCommand(a), newClustersCommand(a), newJobsCommand(a),
 		newScriptsCommand(a), newAuditCommand(a), newUsageCommand(a), newHostsCommand(a), newExportCommand(a),
 		newBackupCommand(a), newRestoreCommand(), newLoginCommand(a), newLogoutCommand(a), newIssuersCommand(a),
-		newWebhooksCommand(a), newMigrateCommand(a))
+		newWebhooksCommand(a), newMigrateCommand(a), newUsersCommand(a), newKeysCommand(a), newCatalogCommand(a))
 	return root
 }
 

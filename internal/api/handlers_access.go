@@ -279,6 +279,44 @@ func (s *Server) getUser(w http.ResponseWriter, r *http.Request, p access.Princi
 	return nil
 }
 
+// SetRoleRequest is the body of PUT /v1/users/{user}: the user's new role
+// and, when not 0, the version read before (an optimistic lock).
+type SetRoleRequest struct {
+	Role    domain.Role `json:"role"`
+	Version int64       `json:"version,omitempty"`
+}
+
+func (s *Server) setUserRole(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	name, err := pathUser(r, p)
+	if err != nil {
+		return err
+	}
+	var req SetRoleRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if !p.Role.AtLeast(req.Role) {
+		return domain.Problems{{Field: "role", Code: domain.CodeInvalid, Message: fmt.Sprintf("you are %s and cannot make anyone %s", p.Role, req.Role)}}
+	}
+	if name == p.User {
+		// An admin who demotes themselves may leave the tenant with none.
+		return newError(http.StatusConflict, CodeConflict, "you cannot change your own role; ask another admin")
+	}
+	cur, err := s.access.GetUser(r.Context(), p.Tenant, name)
+	if err != nil {
+		return err
+	}
+	if !p.Role.AtLeast(cur.Role) {
+		return errForbidden
+	}
+	u, err := s.access.SetRole(r.Context(), p.Tenant, name, req.Role, req.Version)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, u)
+	return nil
+}
+
 func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, p access.Principal) error {
 	name, err := pathUser(r, p)
 	if err != nil {
