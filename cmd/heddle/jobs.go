@@ -163,16 +163,18 @@ func newJobsShowCommand(a *app) *cobra.Command {
 				return err
 			}
 			return printValue(a, cmd.OutOrStdout(), &ans, v, func(w io.Writer, v *cluster.JobView) {
-				printJob(w, v, time.Now())
+				printJob(w, v, a.clusterNames[v.ClusterID], time.Now())
 			})
 		},
 	}
 }
 
-func printJob(w io.Writer, v *cluster.JobView, now time.Time) {
+// printJob shows a job; clusterName, when known, stands beside its
+// cluster's id.
+func printJob(w io.Writer, v *cluster.JobView, clusterName string, now time.Time) {
 	tw := newTable(w)
 	fmt.Fprintf(tw, "job\t%s\n", v.ID)
-	fmt.Fprintf(tw, "cluster\t%s\n", v.ClusterID)
+	fmt.Fprintf(tw, "cluster\t%s\n", clusterLabel(v.ClusterID, clusterName))
 	fmt.Fprintf(tw, "operation\t%s\n", v.Operation)
 	status := string(v.Status)
 	if v.StatusMessage != "" {
@@ -408,7 +410,7 @@ func (a *app) watch(cmd *cobra.Command, c *Client, clusterID, jobID string) erro
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	w := &watcher{out: out, tty: isTerminal(out) && !a.jsonOut(), seen: map[string]domain.TaskStatus{}}
 	if !a.jsonOut() && !w.tty {
-		fmt.Fprintf(out, "watching job %s of cluster %s\n", jobID, clusterID)
+		fmt.Fprintf(out, "watching job %s of cluster %s\n", jobID, clusterLabel(clusterID, a.clusterNames[clusterID]))
 	}
 	// The client backs off while nothing moves, up to four intervals.
 	var ans answer

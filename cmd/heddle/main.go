@@ -108,6 +108,9 @@ type app struct {
 	output string
 	// httpClient replaces the default HTTP client (tests).
 	httpClient *http.Client
+	// clusterNames are the names of the clusters the arguments named, by
+	// id (resolveRefs), shown beside the ids.
+	clusterNames map[string]string
 }
 
 // jsonOut tells whether the output is for programs: the API's answers as

@@ -61,7 +61,9 @@ func TestClustersByNameAndLatestJob(t *testing.T) {
 	shown := s.must(admin, "clusters", "show", "s1")
 	require.Regexp(t, `(?m)^id\s+`+id+`$`, shown)
 	require.Equal(t, id, s.show(admin, id).ID, "an id still works")
-	require.Regexp(t, `(?m)^job\s+`+job+`$`, s.must(admin, "jobs", "show", "s1", "latest"))
+	latest := s.must(admin, "jobs", "show", "s1", "latest")
+	require.Regexp(t, `(?m)^job\s+`+job+`$`, latest)
+	require.Regexp(t, `(?m)^cluster\s+`+id+` \(s1\)$`, latest, "the name beside the id")
 	require.Contains(t, s.must(admin, "jobs", "list", "s1"), job)
 
 	// A cluster named as s1's id: the id wins, and stderr says so.
@@ -90,6 +92,10 @@ func TestClustersByNameAndLatestJob(t *testing.T) {
 	require.Regexp(t, regexp.MustCompile(`(?m)^`+second+`\s+s1\s+\d`), used)
 	s.must(admin, "clusters", "delete", "s1", "--wait")
 	s.must(admin, "clusters", "delete", other, "--wait")
+	// With no live cluster of the name, the newest TERMINATED one.
+	gone := s.must(admin, "clusters", "show", "s1")
+	require.Regexp(t, `(?m)^id\s+`+second+`$`, gone)
+	require.Contains(t, gone, "TERMINATED")
 }
 
 // TestDryRunForeseesTheQuota: a dry run beyond the tenant's quota says so

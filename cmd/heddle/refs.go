@@ -73,6 +73,7 @@ func (a *app) resolveRefs(cmd *cobra.Command, args []string) error {
 			args[at], clusterLabel(ref.ID, ref.Name), strings.Join(others, ", "))
 	}
 	args[at] = ref.ID
+	a.clusterNames = map[string]string{ref.ID: ref.Name}
 	if j, ok := argIndex(cmd, jobArgKey, args); ok && args[j] == latestJob {
 		if args[j], err = c.LatestJob(cmd.Context(), ref.ID); err != nil {
 			return err

@@ -23,15 +23,16 @@ func TestTaskCountsAddUp(t *testing.T) {
 		want   string
 		refuse string
 	}{
-		{"running, counter behind", cluster.JobView{Job: domain.Job{ID: "j1", Status: domain.JobRunning, TaskTotal: 8, TaskDone: 0},
+		{"running, counter behind", cluster.JobView{Job: domain.Job{ID: "j1", ClusterID: "c1", Status: domain.JobRunning, TaskTotal: 8, TaskDone: 0},
 			TaskStatus: map[domain.TaskStatus]int{domain.TaskSucceeded: 6, domain.TaskRunning: 2}}, "tasks         8 tasks: 2 RUNNING, 6 SUCCEEDED", "0/8"},
-		{"aborted with tasks left", cluster.JobView{Job: domain.Job{ID: "j1", Status: domain.JobAborted, TaskTotal: 8, TaskDone: 8},
+		{"aborted with tasks left", cluster.JobView{Job: domain.Job{ID: "j1", ClusterID: "c1", Status: domain.JobAborted, TaskTotal: 8, TaskDone: 8},
 			TaskStatus: map[domain.TaskStatus]int{domain.TaskSucceeded: 6, domain.TaskReady: 2}}, "tasks         8 tasks: 2 READY, 6 SUCCEEDED", "8/8"},
 	} {
 		var out strings.Builder
-		printJob(&out, &tc.view, time.Now())
+		printJob(&out, &tc.view, "shop", time.Now())
 		require.Contains(t, out.String(), tc.want, tc.name)
 		require.NotContains(t, out.String(), tc.refuse, tc.name)
+		require.Contains(t, out.String(), "cluster       c1 (shop)\n", "the name beside the id")
 	}
 
 	p := &cluster.Progress{JobID: "j1", Operation: domain.OpCreate, Status: domain.JobRunning, Done: 0, Total: 8, Stages: []cluster.StageProgress{
