@@ -4,8 +4,13 @@ GO ?= go
 PKGS := ./...
 LAMBDAS := api worker janitor
 FUZZTIME ?= 30s
+# VERSION names the build in heddle version, /v1/status and the Lambdas'
+# start-up lines (package buildinfo) even where the toolchain records no VCS
+# revision (GOFLAGS=-buildvcs=false, a worktree): git's description of HEAD.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
+LDVERSION = $(if $(VERSION),-X github.com/heddle-io/heddle/internal/buildinfo.version=$(VERSION))
 # GOLAMBDA builds a Lambda's bootstrap binary: linux/arm64, no RPC runtime.
-GOLAMBDA = CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w"
+GOLAMBDA = CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w $(LDVERSION)"
 
 .PHONY: help build run demo demo-static test test-unit lint bench fuzz lambda clean local-aws local-aws-build
 
@@ -13,7 +18,7 @@ help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## Build the heddle CLI into bin/
-	$(GO) build -o bin/heddle ./cmd/heddle
+	$(GO) build -ldflags "$(LDVERSION)" -o bin/heddle ./cmd/heddle
 
 demo: ## heddle's main job end to end on this machine: a cluster created, used, expanded and deleted (the quick start's first command)
 	./scripts/demo.sh
@@ -58,17 +63,17 @@ clean: ## Remove build output
 # bootstrap into the artifacts directory SAM gives. They spell out
 # $(GOLAMBDA)'s flags: infra/samtemplate_test.go reads them from here.
 build-ApiFunction:
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w" -o $(ARTIFACTS_DIR)/bootstrap ./functions/api
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w $(LDVERSION)" -o $(ARTIFACTS_DIR)/bootstrap ./functions/api
 
 build-WorkerFunction:
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w" -o $(ARTIFACTS_DIR)/bootstrap ./functions/worker
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w $(LDVERSION)" -o $(ARTIFACTS_DIR)/bootstrap ./functions/worker
 
 build-JanitorFunction:
-	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w" -o $(ARTIFACTS_DIR)/bootstrap ./functions/janitor
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w $(LDVERSION)" -o $(ARTIFACTS_DIR)/bootstrap ./functions/janitor
 
 # GOLOCAL builds a Lambda's bootstrap for this host: $(GOLAMBDA)'s flags
 # with the host's GOOS/GOARCH, for make local-aws.
-GOLOCAL = CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w"
+GOLOCAL = CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w $(LDVERSION)"
 
 
 local-aws-build: ## Build the Lambda bootstraps for this host into dist/local, the CLI and heddle-local-aws into bin/

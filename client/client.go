@@ -49,6 +49,57 @@ type Client struct {
 	// NoIdempotencyKeys sends no key of the client's own, and so does not
 	// resend those requests either.
 	NoIdempotencyKeys bool
+	// Pause, when set, waits out each pause before a resend in place of the
+	// client, so that a program can say what it waits for (a rate limit's
+	// Retry-After can be most of a minute). It must return when w.Delay
+	// has passed, or early with ctx's error when ctx ends; an error ends
+	// the request with the last attempt's error.
+	Pause func(ctx context.Context, w RetryWait) error
+}
+
+// RetryWait is one pause before a request is sent again.
+type RetryWait struct {
+	Method, Path string
+	// Attempt is the number of the resend that follows, from 1.
+	Attempt int
+	// Delay is how long the pause lasts: the server's Retry-After, or the
+	// client's backoff.
+	Delay time.Duration
+	// Err is what the last attempt got: an *Error (Status 429 for a rate
+	// limit), or the error of a request that was not answered.
+	Err error
+}
+
+// Reason says in a few words why the request waits: "the tenant's request
+// rate limit (429)", "the server answered 503", "heddle cannot be reached".
+func (w RetryWait) Reason() string {
+	var e *Error
+	if !errors.As(w.Err, &e) {
+		return "heddle cannot be reached"
+	}
+	switch {
+	case e.Status == http.StatusTooManyRequests:
+		return "the rate limit (429 " + e.Code + ")"
+	case e.Code == api.CodeIdempotencyInFlight:
+		return "the same request, still being carried out"
+	default:
+		return fmt.Sprintf("the server, which answered %d", e.Status)
+	}
+}
+
+// pause waits out w with Pause, or itself.
+func (c *Client) pause(ctx context.Context, w RetryWait) error {
+	if c.Pause != nil {
+		return c.Pause(ctx, w)
+	}
+	t := time.NewTimer(w.Delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 type idempotencyKeyKey struct{}
@@ -114,10 +165,8 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 		default:
 			return data, err
 		}
-		select {
-		case <-ctx.Done():
+		if c.pause(ctx, RetryWait{Method: method, Path: path, Attempt: attempt + 1, Delay: wait, Err: err}) != nil {
 			return nil, err
-		case <-time.After(wait):
 		}
 	}
 }

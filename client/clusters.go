@@ -2,9 +2,13 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
+	"strings"
+
+	"github.com/heddle-io/heddle/internal/api"
 )
 
 // Mutate says how a job-submitting call is sent.
@@ -45,6 +49,8 @@ type ClusterFilter struct {
 	Status   ClusterStatus
 	Template string
 	Owner    string
+	// Name keeps only the clusters of this name.
+	Name string
 	// All includes TERMINATED clusters.
 	All bool
 	// PageSize is how many per request (the server's default when 0).
@@ -63,6 +69,9 @@ func (c *Client) Clusters(ctx context.Context, f ClusterFilter) iter.Seq2[Cluste
 	}
 	if f.Owner != "" {
 		q.Set("owner", f.Owner)
+	}
+	if f.Name != "" {
+		q.Set("name", f.Name)
 	}
 	if f.All {
 		q.Set("all", "true")
@@ -135,4 +144,76 @@ func (c *Client) ExtendLease(ctx context.Context, id string, req ExtendRequest) 
 // cluster's desired state, such as "apply".
 func (c *Client) Manage(ctx context.Context, id string, req ManageRequest) (*Cluster, error) {
 	return call[Cluster](ctx, c, http.MethodPost, clusterPath(id, "managed-by"), nil, req)
+}
+
+// ClusterRef is the cluster a reference a person typed stands for.
+type ClusterRef struct {
+	ID   string
+	Name string
+	// ByName says the reference was the cluster's name, not its id.
+	ByName bool
+	// Shadowed lists the clusters named as the reference whose name lost
+	// to another cluster's id spelled the same: a caller should say which
+	// one it used.
+	Shadowed []Cluster
+}
+
+// ResolveCluster turns a reference to a cluster, its id or its name, into
+// the cluster: an id wins over a name spelled the same. Of several
+// clusters of one name the live one is taken (names are meant to be unique
+// among a tenant's live clusters), and without a live one the newest
+// TERMINATED one; two live clusters of one name are refused with their ids.
+// A reference that is neither answers an *Error with status 404.
+func (c *Client) ResolveCluster(ctx context.Context, ref string) (*ClusterRef, error) {
+	named, err := Collect(c.Clusters(ctx, ClusterFilter{Name: ref, All: true}))
+	if err != nil {
+		return nil, err
+	}
+	byID, err := c.GetCluster(ctx, ref)
+	switch {
+	case err == nil:
+		r := &ClusterRef{ID: byID.ID, Name: byID.Name}
+		for _, cl := range named {
+			if cl.ID != byID.ID {
+				r.Shadowed = append(r.Shadowed, cl)
+			}
+		}
+		return r, nil
+	case !IsNotFound(err):
+		return nil, err
+	}
+	var live []Cluster
+	for _, cl := range named {
+		if !cl.Status.Terminal() {
+			live = append(live, cl)
+		}
+	}
+	switch {
+	case len(live) == 1:
+		return &ClusterRef{ID: live[0].ID, Name: ref, ByName: true}, nil
+	case len(live) > 1:
+		ids := make([]string, len(live))
+		for i, cl := range live {
+			ids[i] = cl.ID
+		}
+		return nil, &Error{ErrorDetail{Status: http.StatusConflict, Code: api.CodeConflict,
+			Message: fmt.Sprintf("%d live clusters are named %q (%s); name one by its id", len(live), ref, strings.Join(ids, ", "))}}
+	case len(named) > 0:
+		return &ClusterRef{ID: named[0].ID, Name: ref, ByName: true}, nil // the listing is newest first
+	}
+	return nil, &Error{ErrorDetail{Status: http.StatusNotFound, Code: api.CodeNotFound,
+		Message: fmt.Sprintf("no cluster has the id or the name %q", ref)}}
+}
+
+// LatestJob returns the id of the cluster's newest job.
+func (c *Client) LatestJob(ctx context.Context, clusterID string) (string, error) {
+	page, err := call[Page[Job]](ctx, c, http.MethodGet, clusterPath(clusterID, "jobs"), url.Values{"limit": {"1"}}, nil)
+	if err != nil {
+		return "", err
+	}
+	if len(page.Items) == 0 {
+		return "", &Error{ErrorDetail{Status: http.StatusNotFound, Code: api.CodeNotFound,
+			Message: fmt.Sprintf("cluster %s has no jobs", clusterID)}}
+	}
+	return page.Items[0].ID, nil
 }

@@ -52,6 +52,14 @@
 // RetryBackoff): heddle carries such a request out once however many
 // attempts reach it, and answers the later ones with the first one's answer.
 //
+// A program that waits out a pause before a resend (a rate limit's
+// Retry-After can be most of a minute) can say so: Pause is told what each
+// pause waits for and how long, and waits in the client's place.
+//
+// People name clusters by name; ResolveCluster turns a name or an id into
+// the cluster (GET /v1/clusters?name=, an id winning over a name spelled
+// the same), and LatestJob finds a cluster's newest job.
+//
 // Routes without a method here are reached with Send, Do, JSON, Each and
 // GetPage.
 package client

@@ -133,3 +133,48 @@ func TestReadsCarryNoKey(t *testing.T) {
 	require.Equal(t, "GET /v1/clusters/c1 key=", got[0])
 	require.Regexp(t, `^POST /v1/clusters/c1/lease key=[0-9a-f]{32}$`, got[1])
 }
+
+// TestPauseIsToldWhatEachResendWaitsFor: a program that sets Pause sees
+// every pause before a resend, with the server's Retry-After, the attempt
+// and why; it waits in the client's place.
+func TestPauseIsToldWhatEachResendWaitsFor(t *testing.T) {
+	t.Parallel()
+	f := &flaky{failures: 2, fail: http.StatusServiceUnavailable}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	c := client.New(srv.URL, "k")
+	var waits []client.RetryWait
+	c.Pause = func(_ context.Context, w client.RetryWait) error {
+		waits = append(waits, w)
+		return nil
+	}
+	_, err := c.Do(context.Background(), http.MethodPost, "/v1/clusters", nil, []byte(`{}`), "application/json")
+	require.NoError(t, err)
+	require.Len(t, waits, 2)
+	for i, w := range waits {
+		require.Equal(t, i+1, w.Attempt)
+		require.Equal(t, "/v1/clusters", w.Path)
+		require.Positive(t, w.Delay)
+		require.Equal(t, "the server, which answered 503", w.Reason())
+	}
+
+	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "30")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte(`{"error":{"status":429,"code":"rate_limited","message":"slow down"}}`))
+	}))
+	t.Cleanup(limited.Close)
+	c = client.New(limited.URL, "k")
+	waits = nil
+	stop := errors.New("stop")
+	c.Pause = func(_ context.Context, w client.RetryWait) error {
+		waits = append(waits, w)
+		return stop
+	}
+	_, err = c.Do(context.Background(), http.MethodGet, "/v1/me", nil, nil, "")
+	require.Equal(t, "rate_limited", client.ErrorCode(err), "a pause that gives up ends the request with the last answer")
+	require.Len(t, waits, 1)
+	require.Equal(t, 30*time.Second, waits[0].Delay)
+	require.Equal(t, "the rate limit (429 rate_limited)", waits[0].Reason())
+}

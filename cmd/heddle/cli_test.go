@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heddle-io/heddle/internal/buildinfo"
 	"github.com/heddle-io/heddle/internal/usage"
 )
 
@@ -38,6 +39,9 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	t.Helper()
 	f := &fakeAPI{mux: http.NewServeMux()}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := f.mux.Handler(r); pattern == "" && resolveStub(w, r) {
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
 		f.reqs = append(f.reqs, recorded{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization"), r.Header.Get("Content-Type"), body})
@@ -47,6 +51,26 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	}))
 	t.Cleanup(f.Close)
 	return f
+}
+
+// resolveStub answers the look-ups with which the CLI turns a cluster
+// argument into an id, when the test set up no answer of its own: no
+// cluster has the argument as its name, and any id names a cluster of that
+// id. They are not recorded.
+func resolveStub(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	switch rest, ok := strings.CutPrefix(r.URL.Path, "/v1/clusters/"); {
+	case r.URL.Path == "/v1/clusters" && r.URL.Query().Has("name"):
+		_, _ = io.WriteString(w, emptyList)
+	case ok && rest != "" && !strings.Contains(rest, "/"):
+		_, _ = io.WriteString(w, `{"id":"`+rest+`","name":"`+rest+`"}`)
+	default:
+		return false
+	}
+	return true
 }
 
 func (f *fakeAPI) requests() []recorded {
@@ -319,8 +343,19 @@ func jobBody(status, message string, tasks ...string) string {
 	}
 	done := strings.Count(strings.Join(tasks, " "), "=SUCCEEDED")
 	b, _ := json.Marshal(message)
+	byStatus := map[string]int{}
+	for _, t := range tasks {
+		_, st, _ := strings.Cut(t, "=")
+		byStatus[st]++
+	}
+	counts, _ := json.Marshal(byStatus)
+	times := `"createdAt":"2026-01-01T00:00:00Z","startedAt":"2026-01-01T00:00:00Z"`
+	if status == "SUCCEEDED" || status == "FAILED" || status == "ABORTED" {
+		times += `,"endedAt":"2026-01-01T00:00:04Z"`
+	}
 	return `{"id":"j1","tenantId":"t","clusterId":"c1","operation":"create","status":"` + status + `","statusMessage":` + string(b) +
-		`,"taskTotal":` + itoa(len(tasks)) + `,"taskDone":` + itoa(done) + `,"requestedBy":"alice","createdAt":"2026-01-01T00:00:00Z","version":1,"tasks":[` + strings.Join(ts, ",") + `]}`
+		`,"taskTotal":` + itoa(len(tasks)) + `,"taskDone":` + itoa(done) + `,"taskStatus":` + string(counts) + `,"requestedBy":"alice",` + times +
+		`,"version":1,"tasks":[` + strings.Join(ts, ",") + `]}`
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
@@ -362,7 +397,7 @@ func TestJobsWatchFailed(t *testing.T) {
 		"  SUCCEEDED c1-1000/create (1.2s)\n",
 		"  RUNNING   c1-1000/nginx/install\n",
 		"  FAILED    c1-1000/nginx/install (3s)\n",
-		"job j1 FAILED: 1/2 tasks",
+		"job j1 FAILED after 4s: 2 tasks: 1 FAILED, 1 SUCCEEDED\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
@@ -397,7 +432,7 @@ func TestClustersCreateWait(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("create --wait: %+v", r)
 	}
-	for _, want := range []string{"cluster  c1 (web1, PENDING)", "job      j1 (create, PENDING)", "job j1 SUCCEEDED: 1/1 tasks"} {
+	for _, want := range []string{"cluster  c1 (web1, PENDING)", "job      j1 (create, PENDING)", "job j1 SUCCEEDED in 4s: 1 task: 1 SUCCEEDED\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}
@@ -448,8 +483,12 @@ func TestOutputJSON(t *testing.T) {
 		t.Errorf("show:\n%s", r.stdout)
 	}
 
-	if r := runCLI(t, "", "clusters", "show", "c1", "-o", "yaml"); r.code != 1 || !strings.Contains(r.stderr, "table or json") {
+	// -o yaml is the same answer as YAML.
+	if r := runCLI(t, "", "clusters", "show", "c1", "-o", "yaml"); r.code != 0 || !strings.Contains(r.stdout, "access_v4: 10.0.0.1\n") {
 		t.Errorf("-o yaml: %+v", r)
+	}
+	if r := runCLI(t, "", "clusters", "show", "c1", "-o", "xml"); r.code != 1 || !strings.Contains(r.stderr, "table, json or yaml") {
+		t.Errorf("-o xml: %+v", r)
 	}
 }
 
@@ -522,21 +561,31 @@ func TestBuiltinCommands(t *testing.T) {
 	if r := runCLI(t, "", "keygen"); !strings.HasPrefix(r.stdout, "hdl_") {
 		t.Errorf("keygen printed %q", r.stdout)
 	}
+	// version says what buildinfo read, not a fixed word.
+	if r := runCLI(t, "", "version"); r.stdout != buildinfo.Read().String()+"\n" || !strings.HasPrefix(r.stdout, "heddle ") {
+		t.Errorf("version printed %q", r.stdout)
+	}
 }
 
 func TestUsageBarsScaleToTheLargest(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
 	printUsage(&out, &usage.Report{GroupBy: usage.ByCluster, Step: usage.Day,
-		Rows: []usage.Row{{Group: "big", Total: 10}, {Group: "small", Total: 2.5}, {Group: "tiny", Total: 0.01}}}, true)
+		Rows: []usage.Row{{Group: "big", Total: 10}, {Group: "small", Total: 2.5}, {Group: "tiny", Total: 0.01}}}, true, nil)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 5)
 	require.Equal(t, 30, strings.Count(lines[2], "█"))
 	require.Equal(t, 8, strings.Count(lines[3], "█"))
 	require.Equal(t, 1, strings.Count(lines[4], "█"), "a group that used anything shows")
 	out.Reset()
-	printUsage(&out, &usage.Report{Rows: []usage.Row{{Group: "big", Total: 10}}}, false)
+	printUsage(&out, &usage.Report{Rows: []usage.Row{{Group: "big", Total: 10}}}, false, nil)
 	require.NotContains(t, out.String(), "█", "no bars off a terminal")
+	out.Reset()
+	printUsage(&out, &usage.Report{GroupBy: usage.ByCluster, Rows: []usage.Row{{Group: "c1", Total: 10}, {Group: "c2", Total: 1}}}, false,
+		map[string]string{"c1": "shop"})
+	require.Regexp(t, `(?m)^CLUSTER\s+NAME\s+NODE-HOURS\s*$`, out.String())
+	require.Regexp(t, `(?m)^c1\s+shop\s+10\.00\s*$`, out.String(), "a cluster's name beside its id")
+	require.Regexp(t, `(?m)^c2\s+-\s+1\.00\s*$`, out.String(), "a cluster the caller cannot list has no name")
 }
 
 func TestJobsTasksAllFollowsCursors(t *testing.T) {

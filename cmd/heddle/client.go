@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/url"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -50,4 +53,50 @@ func allPages(cmd *cobra.Command, c *Client, path string, q url.Values) ([]byte,
 		return nil, err
 	}
 	return json.Marshal(api.Page[json.RawMessage]{Items: items})
+}
+
+// retryNotice waits out the client's pauses before a resend and says so on
+// w (stderr): one line naming what it waits for and how long, so that a
+// 44-second Retry-After does not look like a hung command. On a terminal
+// the line counts down each tick; elsewhere (a log, a pipe) it is written
+// once.
+type retryNotice struct {
+	w    io.Writer
+	tty  bool
+	tick time.Duration
+}
+
+func (n retryNotice) pause(ctx context.Context, rw client.RetryWait) error {
+	line := func(left time.Duration) string {
+		return fmt.Sprintf("heddle: waiting %s for %s before sending %s %s again (attempt %d; Ctrl-C stops)",
+			humanDuration(left.Round(time.Second)), rw.Reason(), rw.Method, rw.Path, rw.Attempt+1)
+	}
+	deadline := time.Now().Add(rw.Delay)
+	timer := time.NewTimer(rw.Delay)
+	defer timer.Stop()
+	if !n.tty {
+		fmt.Fprintln(n.w, line(rw.Delay))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return nil
+		}
+	}
+	// \r and erase-line rewrite the line in place; it ends with a newline
+	// so that what the command prints next starts on a line of its own.
+	fmt.Fprint(n.w, "\r\x1b[K"+line(rw.Delay))
+	defer fmt.Fprintln(n.w)
+	ticker := time.NewTicker(n.tick)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			return nil
+		case <-ticker.C:
+			fmt.Fprint(n.w, "\r\x1b[K"+line(time.Until(deadline)))
+		}
+	}
 }

@@ -48,17 +48,26 @@ func newClustersCommand(a *app) *cobra.Command {
 		newClustersVerifyCommand(a),
 		newClustersEventsCommand(a),
 	)
+	// Every command but create and list acts on one cluster, named by its
+	// first argument: an id or a name.
+	for _, sub := range cmd.Commands() {
+		if sub.Name() != "create" && sub.Name() != "list" {
+			clusterArgs(a, sub, 0, -1)
+		}
+	}
 	return cmd
 }
 
 // mutationFlags are what every job-submitting command takes.
 type mutationFlags struct {
-	dryRun bool
-	wait   bool
+	dryRun        bool
+	wait          bool
+	failOnRefusal bool
 }
 
 func (m *mutationFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&m.dryRun, "dry-run", false, "show the plan and change nothing")
+	cmd.Flags().BoolVar(&m.failOnRefusal, "fail-on-refusal", false, "with --dry-run: exit 2 when the request would be refused (the tenant's quota)")
 	cmd.Flags().BoolVar(&m.wait, "wait", false, "watch the job until it ends (as heddle jobs watch does)")
 	cmd.MarkFlagsMutuallyExclusive("dry-run", "wait")
 }
@@ -99,6 +108,9 @@ func (a *app) submitWith(cmd *cobra.Command, send mutation, m mutationFlags) err
 	}
 	if m.wait && res.Job != nil {
 		return a.watch(cmd, c, res.Cluster.ID, res.Job.ID)
+	}
+	if res.Refusal != nil && m.failOnRefusal {
+		return &exitError{code: 2}
 	}
 	return nil
 }
@@ -169,6 +181,10 @@ func printPreview(w io.Writer, res *cluster.Result) {
 	}
 	if pv.Rollback != nil {
 		fmt.Fprintf(w, "rollback if it fails: %d work tasks\n", pv.Rollback.Summary.WorkTasks)
+	}
+	if r := res.Refusal; r != nil {
+		fmt.Fprintf(w, "refused if sent for real (%s): %s\n", r.Code, r.Message)
+		fmt.Fprintln(w, "  (this dry run still exits 0; with --fail-on-refusal it exits 2)")
 	}
 	if len(res.Layout) > 0 {
 		fmt.Fprintln(w, "\nlayout:")
@@ -274,6 +290,7 @@ func newClustersCreateCommand(a *app) *cobra.Command {
 	m.register(cmd)
 	_ = cmd.MarkFlagRequired("template")
 	_ = cmd.MarkFlagRequired("size")
+	_ = cmd.RegisterFlagCompletionFunc("template", a.completeEntities(domain.KindClusterTemplate))
 	return cmd
 }
 
@@ -343,7 +360,7 @@ func clusterExpiry(c *domain.Cluster, now time.Time) string {
 
 func newClustersShowCommand(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:   "show ID",
+		Use:   "show CLUSTER",
 		Short: "Show a cluster: its nodes, the progress of its latest job, its lease",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -459,7 +476,7 @@ func newClustersNodesCommand(a *app) *cobra.Command {
 		status string
 	)
 	cmd := &cobra.Command{
-		Use:   "nodes ID",
+		Use:   "nodes CLUSTER",
 		Short: "List a cluster's nodes by id, a page at a time (--all for every page)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -482,24 +499,49 @@ func newClustersNodesCommand(a *app) *cobra.Command {
 	return cmd
 }
 
+// progressLine says how far the cluster's latest job is. The stages are
+// counted from the tasks themselves, so when the view has them the line
+// adds up from them (done, running, failed and waiting make the total);
+// the job's own done counter trails its workers.
 func progressLine(p *cluster.Progress) string {
-	s := fmt.Sprintf("job %s (%s) %s, %d/%d tasks", p.JobID, p.Operation, p.Status, p.Done, p.Total)
-	if p.Total > 0 {
-		s += fmt.Sprintf(" (%d%%)", p.Done*100/p.Total)
+	s := fmt.Sprintf("job %s (%s) %s, ", p.JobID, p.Operation, p.Status)
+	if len(p.Stages) == 0 {
+		s += fmt.Sprintf("%d/%d tasks done", p.Done, p.Total)
+		if p.Total > 0 {
+			s += fmt.Sprintf(" (%d%%)", p.Done*100/p.Total)
+		}
+		return s
 	}
+	var all cluster.StageProgress
+	for _, st := range p.Stages {
+		all.Total += st.Total
+		all.Done += st.Done
+		all.Running += st.Running
+		all.Failed += st.Failed
+	}
+	s += fmt.Sprintf("%d tasks: %s", all.Total, stageCounts(all))
 	for _, st := range p.Stages {
 		if st.Done < st.Total {
-			s += fmt.Sprintf("; stage %d of %d: %d/%d done", st.Stage, len(p.Stages), st.Done, st.Total)
-			if st.Running > 0 {
-				s += fmt.Sprintf(", %d running", st.Running)
-			}
-			if st.Failed > 0 {
-				s += fmt.Sprintf(", %d failed", st.Failed)
-			}
+			s += fmt.Sprintf("; stage %d of %d: %d tasks: %s", st.Stage, len(p.Stages), st.Total, stageCounts(st))
 			break
 		}
 	}
 	return s
+}
+
+// stageCounts splits a count of tasks so that the parts add up to its
+// total: "3 done, 1 running, 1 failed, 2 waiting" (parts of 0 left out).
+func stageCounts(st cluster.StageProgress) string {
+	parts := []string{fmt.Sprintf("%d done", st.Done)}
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{st.Running, "running"}, {st.Failed, "failed"}, {st.Total - st.Done - st.Running - st.Failed, "waiting"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func newClustersDeleteCommand(a *app) *cobra.Command {
@@ -508,7 +550,7 @@ func newClustersDeleteCommand(a *app) *cobra.Command {
 		m     mutationFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "delete ID",
+		Use:   "delete CLUSTER",
 		Short: "Delete a cluster: stop and remove its services, then delete its nodes",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -549,7 +591,7 @@ func newMutationCommand(a *app, action, use, short string, body any, prepare fun
 
 func newClustersExpandCommand(a *app) *cobra.Command {
 	var req cluster.ExpandRequest
-	cmd := newMutationCommand(a, "expand", "expand ID --count N", "Add nodes to a cluster", &req, nil)
+	cmd := newMutationCommand(a, "expand", "expand CLUSTER --count N", "Add nodes to a cluster", &req, nil)
 	f := cmd.Flags()
 	f.IntVar(&req.Count, "count", 0, "how many nodes to add")
 	f.StringVar(&req.HardwareType, "hardware-type", "", "the new nodes' hardware type")
@@ -561,7 +603,7 @@ func newClustersExpandCommand(a *app) *cobra.Command {
 
 func newClustersShrinkCommand(a *app) *cobra.Command {
 	var req cluster.ShrinkRequest
-	cmd := newMutationCommand(a, "shrink", "shrink ID (--count N | --nodes a,b)",
+	cmd := newMutationCommand(a, "shrink", "shrink CLUSTER (--count N | --nodes a,b)",
 		"Remove nodes from a cluster (the newest first, or the ones named)", &req, nil)
 	f := cmd.Flags()
 	f.IntVar(&req.Count, "count", 0, "how many nodes to remove, newest first")
@@ -578,7 +620,7 @@ func newClustersReconfigureCommand(a *app) *cobra.Command {
 		req    cluster.ReconfigureRequest
 		config string
 	)
-	cmd := newMutationCommand(a, "reconfigure", "reconfigure ID",
+	cmd := newMutationCommand(a, "reconfigure", "reconfigure CLUSTER",
 		"Re-run configure on services (all when --services is not given), optionally with a new config", &req,
 		func() (err error) {
 			req.Config, err = configValue(config)
@@ -593,7 +635,7 @@ func newClustersReconfigureCommand(a *app) *cobra.Command {
 
 func newClustersAddServicesCommand(a *app) *cobra.Command {
 	var req cluster.AddServicesRequest
-	cmd := newMutationCommand(a, "add-services", "add-services ID --services a,b",
+	cmd := newMutationCommand(a, "add-services", "add-services CLUSTER --services a,b",
 		"Add services to a cluster: onto its nodes, or onto at most --max-new-nodes new ones where the constraints need them", &req, nil)
 	f := cmd.Flags()
 	f.StringSliceVar(&req.Services, "services", nil, "the services to add")
@@ -605,7 +647,7 @@ func newClustersAddServicesCommand(a *app) *cobra.Command {
 
 func newClustersRemoveServicesCommand(a *app) *cobra.Command {
 	var req cluster.RemoveServicesRequest
-	cmd := newMutationCommand(a, "remove-services", "remove-services ID --services a,b",
+	cmd := newMutationCommand(a, "remove-services", "remove-services CLUSTER --services a,b",
 		"Stop and remove services from a cluster (refused while a remaining service needs them)", &req, nil)
 	f := cmd.Flags()
 	f.StringSliceVar(&req.Services, "services", nil, "the services to remove")
@@ -616,7 +658,7 @@ func newClustersRemoveServicesCommand(a *app) *cobra.Command {
 
 func newClustersSyncCommand(a *app) *cobra.Command {
 	var req cluster.SyncRequest
-	cmd := newMutationCommand(a, "sync", "sync ID [--template-version N]",
+	cmd := newMutationCommand(a, "sync", "sync CLUSTER [--template-version N]",
 		"Move a cluster to another version of its template (the latest by default) and the catalog's current service definitions", &req, nil)
 	f := cmd.Flags()
 	f.IntVar(&req.TemplateVersion, "template-version", 0, "the template version (default: the latest)")
@@ -626,7 +668,7 @@ func newClustersSyncCommand(a *app) *cobra.Command {
 
 func newServiceActionCommand(a *app, action, short string) *cobra.Command {
 	var req cluster.ServiceActionRequest
-	use := action + " ID"
+	use := action + " CLUSTER"
 	if action == "rolling-restart" {
 		use += " --batch-size K"
 	}
@@ -642,7 +684,7 @@ func newServiceActionCommand(a *app, action, short string) *cobra.Command {
 func newClustersExtendCommand(a *app) *cobra.Command {
 	var by string
 	cmd := &cobra.Command{
-		Use:   "extend ID --by 24h",
+		Use:   "extend CLUSTER --by 24h",
 		Short: "Extend a cluster's lease (within its template's lease policy)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

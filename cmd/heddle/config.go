@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -146,6 +147,7 @@ func (a *app) client(cmd *cobra.Command) (*Client, error) {
 	if a.httpClient != nil {
 		c.HTTP = a.httpClient
 	}
+	c.Pause = retryNotice{w: cmd.ErrOrStderr(), tty: isTerminal(cmd.ErrOrStderr()), tick: time.Second}.pause
 	return c, nil
 }
 

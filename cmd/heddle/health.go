@@ -25,7 +25,7 @@ const exitRed = 2
 func newClustersVerifyCommand(a *app) *cobra.Command {
 	var m mutationFlags
 	cmd := &cobra.Command{
-		Use:   "verify ID",
+		Use:   "verify CLUSTER",
 		Short: "Verify a cluster's health: run every service's check on every node",
 		Long: `Run every service's check action on every node that carries the service, as
 a job. A check that exits 0 is healthy, one that exits 75 or runs past its
@@ -52,7 +52,7 @@ health and exits 2 when the cluster is RED.`,
 				return err
 			}
 			if a.jsonOut() {
-				if err := printJSON(cmd.OutOrStdout(), mustMarshal(cl.Health)); err != nil {
+				if err := a.printRaw(cmd.OutOrStdout(), mustMarshal(cl.Health)); err != nil {
 					return err
 				}
 			} else {
@@ -126,7 +126,7 @@ func newClustersEventsCommand(a *app) *cobra.Command {
 		pf     pageFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "events ID",
+		Use:   "events CLUSTER",
 		Short: "List a cluster's events, oldest first; --follow streams new ones",
 		Long: `List a cluster's events, oldest first: every status change of the cluster
 and of its jobs, and every verification result. --since ID starts after that

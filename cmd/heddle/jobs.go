@@ -39,6 +39,14 @@ func newJobsCommand(a *app) *cobra.Command {
 	} {
 		cmd.AddCommand(newJobControlCommand(a, what.name, what.short))
 	}
+	// CLUSTER is an id or a name, JOB an id or latest.
+	for _, sub := range cmd.Commands() {
+		job := 1
+		if sub.Name() == "list" {
+			job = -1
+		}
+		clusterArgs(a, sub, 0, job)
+	}
 	return cmd
 }
 
@@ -83,15 +91,39 @@ func printJobs(w io.Writer, jobs []domain.Job, now time.Time) {
 	_ = tw.Flush()
 }
 
+// jobDuration is how long the job has taken, from its start (or, for a
+// job that records none, its submission) to its end or now; a retried job's
+// covers every attempt.
 func jobDuration(j *domain.Job, now time.Time) string {
-	if j.StartedAt.IsZero() {
+	start := j.StartedAt
+	if start.IsZero() {
+		start = j.CreatedAt
+	}
+	if start.IsZero() {
 		return "-"
 	}
 	end := j.EndedAt
 	if end.IsZero() {
+		if j.Status.Terminal() {
+			return "-" // ended, but when is not recorded
+		}
 		end = now
 	}
-	return humanDuration(end.Sub(j.StartedAt))
+	return humanDuration(max(end.Sub(start), 0))
+}
+
+// taskCounts is "8 tasks: 6 SUCCEEDED, 2 READY": every status's count, so
+// the parts add up to the total.
+func taskCounts(byStatus map[domain.TaskStatus]int) string {
+	n := 0
+	for _, c := range byStatus {
+		n += c
+	}
+	what := "tasks"
+	if n == 1 {
+		what = "task"
+	}
+	return fmt.Sprintf("%d %s: %s", n, what, statusCounts(byStatus))
 }
 
 // lastAttempt is a task's latest attempt, or nil.
@@ -131,31 +163,36 @@ func newJobsShowCommand(a *app) *cobra.Command {
 				return err
 			}
 			return printValue(a, cmd.OutOrStdout(), &ans, v, func(w io.Writer, v *cluster.JobView) {
-				printJob(w, v, time.Now())
+				printJob(w, v, a.clusterNames[v.ClusterID], time.Now())
 			})
 		},
 	}
 }
 
-func printJob(w io.Writer, v *cluster.JobView, now time.Time) {
+// printJob shows a job; clusterName, when known, stands beside its
+// cluster's id.
+func printJob(w io.Writer, v *cluster.JobView, clusterName string, now time.Time) {
 	tw := newTable(w)
 	fmt.Fprintf(tw, "job\t%s\n", v.ID)
-	fmt.Fprintf(tw, "cluster\t%s\n", v.ClusterID)
+	fmt.Fprintf(tw, "cluster\t%s\n", clusterLabel(v.ClusterID, clusterName))
 	fmt.Fprintf(tw, "operation\t%s\n", v.Operation)
 	status := string(v.Status)
 	if v.StatusMessage != "" {
 		status += ": " + v.StatusMessage
 	}
 	fmt.Fprintf(tw, "status\t%s\n", status)
-	fmt.Fprintf(tw, "tasks\t%d/%d done\n", v.TaskDone, v.TaskTotal)
+	// The counts by status are of the tasks themselves and add up; the
+	// job's done counter trails its workers.
 	if len(v.TaskStatus) > 0 {
-		fmt.Fprintf(tw, "by status\t%s\n", statusCounts(v.TaskStatus))
+		fmt.Fprintf(tw, "tasks\t%s\n", taskCounts(v.TaskStatus))
+	} else {
+		fmt.Fprintf(tw, "tasks\t%d/%d done\n", v.TaskDone, v.TaskTotal)
 	}
 	if len(v.RollbackStatus) > 0 {
 		fmt.Fprintf(tw, "rollback plan\t%s\n", statusCounts(v.RollbackStatus))
 	}
 	for _, st := range v.Stages {
-		fmt.Fprintf(tw, "stage %d\t%d/%d done, %d running, %d failed\n", st.Stage, st.Done, st.Total, st.Running, st.Failed)
+		fmt.Fprintf(tw, "stage %d\t%d tasks: %s\n", st.Stage, st.Total, stageCounts(st))
 	}
 	fmt.Fprintf(tw, "requested by\t%s\n", dash(v.RequestedBy))
 	fmt.Fprintf(tw, "created\t%s\n", humanTime(v.CreatedAt))
@@ -373,7 +410,7 @@ func (a *app) watch(cmd *cobra.Command, c *Client, clusterID, jobID string) erro
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	w := &watcher{out: out, tty: isTerminal(out) && !a.jsonOut(), seen: map[string]domain.TaskStatus{}}
 	if !a.jsonOut() && !w.tty {
-		fmt.Fprintf(out, "watching job %s of cluster %s\n", jobID, clusterID)
+		fmt.Fprintf(out, "watching job %s of cluster %s\n", jobID, clusterLabel(clusterID, a.clusterNames[clusterID]))
 	}
 	// The client backs off while nothing moves, up to four intervals.
 	var ans answer
@@ -392,7 +429,7 @@ func (a *app) watch(cmd *cobra.Command, c *Client, clusterID, jobID string) erro
 	}
 	w.done()
 	if err := printValue(a, out, &ans, v, func(out io.Writer, v *client.JobView) {
-		fmt.Fprintf(out, "job %s %s: %d/%d tasks in %s\n", v.ID, v.Status, v.TaskDone, v.TaskTotal, jobDuration(&v.Job, time.Now()))
+		fmt.Fprintln(out, jobOutcome(v, time.Now()))
 	}); err != nil {
 		return err
 	}
@@ -403,6 +440,32 @@ func (a *app) watch(cmd *cobra.Command, c *Client, clusterID, jobID string) erro
 		return c.GetTask(ctx, clusterID, jobID, id)
 	})
 	return &exitError{code: 1}
+}
+
+// jobOutcome is the line that ends a watch: "job j1 SUCCEEDED in 12s:
+// 8 tasks: 8 SUCCEEDED", or for a job that did not succeed what became of
+// its tasks, so that "FAILED" is not read as every task failing.
+func jobOutcome(v *client.JobView, now time.Time) string {
+	s := fmt.Sprintf("job %s %s", v.ID, v.Status)
+	if d := jobDuration(&v.Job, now); d != "-" {
+		if v.Status == domain.JobSucceeded {
+			s += " in " + d
+		} else {
+			s += " after " + d
+		}
+	}
+	if len(v.TaskStatus) > 0 {
+		s += ": " + taskCounts(v.TaskStatus)
+	} else {
+		s += fmt.Sprintf(": %d of %d tasks done", v.TaskDone, v.TaskTotal)
+	}
+	if len(v.RollbackStatus) > 0 {
+		s += "; rollback " + taskCounts(v.RollbackStatus)
+	}
+	if v.Retries > 0 {
+		s += fmt.Sprintf(" (retried %d times)", v.Retries)
+	}
+	return s
 }
 
 // reportedFailures bounds the failed tasks whose output reportFailure reads.

@@ -13,7 +13,7 @@ import (
 func newClustersManageCommand(a *app) *cobra.Command {
 	var by string
 	cmd := &cobra.Command{
-		Use:   "manage ID --by TOOL",
+		Use:   "manage CLUSTER --by TOOL",
 		Short: `Mark which tool owns a cluster's desired state ("apply"), or hand it back to people with --by ""`,
 		Long: `Set the cluster's managedBy mark. heddle apply changes, and with --prune
 deletes, only clusters marked "apply" (the ones it made, or took over with

@@ -107,7 +107,7 @@ func isTerminal(w io.Writer) bool {
 // decoded into T and written by print.
 func printAnswer[T any](a *app, w io.Writer, raw []byte, print func(io.Writer, *T)) error {
 	if a.jsonOut() {
-		return printJSON(w, raw)
+		return a.printRaw(w, raw)
 	}
 	v, err := decodeBody[T](raw)
 	if err != nil {

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 
 	"github.com/spf13/cobra"
 
+	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/api"
 )
 
@@ -16,7 +18,8 @@ func newTenantsCommand(a *app) *cobra.Command {
 		Aliases: []string{"tenant"},
 		Short:   "Manage tenants (superadmin); export and import your own tenant's data (admin)",
 	}
-	cmd.AddCommand(newTenantsCreateCommand(a), newTenantsUpdateCommand(a), newTenantExportCommand(a), newTenantImportCommand(a))
+	cmd.AddCommand(newTenantsCreateCommand(a), newTenantsUpdateCommand(a), newTenantExportCommand(a), newTenantImportCommand(a),
+		newTenantsListCommand(a), newTenantsShowCommand(a), newTenantsDeleteCommand(a))
 	return cmd
 }
 
@@ -47,5 +50,79 @@ func newTenantsCreateCommand(a *app) *cobra.Command {
 	for _, name := range []string{"max-clusters", "max-nodes", "workers", "admin"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
+	return cmd
+}
+
+func printTenants(w io.Writer, tenants []access.TenantView) {
+	tw := newTable(w)
+	fmt.Fprintf(tw, "TENANT\tCLUSTERS\tNODES\tWORKERS\tDESCRIPTION\n")
+	for _, t := range tenants {
+		fmt.Fprintf(tw, "%s\t%d/%d\t%d/%d\t%d\t%s\n", t.ID, t.Usage.Clusters, t.MaxClusters, t.Usage.Nodes, t.MaxNodes, t.Workers, dash(oneLine(t.Description, 50)))
+	}
+	_ = tw.Flush()
+}
+
+func newTenantsListCommand(a *app) *cobra.Command {
+	var pf pageFlags
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the tenants with what they use of their quotas (superadmin)",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			raw, err := pf.list(a, cmd, "/v1/tenants", url.Values{})
+			if err != nil {
+				return err
+			}
+			return printAnswer(a, cmd.OutOrStdout(), raw, func(w io.Writer, p *api.Page[access.TenantView]) {
+				printTenants(w, p.Items)
+				printMore(w, p.NextCursor)
+			})
+		},
+	}
+	pf.register(cmd, "tenants")
+	return cmd
+}
+
+func newTenantsShowCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a tenant, its quotas and what it uses of them (anyone their own; the superadmin any)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return call(a, cmd, http.MethodGet, "/v1/tenants/"+pathEscape(args[0]), nil, func(w io.Writer, t *access.TenantView) {
+				printTenants(w, []access.TenantView{*t})
+			})
+		},
+	}
+}
+
+func newTenantsDeleteCommand(a *app) *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "delete ID [--yes]",
+		Short: "Delete a tenant with its users, keys and catalog (superadmin; refused while it has clusters)",
+		Long: `Delete a tenant: its users, keys, catalog and queues go, and its keys stop
+working at once. A tenant with clusters is refused; delete them first. On a
+terminal it asks first; elsewhere it needs --yes.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := confirm(cmd, yes, fmt.Sprintf("delete tenant %s with its users, keys and catalog?", args[0])); err != nil {
+				return err
+			}
+			c, err := a.client(cmd)
+			if err != nil {
+				return err
+			}
+			if _, err := c.Do(cmd.Context(), http.MethodDelete, "/v1/tenants/"+pathEscape(args[0]), nil, nil, ""); err != nil {
+				return err
+			}
+			if !a.jsonOut() {
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted tenant %s\n", args[0])
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "delete without asking")
 	return cmd
 }

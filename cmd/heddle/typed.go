@@ -22,13 +22,13 @@ func (ans *answer) keep(ctx context.Context) context.Context { return client.Kee
 func printValue[T any](a *app, w io.Writer, ans *answer, v *T, print func(io.Writer, *T)) error {
 	if a.jsonOut() {
 		if ans != nil && ans.raw != nil {
-			return printJSON(w, ans.raw)
+			return a.printRaw(w, ans.raw)
 		}
 		raw, err := json.Marshal(v)
 		if err != nil {
 			return fmt.Errorf("encoding the answer as JSON: %w", err)
 		}
-		return printJSON(w, raw)
+		return a.printRaw(w, raw)
 	}
 	print(w, v)
 	return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heddle-io/heddle/client"
 	"github.com/heddle-io/heddle/internal/usage"
 )
 
@@ -39,7 +40,20 @@ it was planned until it was deleted. On a terminal each group gets a bar.`,
 				return err
 			}
 			bars := isTerminal(cmd.OutOrStdout())
-			return printAnswer(a, cmd.OutOrStdout(), raw, func(w io.Writer, r *usage.Report) { printUsage(w, r, bars) })
+			var names map[string]string
+			if groupBy == string(usage.ByCluster) && !a.jsonOut() {
+				// The report groups by id; a person knows clusters by name.
+				// A cluster of another tenant (the superadmin's report) has
+				// none here and shows "-".
+				names = map[string]string{}
+				for cl, err := range c.Clusters(cmd.Context(), client.ClusterFilter{All: true}) {
+					if err != nil {
+						return err
+					}
+					names[cl.ID] = cl.Name
+				}
+			}
+			return printAnswer(a, cmd.OutOrStdout(), raw, func(w io.Writer, r *usage.Report) { printUsage(w, r, bars, names) })
 		},
 	}
 	f := cmd.Flags()
@@ -52,8 +66,9 @@ it was planned until it was deleted. On a terminal each group gets a bar.`,
 }
 
 // printUsage prints a row per group with its total and, with bars, a bar
-// scaled to the largest total.
-func printUsage(w io.Writer, r *usage.Report, bars bool) {
+// scaled to the largest total; with names (clusters by id) a NAME column
+// follows the group's.
+func printUsage(w io.Writer, r *usage.Report, bars bool, names map[string]string) {
 	fmt.Fprintf(w, "node-hours from %s to %s by %s, per %s\n", r.From.Format("2006-01-02 15:04"), r.To.Format("2006-01-02 15:04"), r.GroupBy, r.Step)
 	if len(r.Rows) == 0 {
 		fmt.Fprintln(w, "no usage in this range")
@@ -62,13 +77,21 @@ func printUsage(w io.Writer, r *usage.Report, bars bool) {
 	const width = 30
 	top := r.Rows[0].Total // rows come largest first
 	tw := newTable(w)
-	fmt.Fprintf(tw, "%s\tNODE-HOURS\t\n", strings.ToUpper(string(r.GroupBy)))
+	head := strings.ToUpper(string(r.GroupBy))
+	if names != nil {
+		head += "\tNAME"
+	}
+	fmt.Fprintf(tw, "%s\tNODE-HOURS\t\n", head)
 	for _, row := range r.Rows {
 		bar := ""
 		if bars && top > 0 {
 			bar = strings.Repeat("█", max(1, int(row.Total/top*width+0.5)))
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%s\n", row.Group, row.Total, bar)
+		group := row.Group
+		if names != nil {
+			group += "\t" + dash(names[row.Group])
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%s\n", group, row.Total, bar)
 	}
 	_ = tw.Flush()
 }

@@ -52,6 +52,7 @@ import (
 	"github.com/heddle-io/heddle/internal/api"
 	"github.com/heddle-io/heddle/internal/assemble"
 	"github.com/heddle-io/heddle/internal/audit"
+	"github.com/heddle-io/heddle/internal/buildinfo"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/dashboard"
@@ -70,12 +71,12 @@ import (
 	"github.com/heddle-io/heddle/internal/webhooks"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 func main() {
 	ctx := context.Background()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	// One line per cold start says which build runs, so a log names the
+	// commit behind what it shows.
+	log.Info("api: starting", buildinfo.Read().LogAttrs()...)
 	// Clients are made once per execution environment, at init, not per event.
 	// Measurements go to CloudWatch as Embedded Metric Format log lines.
 	emf := metrics.NewEMF(os.Stdout, "api")
@@ -195,7 +196,6 @@ func newServicesHandler(ctx context.Context, svc services, backend, bootstrapKey
 		// index write per key).
 		Idempotency: idempotency.New(svc.store, idempotency.Options{}),
 		Backend:     backend,
-		Version:     version,
 		Logger:      log,
 	})
 	return trustAuthorizer(refuseMalformedPaths(httpadapter.NewV2(withDashboard(h)).ProxyWithContext)), nil

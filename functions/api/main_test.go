@@ -108,7 +108,7 @@ func run(t *testing.T, h lambdaHandler, path string) goldenResponse {
 func scrub(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
-		for _, k := range []string{"requestId", "started", "createdAt", "keyId", "backend"} {
+		for _, k := range []string{"requestId", "started", "createdAt", "keyId", "backend", "revision", "revisionTime", "modified"} {
 			if _, ok := x[k]; ok {
 				x[k] = "<scrubbed>"
 			}

@@ -55,6 +55,7 @@ import (
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/assemble"
 	"github.com/heddle-io/heddle/internal/audit"
+	"github.com/heddle-io/heddle/internal/buildinfo"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/metrics"
@@ -64,6 +65,9 @@ import (
 func main() {
 	ctx := context.Background()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	// One line per cold start says which build runs, so a log names the
+	// commit behind what it shows.
+	log.Info("janitor: starting", buildinfo.Read().LogAttrs()...)
 	// Clients are made once per execution environment, at init, not per event.
 	// Measurements go to CloudWatch as Embedded Metric Format log lines.
 	emf := metrics.NewEMF(os.Stdout, "janitor")

@@ -34,6 +34,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/heddle-io/heddle/internal/assemble"
+	"github.com/heddle-io/heddle/internal/buildinfo"
 	"github.com/heddle-io/heddle/internal/engine"
 	"github.com/heddle-io/heddle/internal/metrics"
 	"github.com/heddle-io/heddle/internal/sqsbatch"
@@ -42,6 +43,9 @@ import (
 func main() {
 	ctx := context.Background()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	// One line per cold start says which build runs, so a log names the
+	// commit behind what it shows.
+	log.Info("worker: starting", buildinfo.Read().LogAttrs()...)
 	// Clients are made once per execution environment, at init, not per event.
 	// Measurements go to CloudWatch as Embedded Metric Format log lines.
 	emf := metrics.NewEMF(os.Stdout, "worker")

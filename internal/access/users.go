@@ -93,6 +93,39 @@ func (a *Access) allUsers(ctx context.Context, tenant string) ([]domain.User, er
 	}
 }
 
+// SetRole gives a user another role; their keys carry it from their next
+// request (a key's role is the user's, read on every authentication).
+// ifVersion, when not 0, must be the user's current version.
+func (a *Access) SetRole(ctx context.Context, tenant, name string, role domain.Role, ifVersion int64) (domain.User, error) {
+	u, err := a.GetUser(ctx, tenant, name)
+	if err != nil {
+		return domain.User{}, err
+	}
+	if ifVersion != 0 && ifVersion != u.Version {
+		return domain.User{}, fmt.Errorf("%w: user %q is at version %d, not %d; read it again", ErrConflict, name, u.Version, ifVersion)
+	}
+	u.Role = role
+	if ps := u.Validate(); len(ps) > 0 {
+		return domain.User{}, ps
+	}
+	if role == domain.RoleSuperadmin && tenant != domain.SystemTenant {
+		return domain.User{}, domain.Problems{{Field: "role", Code: domain.CodeInvalid,
+			Message: "superadmins live only in the system tenant; use admin or user"}}
+	}
+	data, err := json.Marshal(u)
+	if err != nil {
+		return domain.User{}, err
+	}
+	_, err = a.s.Write(ctx, store.Update(userKey(tenant, name), store.Condition{Version: u.Version}, store.Changes{Data: data}))
+	if errors.Is(err, store.ErrConditionFailed) {
+		return domain.User{}, fmt.Errorf("%w: user %q changed while its role was being set; try again", ErrConflict, name)
+	}
+	if err != nil {
+		return domain.User{}, err
+	}
+	return a.GetUser(ctx, tenant, name)
+}
+
 // DeleteUser removes a user and every key of theirs.
 func (a *Access) DeleteUser(ctx context.Context, tenant, name string) error {
 	if _, err := a.GetUser(ctx, tenant, name); err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/audit"
+	"github.com/heddle-io/heddle/internal/buildinfo"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
@@ -176,6 +177,8 @@ func TestStatusAndAuthentication(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, "ok", body["status"])
 	require.Equal(t, "bolt", body["backend"])
+	require.Equal(t, "test", body["version"], "the configured version wins over the module's")
+	require.Equal(t, buildinfo.Read().Modified, body["modified"], "the rest is the running binary's build")
 
 	for _, key := range []string{"", "nonsense", access.NewKeySecret()} {
 		resp := b.raw(t, key, http.MethodGet, "/v1/me", nil)

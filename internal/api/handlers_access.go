@@ -14,14 +14,22 @@ import (
 
 // Status is what /v1/status answers.
 type Status struct {
-	Status  string    `json:"status"`
-	Version string    `json:"version"`
-	Backend string    `json:"backend"`
-	Started time.Time `json:"started"`
+	Status  string `json:"status"`
+	Version string `json:"version"`
+	// Revision, RevisionTime and Modified say which commit the server was
+	// built from and whether its tree had uncommitted changes (package
+	// buildinfo); a build without VCS information leaves Revision out.
+	Revision     string    `json:"revision,omitempty"`
+	RevisionTime time.Time `json:"revisionTime,omitzero"`
+	Modified     bool      `json:"modified"`
+	Backend      string    `json:"backend"`
+	Started      time.Time `json:"started"`
 }
 
 func (s *Server) getStatus(w http.ResponseWriter, r *http.Request, _ access.Principal) error {
-	writeJSON(w, http.StatusOK, Status{Status: "ok", Version: s.version, Backend: s.backend, Started: s.started.UTC()})
+	b := s.build
+	writeJSON(w, http.StatusOK, Status{Status: "ok", Version: b.Version, Revision: b.Revision, RevisionTime: b.RevisionTime,
+		Modified: b.Modified, Backend: s.backend, Started: s.started.UTC()})
 	return nil
 }
 
@@ -264,6 +272,44 @@ func (s *Server) getUser(w http.ResponseWriter, r *http.Request, p access.Princi
 		return err
 	}
 	u, err := s.access.GetUser(r.Context(), p.Tenant, name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, u)
+	return nil
+}
+
+// SetRoleRequest is the body of PUT /v1/users/{user}: the user's new role
+// and, when not 0, the version read before (an optimistic lock).
+type SetRoleRequest struct {
+	Role    domain.Role `json:"role"`
+	Version int64       `json:"version,omitempty"`
+}
+
+func (s *Server) setUserRole(w http.ResponseWriter, r *http.Request, p access.Principal) error {
+	name, err := pathUser(r, p)
+	if err != nil {
+		return err
+	}
+	var req SetRoleRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if !p.Role.AtLeast(req.Role) {
+		return domain.Problems{{Field: "role", Code: domain.CodeInvalid, Message: fmt.Sprintf("you are %s and cannot make anyone %s", p.Role, req.Role)}}
+	}
+	if name == p.User {
+		// An admin who demotes themselves may leave the tenant with none.
+		return newError(http.StatusConflict, CodeConflict, "you cannot change your own role; ask another admin")
+	}
+	cur, err := s.access.GetUser(r.Context(), p.Tenant, name)
+	if err != nil {
+		return err
+	}
+	if !p.Role.AtLeast(cur.Role) {
+		return errForbidden
+	}
+	u, err := s.access.SetRole(r.Context(), p.Tenant, name, req.Role, req.Version)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 const (
 	CodeNoLayout       = "no_layout"
 	CodeTooComplex     = "too_complex"
-	CodeQuotaExceeded  = "quota_exceeded"
+	CodeQuotaExceeded  = cluster.CodeQuotaExceeded
 	CodePoolExhausted  = "pool_exhausted"
 	CodeNameTaken      = "name_taken"
 	CodeClusterBusy    = "cluster_busy"
@@ -206,7 +206,7 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request, p access.P
 		return err
 	}
 	q := r.URL.Query()
-	f := cluster.ListFilter{Status: domain.ClusterStatus(q.Get("status")), Template: q.Get("template"), Owner: q.Get("owner"), All: all}
+	f := cluster.ListFilter{Status: domain.ClusterStatus(q.Get("status")), Template: q.Get("template"), Owner: q.Get("owner"), Name: q.Get("name"), All: all}
 	items, next, err := svc.List(r.Context(), p, f, pr.Limit, pr.After)
 	if err != nil {
 		return err

@@ -34,6 +34,7 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/v1/users", admin, s.listUsers},
 		{http.MethodPost, "/v1/users", admin, s.createUser},
 		{http.MethodGet, "/v1/users/{user}", user, s.getUser},
+		{http.MethodPut, "/v1/users/{user}", admin, s.setUserRole},
 		{http.MethodDelete, "/v1/users/{user}", admin, s.deleteUser},
 		{http.MethodGet, "/v1/users/{user}/keys", user, s.listKeys},
 		{http.MethodPost, "/v1/users/{user}/keys", user, s.createKey},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/audit"
+	"github.com/heddle-io/heddle/internal/buildinfo"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
@@ -52,7 +53,8 @@ type Config struct {
 	Onboarder onboard.Onboarder
 	// Backend names the store backend in /v1/status ("bolt", "dynamodb").
 	Backend string
-	// Version is heddle's build version, reported by /v1/status.
+	// Version, when set, replaces the module version /v1/status reports
+	// (the rest of the build information is the running binary's).
 	Version string
 	// CursorKey signs page cursors (see paging.go). Every instance serving
 	// one deployment needs the same key: LoadCursorKey keeps it in the
@@ -102,7 +104,7 @@ type Server struct {
 	access   *access.Access
 	clusters *cluster.Service
 	backend  string
-	version  string
+	build    buildinfo.Info
 	log      *slog.Logger
 	mux      *http.ServeMux
 	started  time.Time
@@ -130,8 +132,11 @@ type Server struct {
 
 // New builds the API handler.
 func New(cfg Config) *Server {
-	s := &Server{catalog: cfg.Catalog, access: cfg.Access, clusters: cfg.Clusters, backend: cfg.Backend, version: cfg.Version,
+	s := &Server{catalog: cfg.Catalog, access: cfg.Access, clusters: cfg.Clusters, backend: cfg.Backend, build: buildinfo.Read(),
 		log: cfg.Logger, mux: http.NewServeMux(), started: time.Now()}
+	if cfg.Version != "" {
+		s.build.Version = cfg.Version
+	}
 	s.providers = cfg.Providers
 	s.onboarder = cfg.Onboarder
 	s.audit = cfg.Audit

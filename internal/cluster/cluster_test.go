@@ -118,3 +118,16 @@ func TestClusterIDsSortByCreation(t *testing.T) {
 		require.True(t, domain.ValidName(id), "%s is usable in paths and host names", id)
 	}
 }
+
+// TestQuotaErrorReadsRight: counts agree with their nouns, and the advice
+// fits the limit: a cluster quota is met by deleting a cluster (shrinking
+// frees no cluster) or by an admin raising it with heddle tenants update.
+func TestQuotaErrorReadsRight(t *testing.T) {
+	t.Parallel()
+	e := &QuotaError{Limit: "maxClusters", Max: 1, InUse: 1, Asked: 1}
+	require.Equal(t, "the tenant's quota maxClusters allows 1 cluster; 1 is in use and this asks for 1 more: "+
+		"delete a cluster, or ask an admin to raise the limit (heddle tenants update TENANT --max-clusters N)", e.Error())
+	e = &QuotaError{Limit: "maxNodes", Max: 12, InUse: 10, Asked: 4}
+	require.Equal(t, "the tenant's quota maxNodes allows 12 nodes; 10 are in use and this asks for 4 more: "+
+		"shrink or delete a cluster, or ask an admin to raise the limit (heddle tenants update TENANT --max-nodes N)", e.Error())
+}

@@ -90,6 +90,37 @@ type Result struct {
 	Preview *planner.Preview `json:"preview,omitempty"`
 	Layout  []solver.Group   `json:"layout,omitempty"`
 	DryRun  bool             `json:"dryRun,omitempty"`
+	// Refusal, on a dry run, says why the request would be refused if it
+	// were sent for real (the tenant's quota); nil when it would be taken.
+	Refusal *Refusal `json:"refusal,omitempty"`
+}
+
+// Refusal is a refusal a dry run foresees: the error code and sentence the
+// real request would be answered with, and the limit it would pass.
+type Refusal struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Limit   string `json:"limit"`
+	Max     int    `json:"max"`
+	InUse   int    `json:"inUse"`
+	Asked   int    `json:"asked"`
+}
+
+// CodeQuotaExceeded is the code of a request beyond the tenant's quota.
+const CodeQuotaExceeded = "quota_exceeded"
+
+// foresee runs the quota check a real request would meet and turns a
+// QuotaError into the dry run's Refusal; other errors end the dry run.
+func (s *Service) foresee(ctx context.Context, tenant string, clusters, nodes int) (*Refusal, error) {
+	err := s.checkQuota(ctx, tenant, clusters, nodes)
+	var qe *QuotaError
+	switch {
+	case err == nil:
+		return nil, nil
+	case errors.As(err, &qe):
+		return &Refusal{Code: CodeQuotaExceeded, Message: qe.Error(), Limit: qe.Limit, Max: qe.Max, InUse: qe.InUse, Asked: qe.Asked}, nil
+	}
+	return nil, err
 }
 
 // Create solves, plans and submits a new cluster. With dryRun it stops
@@ -164,7 +195,11 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 		if err != nil {
 			return nil, err
 		}
-		return &Result{Cluster: c, Preview: pv.Bounded(PreviewItems), Layout: layout.Groups, DryRun: true}, nil
+		refusal, err := s.foresee(ctx, tenant, 1, len(layout.Nodes))
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Cluster: c, Preview: pv.Bounded(PreviewItems), Layout: layout.Groups, DryRun: true, Refusal: refusal}, nil
 	}
 	if err := s.checkQuota(ctx, tenant, 1, len(layout.Nodes)); err != nil {
 		return nil, err

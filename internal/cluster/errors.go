@@ -18,12 +18,29 @@ type QuotaError struct {
 }
 
 func (e *QuotaError) Error() string {
-	what := "nodes"
+	what, advice := "node", "shrink or delete a cluster, or ask an admin to raise the limit (heddle tenants update TENANT --max-nodes N)"
 	if e.Limit == "maxClusters" {
-		what = "clusters"
+		what, advice = "cluster", "delete a cluster, or ask an admin to raise the limit (heddle tenants update TENANT --max-clusters N)"
 	}
-	return fmt.Sprintf("the tenant's quota %s is %d %s; %d are in use and this asks for %d more: delete or shrink a cluster, or ask your administrator to raise the quota",
-		e.Limit, e.Max, what, e.InUse, e.Asked)
+	if e.Max == 0 && e.InUse == 0 {
+		// The engine refused and the recount found room again (a race
+		// with a delete): say only what was asked.
+		return fmt.Sprintf("the tenant's quota %s has no room for %s more: %s", e.Limit, count(e.Asked, what), advice)
+	}
+	return fmt.Sprintf("the tenant's quota %s allows %s; %s in use and this asks for %d more: %s",
+		e.Limit, count(e.Max, what), count(e.InUse, "is", "are"), e.Asked, advice)
+}
+
+// count is "1 cluster", "2 clusters"; with a plural form given, n alone
+// picks between the forms ("1 is", "2 are").
+func count(n int, one string, many ...string) string {
+	switch {
+	case n == 1:
+		return fmt.Sprintf("1 %s", one)
+	case len(many) > 0:
+		return fmt.Sprintf("%d %s", n, many[0])
+	}
+	return fmt.Sprintf("%d %ss", n, one)
 }
 
 func (e *QuotaError) Is(target error) bool { return target == engine.ErrQuota }

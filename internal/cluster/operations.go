@@ -123,7 +123,13 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 		if err != nil {
 			return nil, err
 		}
-		return &Result{Cluster: c, Preview: pv.Bounded(PreviewItems), Layout: op.layout, DryRun: true}, nil
+		var refusal *Refusal
+		if op.takeNodes > 0 {
+			if refusal, err = s.foresee(ctx, p.Tenant, 0, op.takeNodes); err != nil {
+				return nil, err
+			}
+		}
+		return &Result{Cluster: c, Preview: pv.Bounded(PreviewItems), Layout: op.layout, DryRun: true, Refusal: refusal}, nil
 	}
 	if op.takeNodes > 0 {
 		if err := s.checkQuota(ctx, p.Tenant, 0, op.takeNodes); err != nil {

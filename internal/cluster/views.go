@@ -253,6 +253,9 @@ type ListFilter struct {
 	Status   domain.ClusterStatus
 	Template string
 	Owner    string
+	// Name keeps only the clusters of this name (a person's way to a
+	// cluster's id).
+	Name string
 	// All includes TERMINATED clusters.
 	All bool
 }
@@ -272,6 +275,7 @@ func (s *Service) List(ctx context.Context, p access.Principal, f ListFilter, li
 		case f.Owner != "" && c.Owner != f.Owner:
 		case f.Status != "" && c.Status != f.Status:
 		case f.Template != "" && c.Template.Name != f.Template:
+		case f.Name != "" && c.Name != f.Name:
 		case f.Status == "" && !f.All && c.Status.Terminal():
 		default:
 			c.Resolved = nil // the listing stays small; GET the cluster for it

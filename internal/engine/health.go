@@ -142,9 +142,9 @@ func verifyDueKey(tenant, cluster string) store.Key {
 // verifySchedule is what a job's end does to c's due verification: make
 // one due now (a create or scale that succeeded, Effect.Verify), due a
 // period after a verification ended (the template's VerifyEvery), or none
-// (the cluster is gone, or a verification just ran to its end: one that
-// was due is what it did, and another right after it would only stand in
-// the way of the user's next operation).
+// (the cluster is gone, or a verification ended, whatever it found, and
+// none is periodic: one that was due is what it did, and another right
+// after it would only stand in the way of the user's next operation).
 func verifySchedule(tenant string, c domain.Cluster, job domain.Job, effect Effect, succeeded bool, now time.Time) []store.Op {
 	key := verifyDueKey(tenant, c.ID)
 	if c.Status.Terminal() {
@@ -156,7 +156,10 @@ func verifySchedule(tenant string, c domain.Cluster, job domain.Job, effect Effe
 		due = now
 	case job.Operation == domain.OpVerify && c.Resolved != nil && c.Resolved.Administration.VerifyEvery > 0:
 		due = now.Add(c.Resolved.Administration.VerifyEvery.Std())
-	case job.Operation == domain.OpVerify && succeeded:
+	case job.Operation == domain.OpVerify:
+		// A verification just ended: one due from an earlier job's end
+		// (a create's) is done, and started later it would hold the
+		// cluster against the user's next operation for nothing.
 		return []store.Op{store.Delete(key, store.Condition{})}
 	default:
 		return nil
