@@ -84,7 +84,7 @@ func (s *Server) pageOf(r *http.Request, p access.Principal, pg Paging) (pageReq
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > pg.Max {
-			return pageRequest{}, badParam("limit", fmt.Sprintf("%q is not a page size; use 1 to %d", v, pg.Max))
+			return pageRequest{}, badQuery("limit", fmt.Sprintf("%q is not a page size; use 1 to %d", v, pg.Max))
 		}
 		pr.Limit = n
 	}
@@ -132,7 +132,7 @@ func writePage[T any](s *Server, w http.ResponseWriter, pr pageRequest, items []
 
 // errBadCursor is the answer to a cursor heddle did not make for this
 // listing; the store's own refusals (store.ErrBadCursor) read the same.
-var errBadCursor = badParam("cursor", "is not a cursor this listing returned; start again without it")
+var errBadCursor = badQuery("cursor", "is not a cursor this listing returned; start again without it")
 
 // cursorSigner seals and opens cursors with an HMAC key.
 type cursorSigner struct{ key []byte }
@@ -223,7 +223,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 			size, MaxAnswerBytes)
 		// ServeHTTP has set the request id on the answer already.
 		_ = json.NewEncoder(&buf).Encode(ErrorBody{Error: ErrorDetail{Status: status, Code: CodeAnswerTooLarge, Message: msg, RequestID: w.Header().Get("X-Request-Id"),
-			Details: []domain.Problem{{Field: "limit", Code: domain.CodeOutOfRange, Message: "ask for fewer items per page"}}}})
+			Details: []domain.Problem{{Field: "query.limit", Code: domain.CodeOutOfRange, Message: "ask for fewer items per page"}}}})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
