@@ -27,7 +27,7 @@ import (
 // cursor, or a position in a sorted view) with an HMAC over the tenant,
 // the route's path and its filters. A cursor changed by hand, taken from
 // another tenant, another collection or the same collection with other
-// filters is refused with a 400 on the field "cursor", before anything is
+// filters is refused with a 400 on the field "query.cursor", before anything is
 // read.
 
 // MaxAnswerBytes is the most any answer may carry: below the Lambda's 6 MB
