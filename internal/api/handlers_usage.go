@@ -71,24 +71,22 @@ func usageQuery(r *http.Request, now time.Time) (usage.Query, error) {
 	if st := v.Get("step"); st != "" {
 		q.Step = usage.Step(st)
 	}
-	// Whether from was given, not whether it is the zero time: an explicit
-	// 0001-01-01T00:00:00Z is a range to refuse, not a request for the
-	// default week.
-	fromGiven := false
 	for _, f := range []struct {
-		name  string
-		dst   *time.Time
-		given *bool
-	}{{"to", &q.To, new(bool)}, {"from", &q.From, &fromGiven}} {
+		name string
+		dst  *time.Time
+	}{{"to", &q.To}, {"from", &q.From}} {
 		if raw := v.Get(f.name); raw != "" {
 			t, err := time.Parse(time.RFC3339, raw)
 			if err != nil {
 				return q, badQuery(f.name, fmt.Sprintf("%q is not a time; write it as RFC 3339, e.g. 2026-11-24T00:00:00Z", raw))
 			}
-			*f.dst, *f.given = t.UTC(), true
+			*f.dst = t.UTC()
 		}
 	}
-	if !fromGiven {
+	// Whether from was given, not whether it is the zero time: an explicit
+	// 0001-01-01T00:00:00Z is a range to refuse, not a request for the
+	// default week.
+	if v.Get("from") == "" {
 		q.From = q.To.Add(-7 * 24 * time.Hour)
 	}
 	if err := q.Check(); err != nil {
