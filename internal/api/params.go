@@ -225,6 +225,18 @@ func rulesFor(rt route) *operationRules {
 	return rules
 }
 
+// checkRawQuery holds a request's query, as sent, to the route's
+// parameters. A query that does not parse is refused as a whole: url's
+// parser drops the pairs it cannot read (a bad escape, a ';'), and what it
+// dropped could be the very parameter the caller meant.
+func (o *operationRules) checkRawQuery(raw string) error {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return badParam("query", fmt.Sprintf("cannot be read (%v); separate parameters with & and write a literal %% as %%25", err))
+	}
+	return o.checkQuery(q)
+}
+
 // checkQuery holds q to the route's query parameters: every problem found,
 // each on query.<name>, or nil.
 func (o *operationRules) checkQuery(q url.Values) error {

@@ -14,10 +14,11 @@ import (
 )
 
 // FuzzQueryParams holds the central query check to its promise on every
-// route of the table: what it lets through is only declared parameters,
-// each once, with a value the handlers read without error; what it refuses
-// is a 400 whose every problem names a parameter that was given (or a
-// required one that was not) as query.<name>.
+// route of the table: what it lets through parses and holds only declared
+// parameters, each once, with a value the handlers read without error;
+// what it refuses is a 400 whose every problem names the query, or a
+// parameter that was given (or a required one that was not) as
+// query.<name>.
 func FuzzQueryParams(f *testing.F) {
 	routes := (&Server{}).routes()
 	for i, rt := range routes {
@@ -37,8 +38,13 @@ func FuzzQueryParams(f *testing.F) {
 	f.Fuzz(func(t *testing.T, i uint16, raw string) {
 		rt := routes[int(i)%len(routes)]
 		rules := rulesFor(rt)
-		q, _ := url.ParseQuery(raw) // as r.URL.Query() reads it
-		err := rules.checkQuery(q)
+		q, parseErr := url.ParseQuery(raw)
+		err := rules.checkRawQuery(raw)
+		if parseErr != nil {
+			require.Error(t, err, "an unreadable query is refused")
+			require.Equal(t, "query", describe(err).Details[0].Field)
+			return
+		}
 		if err == nil {
 			for name, values := range q {
 				rule, ok := rules.query[name]

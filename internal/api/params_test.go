@@ -137,6 +137,7 @@ func TestQueryParametersAreHeldToTheirSchema(t *testing.T) {
 		says               string
 	}{
 		{"dryRun on a catalog import", http.MethodPost, "/v1/catalog?dryRun=true", newService, "query.dryRun", domain.CodeUnknownField, "it takes no query parameters"},
+		{"an unreadable query", http.MethodPost, "/v1/catalog?dryRun=%zz", newService, "query", domain.CodeInvalid, "write a literal % as %25"},
 		{"a typo of dryRun", http.MethodDelete, cluster + "?dryrun=true", nil, "query.dryrun", domain.CodeUnknownField, "it takes dryRun, force"},
 		{"unknown cluster status", http.MethodGet, "/v1/clusters?status=ZZZ", nil, "query.status", domain.CodeInvalid, "PENDING, ACTIVE, INCONSISTENT, FAILED, DELETING, TERMINATED"},
 		{"unknown node status", http.MethodGet, cluster + "/nodes?status=GONE", nil, "query.status", domain.CodeInvalid, "PLANNED, CREATING"},

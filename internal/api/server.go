@@ -300,7 +300,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		// After the caller is known (an anonymous probe learns nothing of a
 		// route's parameters) and before the handler: nothing it does runs
 		// on a request it would misread.
-		if err := rules.checkQuery(r.URL.Query()); err != nil {
+		if err := rules.checkRawQuery(r.URL.RawQuery); err != nil {
 			s.writeError(w, r, s.clusterNotFoundFirst(r, rt, p, err))
 			return
 		}
