@@ -113,11 +113,11 @@ func TestUsageRangesAreChecked(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for _, tc := range []struct{ query, field string }{
-		{"from=yesterday", "from"},
-		{"from=2026-11-24T00:00:00Z&to=2026-11-23T00:00:00Z", "to"},
-		{"from=2026-01-01T00:00:00Z&to=2026-11-23T00:00:00Z&step=hour", "from"},
-		{"groupBy=colour", "groupBy"},
-		{"step=week", "step"},
+		{"from=yesterday", "query.from"},
+		{"from=2026-11-24T00:00:00Z&to=2026-11-23T00:00:00Z", "query.to"},
+		{"from=2026-01-01T00:00:00Z&to=2026-11-23T00:00:00Z&step=hour", "query.from"},
+		{"groupBy=colour", "query.groupBy"},
+		{"step=week", "query.step"},
 	} {
 		status, body := b.do(t, b.acmeKey, http.MethodGet, "/v1/usage?"+tc.query, nil)
 		require.Equal(t, http.StatusBadRequest, status, tc.query)

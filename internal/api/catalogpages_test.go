@@ -57,15 +57,15 @@ func TestCatalogExportPages(t *testing.T) {
 
 	// A cursor is bound to its listing: its format, its tenant, unchanged.
 	for _, bad := range []struct{ query, field string }{
-		{"limit=0", "limit"},
-		{"limit=-3", "limit"},
-		{"limit=501", "limit"},
-		{"limit=99999999999999999999", "limit"},
-		{"limit=ten", "limit"},
-		{"cursor=" + url.QueryEscape(cursors[0]) + "x", "cursor"},
-		{"cursor=" + strings.Repeat("A", 5000), "cursor"},
-		{"cursor=" + url.QueryEscape(cursors[0]) + "&format=yaml", "cursor"},
-		{"cursor=%2F%2F%2F", "cursor"},
+		{"limit=0", "query.limit"},
+		{"limit=-3", "query.limit"},
+		{"limit=501", "query.limit"},
+		{"limit=99999999999999999999", "query.limit"},
+		{"limit=ten", "query.limit"},
+		{"cursor=" + url.QueryEscape(cursors[0]) + "x", "query.cursor"},
+		{"cursor=" + strings.Repeat("A", 5000), "query.cursor"},
+		{"cursor=" + url.QueryEscape(cursors[0]) + "&format=yaml", "query.cursor"},
+		{"cursor=%2F%2F%2F", "query.cursor"},
 	} {
 		status, body := b.do(t, b.acmeKey, http.MethodGet, "/v1/catalog?"+bad.query, nil)
 		require.Equal(t, http.StatusBadRequest, status, "%s: %v", bad.query, body)

@@ -90,7 +90,7 @@ func TestClusterRoutesAnswerWithTheEnvelope(t *testing.T) {
 		code   string
 	}{
 		{"bad dryRun", http.MethodPost, "/v1/clusters?dryRun=maybe", map[string]any{"name": "x", "template": "web", "size": 3}, 400, CodeInvalidParameter},
-		{"no name", http.MethodPost, "/v1/clusters", map[string]any{"template": "web", "size": 3}, 422, CodeValidationFailed},
+		{"no name", http.MethodPost, "/v1/clusters", map[string]any{"template": "web", "size": 3}, 400, CodeInvalidBody},
 		{"wrong type", http.MethodPost, "/v1/clusters", map[string]any{"name": "x", "template": "web", "size": "three"}, 400, CodeInvalidBody},
 		{"no layout", http.MethodPost, "/v1/clusters", map[string]any{"name": "x", "template": "web", "size": 1}, 422, ""},
 		{"unknown job", http.MethodGet, "/v1/clusters/" + clusterID + "/jobs/j000", nil, 404, CodeNotFound},

@@ -73,6 +73,10 @@ func badParam(field, message string) *apiError {
 		details: []domain.Problem{{Field: field, Code: domain.CodeInvalid, Message: message}}}
 }
 
+// badQuery reports an unusable query parameter, on the field
+// query.<name> as the central check (params.go) names it.
+func badQuery(name, message string) *apiError { return badParam("query."+name, message) }
+
 // badBody marks problems found while decoding a body (its shape), as opposed to
 // validating its meaning.
 type badBody struct{ problems domain.Problems }

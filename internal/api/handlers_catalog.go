@@ -175,7 +175,7 @@ func (s *Server) resolveTemplate(w http.ResponseWriter, r *http.Request, p acces
 	version := 0
 	if v := r.URL.Query().Get("version"); v != "" {
 		if version, err = strconv.Atoi(v); err != nil || version < 1 {
-			return badParam("version", fmt.Sprintf("%q is not a version; versions are whole numbers from 1", v))
+			return badQuery("version", fmt.Sprintf("%q is not a version; versions are whole numbers from 1", v))
 		}
 	}
 	t, err := s.catalog.Resolve(r.Context(), p.Tenant, name, version)
@@ -193,7 +193,7 @@ func (s *Server) exportCatalog(w http.ResponseWriter, r *http.Request, p access.
 	case "yaml":
 		asYAML = true
 	default:
-		return badParam("format", fmt.Sprintf("%q is not a format; use json or yaml", f))
+		return badQuery("format", fmt.Sprintf("%q is not a format; use json or yaml", f))
 	}
 	pr, err := s.pageOf(r, p, catalogPaging)
 	if err != nil {

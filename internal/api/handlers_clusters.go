@@ -114,7 +114,7 @@ func boolParam(r *http.Request, name string) (bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, badParam(name, fmt.Sprintf("%q is not true or false", v))
+		return false, badQuery(name, fmt.Sprintf("%q is not true or false", v))
 	}
 	return b, nil
 }
@@ -368,7 +368,7 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request, p access.Prin
 	}
 	f := cluster.NodeFilter{Status: domain.NodeStatus(r.URL.Query().Get("status")), Deleted: deleted}
 	if f.Status != "" && !slices.Contains(nodeStatuses, f.Status) {
-		return notFoundFirst(r, svc, p, id, badParam("status", fmt.Sprintf("%q is not a node status; use one of %v", f.Status, nodeStatuses)))
+		return notFoundFirst(r, svc, p, id, badQuery("status", fmt.Sprintf("%q is not a node status; use one of %v", f.Status, nodeStatuses)))
 	}
 	nodes, next, err := svc.Nodes(r.Context(), p, id, f, pr.Limit, pr.After)
 	if err != nil {
@@ -388,24 +388,24 @@ func taskFilter(r *http.Request) (cluster.TaskFilter, error) {
 	q := r.URL.Query()
 	f := cluster.TaskFilter{Status: domain.TaskStatus(q.Get("status")), Node: q.Get("node"), Service: q.Get("service"), Action: domain.Action(q.Get("action"))}
 	if f.Status != "" && !slices.Contains(taskStatuses, f.Status) {
-		return f, badParam("status", fmt.Sprintf("%q is not a task status; use one of %v", f.Status, taskStatuses))
+		return f, badQuery("status", fmt.Sprintf("%q is not a task status; use one of %v", f.Status, taskStatuses))
 	}
 	for name, v := range map[string]string{"node": f.Node, "service": f.Service, "action": string(f.Action)} {
 		if len(v) > maxTaskIDChars {
-			return f, badParam(name, fmt.Sprintf("is longer than %d characters", maxTaskIDChars))
+			return f, badQuery(name, fmt.Sprintf("is longer than %d characters", maxTaskIDChars))
 		}
 	}
 	if v := q.Get("stage"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return f, badParam("stage", fmt.Sprintf("%q is not a stage; stages are numbered from 1", v))
+			return f, badQuery("stage", fmt.Sprintf("%q is not a stage; stages are numbered from 1", v))
 		}
 		f.Stage = n
 	}
 	if v := q.Get("rollback"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return f, badParam("rollback", fmt.Sprintf("%q is not true or false", v))
+			return f, badQuery("rollback", fmt.Sprintf("%q is not true or false", v))
 		}
 		f.Rollback = &b
 	}

@@ -50,7 +50,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, p access.Pri
 	}
 	since := r.URL.Query().Get("since")
 	if since != "" && !events.ValidID(since) {
-		return notFoundFirst(r, svc, p, id, badParam("since", "is not an event id; pass the id of the last event you read (20 digits, a dash, 8 hex digits)"))
+		return notFoundFirst(r, svc, p, id, badQuery("since", "is not an event id; pass the id of the last event you read (20 digits, a dash, 8 hex digits)"))
 	}
 	pr, err := s.pageOf(r, p, eventPaging)
 	if err != nil {

@@ -143,6 +143,11 @@ func (s *Server) updateIssuer(w http.ResponseWriter, r *http.Request, p access.P
 	}
 	var is identity.Issuer
 	if err := decode(r, &is); err != nil {
+		// Another tenant's issuer answers 404 whatever the body, as every
+		// route answers for ids the caller may not see.
+		if _, gerr := s.identity.GetIssuer(r.Context(), p.Tenant, name); gerr != nil {
+			return issuerError(gerr)
+		}
 		return err
 	}
 	if is.Name == "" {

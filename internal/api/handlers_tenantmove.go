@@ -30,11 +30,11 @@ func (s *Server) getTenantExport(w http.ResponseWriter, r *http.Request, p acces
 	}
 	raw := r.URL.Query().Get("recipient")
 	if raw == "" {
-		return badParam("recipient", "is required: the base64url X25519 public key the export's secrets are sealed to (heddle tenant export makes one)")
+		return badQuery("recipient", "is required: the base64url X25519 public key the export's secrets are sealed to (heddle tenant export makes one)")
 	}
 	to, err := tenantmove.ParseRecipient(raw)
 	if err != nil {
-		return badParam("recipient", err.Error())
+		return badQuery("recipient", err.Error())
 	}
 	// A page's size is the export's own (tenantmove.MaxPageRecords and
 	// MaxPageBytes); the cursor is the walk's position, signed.

@@ -78,18 +78,21 @@ func usageQuery(r *http.Request, now time.Time) (usage.Query, error) {
 		if raw := v.Get(f.name); raw != "" {
 			t, err := time.Parse(time.RFC3339, raw)
 			if err != nil {
-				return q, badParam(f.name, fmt.Sprintf("%q is not a time; write it as RFC 3339, e.g. 2026-11-24T00:00:00Z", raw))
+				return q, badQuery(f.name, fmt.Sprintf("%q is not a time; write it as RFC 3339, e.g. 2026-11-24T00:00:00Z", raw))
 			}
 			*f.dst = t.UTC()
 		}
 	}
-	if q.From.IsZero() {
+	// Whether from was given, not whether it is the zero time: an explicit
+	// 0001-01-01T00:00:00Z is a range to refuse, not a request for the
+	// default week.
+	if v.Get("from") == "" {
 		q.From = q.To.Add(-7 * 24 * time.Hour)
 	}
 	if err := q.Check(); err != nil {
 		var p *usage.Problem
 		if errors.As(err, &p) {
-			return q, badParam(p.Field, p.Message)
+			return q, badQuery(p.Field, p.Message)
 		}
 		return q, err
 	}

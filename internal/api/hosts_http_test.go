@@ -172,6 +172,8 @@ func TestHostsRefusals(t *testing.T) {
 	// No such provider.
 	status, _ = b.do(t, b.acmeKey, http.MethodGet, "/v1/providers/nope/hosts", nil)
 	require.Equal(t, http.StatusNotFound, status)
+	// No hosts at all: required.
+	requireMissing(t, b.testBundle, b.acmeKey, http.MethodPost, "/v1/providers/{provider}/hosts", "/v1/providers/rack/hosts")
 	// Unknown fields and a bad body.
 	status, body = b.do(t, b.acmeKey, http.MethodPost, "/v1/providers/rack/hosts", `{"hosts":[{"id":"h0","addr":"x"}]}`)
 	require.Equal(t, http.StatusBadRequest, status, "%v", body)

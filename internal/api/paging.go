@@ -27,7 +27,7 @@ import (
 // cursor, or a position in a sorted view) with an HMAC over the tenant,
 // the route's path and its filters. A cursor changed by hand, taken from
 // another tenant, another collection or the same collection with other
-// filters is refused with a 400 on the field "cursor", before anything is
+// filters is refused with a 400 on the field "query.cursor", before anything is
 // read.
 
 // MaxAnswerBytes is the most any answer may carry: below the Lambda's 6 MB
@@ -84,7 +84,7 @@ func (s *Server) pageOf(r *http.Request, p access.Principal, pg Paging) (pageReq
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > pg.Max {
-			return pageRequest{}, badParam("limit", fmt.Sprintf("%q is not a page size; use 1 to %d", v, pg.Max))
+			return pageRequest{}, badQuery("limit", fmt.Sprintf("%q is not a page size; use 1 to %d", v, pg.Max))
 		}
 		pr.Limit = n
 	}
@@ -132,7 +132,7 @@ func writePage[T any](s *Server, w http.ResponseWriter, pr pageRequest, items []
 
 // errBadCursor is the answer to a cursor heddle did not make for this
 // listing; the store's own refusals (store.ErrBadCursor) read the same.
-var errBadCursor = badParam("cursor", "is not a cursor this listing returned; start again without it")
+var errBadCursor = badQuery("cursor", "is not a cursor this listing returned; start again without it")
 
 // cursorSigner seals and opens cursors with an HMAC key.
 type cursorSigner struct{ key []byte }
@@ -223,7 +223,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 			size, MaxAnswerBytes)
 		// ServeHTTP has set the request id on the answer already.
 		_ = json.NewEncoder(&buf).Encode(ErrorBody{Error: ErrorDetail{Status: status, Code: CodeAnswerTooLarge, Message: msg, RequestID: w.Header().Get("X-Request-Id"),
-			Details: []domain.Problem{{Field: "limit", Code: domain.CodeOutOfRange, Message: "ask for fewer items per page"}}}})
+			Details: []domain.Problem{{Field: "query.limit", Code: domain.CodeOutOfRange, Message: "ask for fewer items per page"}}}})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

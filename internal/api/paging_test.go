@@ -67,18 +67,18 @@ func TestCursorsAreSignedAndBoundToTenantAndCollection(t *testing.T) {
 	cases := []struct {
 		name, key, path, field string
 	}{
-		{"another tenant", b.otherKey, "/v1/users?limit=2&cursor=" + url.QueryEscape(cursor), "cursor"},
-		{"another collection", b.acmeKey, "/v1/users/ann/keys?limit=2&cursor=" + url.QueryEscape(cursor), "cursor"},
-		{"another filter", b.acmeKey, "/v1/clusters?all=true&cursor=" + url.QueryEscape(cursor), "cursor"},
-		{"changed by hand", b.acmeKey, "/v1/users?limit=2&cursor=" + forged, "cursor"},
-		{"a store cursor without the signature", b.acmeKey, "/v1/users?cursor=" + base64.RawURLEncoding.EncodeToString(raw[:len(raw)-cursorMACBytes]), "cursor"},
-		{"not base64", b.acmeKey, "/v1/users?cursor=%25%25", "cursor"},
-		{"huge", b.acmeKey, "/v1/users?cursor=" + strings.Repeat("A", maxCursorChars+1), "cursor"},
-		{"negative limit", b.acmeKey, "/v1/users?limit=-1", "limit"},
-		{"zero limit", b.acmeKey, "/v1/users?limit=0", "limit"},
-		{"huge limit", b.acmeKey, "/v1/users?limit=1000000", "limit"},
-		{"limit not a number", b.acmeKey, "/v1/users?limit=ten", "limit"},
-		{"entity limit over its max", b.acmeKey, "/v1/services?limit=201", "limit"},
+		{"another tenant", b.otherKey, "/v1/users?limit=2&cursor=" + url.QueryEscape(cursor), "query.cursor"},
+		{"another collection", b.acmeKey, "/v1/users/ann/keys?limit=2&cursor=" + url.QueryEscape(cursor), "query.cursor"},
+		{"another filter", b.acmeKey, "/v1/clusters?all=true&cursor=" + url.QueryEscape(cursor), "query.cursor"},
+		{"changed by hand", b.acmeKey, "/v1/users?limit=2&cursor=" + forged, "query.cursor"},
+		{"a store cursor without the signature", b.acmeKey, "/v1/users?cursor=" + base64.RawURLEncoding.EncodeToString(raw[:len(raw)-cursorMACBytes]), "query.cursor"},
+		{"not base64", b.acmeKey, "/v1/users?cursor=%25%25", "query.cursor"},
+		{"huge", b.acmeKey, "/v1/users?cursor=" + strings.Repeat("A", maxCursorChars+1), "query.cursor"},
+		{"negative limit", b.acmeKey, "/v1/users?limit=-1", "query.limit"},
+		{"zero limit", b.acmeKey, "/v1/users?limit=0", "query.limit"},
+		{"huge limit", b.acmeKey, "/v1/users?limit=1000000", "query.limit"},
+		{"limit not a number", b.acmeKey, "/v1/users?limit=ten", "query.limit"},
+		{"entity limit over its max", b.acmeKey, "/v1/services?limit=201", "query.limit"},
 	}
 	for _, c := range cases {
 		status, body := b.do(t, c.key, http.MethodGet, c.path, nil)

@@ -297,6 +297,7 @@ type route struct {
 }
 
 func (s *Server) wrap(rt route) http.Handler {
+	rules := rulesFor(rt)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(rt))
 		var p access.Principal
@@ -326,6 +327,14 @@ func (s *Server) wrap(rt route) http.Handler {
 				return
 			}
 		}
+		// After the caller is known (an anonymous probe learns nothing of a
+		// route's parameters) and before the handler: nothing it does runs
+		// on a request it would misread.
+		if err := rules.checkRawQuery(r.URL.RawQuery); err != nil {
+			s.writeError(w, r, s.clusterNotFoundFirst(r, rt, p, err))
+			return
+		}
+		r = withBodyRules(r, rules)
 		handle := rt.Handle
 		if idempotentRoutes[rt.Method+" "+rt.Path] {
 			handle = s.idempotent(handle)
@@ -383,8 +392,21 @@ func (s *Server) authenticate(r *http.Request) (access.Principal, error) {
 }
 
 // readBody reads the body and converts YAML to JSON when the content type
-// says YAML, so both go through the same strict decoder.
+// says YAML, so both go through the same strict decoder, and refuses one
+// that lacks a field its route's schema requires.
 func readBody(r *http.Request) ([]byte, error) {
+	body, err := readBodyJSON(r)
+	if err != nil {
+		return nil, err
+	}
+	if missing := missingFields(r, body); len(missing) > 0 {
+		return nil, badBody{missing}
+	}
+	return body, nil
+}
+
+// readBodyJSON is readBody without the check of required fields.
+func readBodyJSON(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return nil, err
@@ -410,17 +432,22 @@ func readBody(r *http.Request) ([]byte, error) {
 	return nil, newError(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, fmt.Sprintf("Content-Type %q is not accepted; send application/json or application/yaml", mt))
 }
 
-// decode reads the body strictly into v.
+// decode reads the body strictly into v; the problems of its shape and the
+// required fields it lacks are reported together.
 func decode(r *http.Request, v any) error {
-	body, err := readBody(r)
+	body, err := readBodyJSON(r)
 	if err != nil {
 		return err
 	}
+	missing := missingFields(r, body)
 	if err := domain.DecodeStrict(body, v); err != nil {
 		if ps, ok := err.(domain.Problems); ok {
-			return badBody{ps}
+			return badBody{append(ps, missing...)}
 		}
 		return err
+	}
+	if len(missing) > 0 {
+		return badBody{missing}
 	}
 	return nil
 }

@@ -105,11 +105,13 @@ func TestTenantExportImportRoutes(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, status, "%v", body)
 	status, body = src.do(t, src.acmeKey, http.MethodGet, "/v1/tenant/export", nil)
 	require.Equal(t, http.StatusBadRequest, status)
-	require.Equal(t, "recipient", body["error"].(map[string]any)["details"].([]any)[0].(map[string]any)["field"])
+	require.Equal(t, "query.recipient", body["error"].(map[string]any)["details"].([]any)[0].(map[string]any)["field"])
 	status, _ = src.do(t, src.acmeKey, http.MethodGet, "/v1/tenant/export?recipient=short", nil)
 	require.Equal(t, http.StatusBadRequest, status)
 	status, _ = src.exportPage(t, src.acmeKey, id, "bm90IGEgY3Vyc29y")
 	require.Equal(t, http.StatusBadRequest, status, "a cursor heddle did not sign")
+
+	requireMissing(t, src, src.acmeKey, http.MethodPost, "/v1/tenant/import", "/v1/tenant/import")
 
 	// A third deployment whose acme has another bob.
 	third := moveBundle(t)

@@ -134,7 +134,7 @@ func TestVerificationFindsHealthyDegradedFailingAndHangingChecks(t *testing.T) {
 
 	var e errorBody
 	require.Equal(t, http.StatusBadRequest, b.call(b.admin, "GET", "/v1/clusters/"+id+"/events?since=yesterday", nil, &e))
-	require.Equal(t, "since", e.Error.Details[0].Field)
+	require.Equal(t, "query.since", e.Error.Details[0].Field)
 	require.Equal(t, http.StatusNotFound, b.call(b.admin, "POST", "/v1/clusters/c-nope/verify", nil, nil))
 }
 

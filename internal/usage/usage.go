@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -140,15 +141,22 @@ func (q Query) Check() error {
 	if !q.From.Before(q.To) {
 		return &Problem{"to", fmt.Sprintf("%s is not after from (%s)", q.To.Format(time.RFC3339), q.From.Format(time.RFC3339))}
 	}
-	if n := q.buckets(); n > MaxBuckets[q.Step] {
+	if n := q.buckets(); n > int64(MaxBuckets[q.Step]) {
 		return &Problem{"from", fmt.Sprintf("the range holds %d %ss; a report holds at most %d (use step=day, or a shorter range)", n, q.Step, MaxBuckets[q.Step])}
 	}
 	return nil
 }
 
-func (q Query) buckets() int {
+// buckets counts q's buckets, the last one partial. A range longer than a
+// time.Duration holds (about 292 years, which To.Sub saturates at) is
+// counted in whole seconds, so that it is refused rather than wrapped
+// around to a small or negative count.
+func (q Query) buckets() int64 {
 	d := q.Step.duration()
-	return int((q.To.Sub(q.From) + d - 1) / d)
+	if span := q.To.Sub(q.From); span < math.MaxInt64-d {
+		return int64((span + d - 1) / d)
+	}
+	return (q.To.Unix()-q.From.Unix())/int64(d/time.Second) + 1
 }
 
 // Compute sums lifetimes into q's report. Pure: tests feed it a timeline.
@@ -157,7 +165,7 @@ func Compute(q Query, lifetimes []Lifetime, now time.Time) (Report, error) {
 		return Report{}, err
 	}
 	d := q.Step.duration()
-	n := q.buckets()
+	n := int(q.buckets())
 	r := Report{From: q.From, To: q.To, Step: q.Step, GroupBy: q.GroupBy, Buckets: make([]time.Time, n), Rows: []Row{}}
 	for i := range r.Buckets {
 		r.Buckets[i] = q.From.Add(time.Duration(i) * d)

@@ -62,6 +62,11 @@ func TestBadQueriesNameTheirField(t *testing.T) {
 		{Query{From: t0, To: t0.Add(32 * 24 * time.Hour), GroupBy: ByTenant, Step: Hour}, "from"},
 		{Query{From: t0, To: t0.Add(time.Hour), GroupBy: "colour", Step: Hour}, "groupBy"},
 		{Query{From: t0, To: t0.Add(time.Hour), GroupBy: ByTenant, Step: "week"}, "step"},
+		// Longer than a time.Duration holds: To.Sub saturates, and the count
+		// of buckets must not wrap around to a small one.
+		{Query{From: time.Time{}, To: time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), GroupBy: ByTenant, Step: Day}, "from"},
+		{Query{From: time.Time{}, To: t0, GroupBy: ByTenant, Step: Hour}, "from"},
+		{Query{From: t0.AddDate(-300, 0, 0), To: t0, GroupBy: ByTenant, Step: Day}, "from"},
 	} {
 		_, err := Compute(tc.q, nil, t0)
 		var p *Problem
