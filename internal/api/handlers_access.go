@@ -291,6 +291,12 @@ func (s *Server) setUserRole(w http.ResponseWriter, r *http.Request, p access.Pr
 	if err != nil {
 		return err
 	}
+	// The user is read first: another tenant's user answers 404 before
+	// any 400 of the body, so its names cannot be probed.
+	cur, err := s.access.GetUser(r.Context(), p.Tenant, name)
+	if err != nil {
+		return err
+	}
 	var req SetRoleRequest
 	if err := decode(r, &req); err != nil {
 		return err
@@ -301,10 +307,6 @@ func (s *Server) setUserRole(w http.ResponseWriter, r *http.Request, p access.Pr
 	if name == p.User {
 		// An admin who demotes themselves may leave the tenant with none.
 		return newError(http.StatusConflict, CodeConflict, "you cannot change your own role; ask another admin")
-	}
-	cur, err := s.access.GetUser(r.Context(), p.Tenant, name)
-	if err != nil {
-		return err
 	}
 	if !p.Role.AtLeast(cur.Role) {
 		return errForbidden
