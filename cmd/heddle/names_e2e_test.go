@@ -49,8 +49,8 @@ func (s *server) createQuick(key, name string) (cluster, job string) {
 
 // TestClustersByNameAndLatestJob: every cluster argument takes a name or
 // an id; an id wins over another cluster's name spelled the same, and
-// stderr says which was used; two live clusters of one name are refused
-// with their ids; JOB takes latest; usage by cluster shows names.
+// stderr says which was used; a second live cluster of one name is refused
+// at its create; JOB takes latest; usage by cluster shows names.
 func TestClustersByNameAndLatestJob(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
@@ -73,18 +73,17 @@ func TestClustersByNameAndLatestJob(t *testing.T) {
 	require.Regexp(t, `(?m)^name\s+s1$`, r.stdout)
 	require.Contains(t, r.stderr, `is the id of cluster `+id+` (s1) and the name of `+other+`; using the cluster with that id`)
 
-	// Two live clusters of one name: refused, naming both.
-	second, _ := s.createQuick(admin, "s1")
-	r = s.cli(admin, "clusters", "show", "s1")
+	// Names are unique among live clusters: a second s1 is refused.
+	r = s.cli(admin, "clusters", "create", "s1", "--template", "quick", "--size", "1")
 	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, `2 live clusters are named "s1"`)
-	require.Contains(t, r.stderr, second)
+	require.Contains(t, r.stderr, "cluster "+id+" is named s1")
 	r = s.cli(admin, "clusters", "show", "nothing-here")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, `no cluster has the id or the name "nothing-here"`)
 
-	// Deleting one by its id leaves the name to the other.
+	// Deleting s1 by its id frees the name for another cluster.
 	s.must(admin, "clusters", "delete", id, "--wait")
+	second, _ := s.createQuick(admin, "s1")
 	require.Regexp(t, `(?m)^id\s+`+second+`$`, s.must(admin, "clusters", "show", "s1"))
 	require.Empty(t, s.cli(admin, "clusters", "show", "s1").stderr, "no clash, nothing said")
 

@@ -378,7 +378,7 @@ func TestRefusalsExplainThemselvesAndChangeNothing(t *testing.T) {
 	}{
 		{"too small for the template", map[string]any{"name": "x", "template": "web", "size": 1}, 422, "", "2"},
 		{"no such template", map[string]any{"name": "x", "template": "nope", "size": 3}, 422, "validation_failed", "nope"},
-		{"quota", map[string]any{"name": "x", "template": "web", "size": 5}, 409, "quota_exceeded", "maxNodes is 4"},
+		{"quota", map[string]any{"name": "x", "template": "web", "size": 5}, 409, "quota_exceeded", "maxNodes allows 4"},
 		{"unknown field", map[string]any{"name": "x", "template": "web", "size": 3, "colour": "red"}, 400, "invalid_body", "colour"},
 		{"a lease longer than the template allows", map[string]any{"name": "x", "template": "web", "size": 3, "lease": "48h"}, 422, "validation_failed", "24h"},
 	}

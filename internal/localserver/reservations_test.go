@@ -81,7 +81,7 @@ func TestAVetoedExpandRetriedCannotBypassTheQuota(t *testing.T) {
 	require.Equal(t, http.StatusConflict, b.call(b.admin, "POST", "/v1/clusters/"+id+"/expand", map[string]any{"count": 1}, &e))
 	require.Equal(t, "quota_exceeded", e.Error.Code)
 	require.Equal(t, "quota.maxNodes", e.Error.Details[0].Field)
-	require.Contains(t, e.Error.Message, "maxNodes is 3 nodes; 3 are in use and this asks for 1 more")
+	require.Contains(t, e.Error.Message, "maxNodes allows 3 nodes; 3 are in use and this asks for 1 more")
 
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "DELETE", "/v1/clusters/"+id, nil, nil))
 	b.settleTo(b.admin, id, "TERMINATED")
