@@ -46,6 +46,7 @@ func newClustersCommand(a *app) *cobra.Command {
 		newClustersExtendCommand(a),
 		newClustersManageCommand(a),
 		newClustersVerifyCommand(a),
+		newClustersDriftCommand(a),
 		newClustersEventsCommand(a),
 	)
 	return cmd
@@ -392,6 +393,7 @@ func printCluster(w io.Writer, v *cluster.View, now time.Time) {
 	}
 	_ = tw.Flush()
 	printHealth(w, v.Health)
+	printDrift(w, v.Drift)
 	fmt.Fprintln(w)
 	if len(v.Nodes) == 0 {
 		fmt.Fprintln(w, "no nodes")

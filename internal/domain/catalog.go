@@ -101,6 +101,10 @@ const (
 	ActionRemove     Action = "remove"
 	ActionCheck      Action = "check"
 	ActionDelete     Action = "delete"
+	// ActionProbe is a drift check's look at one node: is the machine
+	// there, does it answer with its pinned host key, has it rebooted. No
+	// service defines it; heddle carries it out itself.
+	ActionProbe Action = "probe"
 )
 
 // ServiceActions are the actions a service may define, in lifecycle order.

@@ -405,10 +405,10 @@ var (
 	jobStatuses     = []JobStatus{JobPending, JobRunning, JobPaused, JobSucceeded, JobFailed, JobAborted, JobFailing, JobRollingBack}
 	taskStatuses    = []TaskStatus{TaskBlocked, TaskReady, TaskRunning, TaskSucceeded, TaskFailed, TaskCanceled}
 	operations      = []Operation{OpCreate, OpDelete, OpExpand, OpShrink, OpReconfigure, OpAddServices, OpRemoveServices,
-		OpStartServices, OpStopServices, OpRestartServices, OpRollingRestart, OpSyncTemplate, OpRollback, OpVerify}
+		OpStartServices, OpStopServices, OpRestartServices, OpRollingRestart, OpSyncTemplate, OpRollback, OpVerify, OpDrift}
 	// taskActions are the actions a work task may carry: the node-level ones
 	// and every service action.
-	taskActions = append([]Action{ActionCreate, ActionConfirm, ActionBootstrap, ActionDelete}, ServiceActions...)
+	taskActions = append([]Action{ActionCreate, ActionConfirm, ActionBootstrap, ActionDelete, ActionProbe}, ServiceActions...)
 )
 
 // enum reports value at field unless it is one of known; what names the kind

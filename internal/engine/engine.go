@@ -60,6 +60,12 @@ type Result struct {
 	// succeeds as a task, so the verification goes on to its end.
 	Health domain.CheckStatus
 	Note   string
+	// Drift is a probe's finding about its node (empty: none; see
+	// probeResult).
+	Drift domain.DriftKind
+	// Digest is what a configure applied, as provision.ConfigDigest
+	// computes it: recorded in the node's service state at the job's end.
+	Digest string
 }
 
 // NodeFacts are node properties an executor reports. Empty fields leave the

@@ -126,6 +126,12 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 				return fmt.Errorf("summing up verification %s: %w", jobID, err)
 			}
 		}
+		var drift *domain.ClusterDrift
+		if job.Operation == domain.OpDrift {
+			if drift, err = e.driftOf(ctx, tenant, job, now, c.Drift); err != nil {
+				return fmt.Errorf("summing up drift check %s: %w", jobID, err)
+			}
+		}
 		job.Status, job.EndedAt = final, now
 		if final == domain.JobSucceeded {
 			job.TaskDone = job.TaskTotal
@@ -149,6 +155,10 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 			if health != nil {
 				c.Health = health
 				ops = append(ops, verifiedEvent(tenant, cluster, health))
+			}
+			if drift != nil {
+				c.Drift = drift
+				ops = append(ops, driftEvent(tenant, cluster, drift))
 			}
 			next := clusterItem(tenant, c)
 			ch := store.Changes{Data: next.Data, Status: &next.Status, Index: next.Index, ClearIndex: next.Index == nil}

@@ -1,0 +1,138 @@
+package domain
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// DriftKind names one way a cluster's reality differs from heddle's record.
+type DriftKind string
+
+const (
+	// Node drift, found by a probe of the node.
+	DriftUnreachable    DriftKind = "unreachable"    // no SSH answer at the recorded address
+	DriftHostKeyChanged DriftKind = "hostKeyChanged" // it answers with another host key than the pinned one: reported, never trusted
+	DriftRebooted       DriftKind = "rebooted"       // its boot id differs from the one recorded at its first probe
+	DriftMachineGone    DriftKind = "machineGone"    // the provider no longer has the machine (terminated)
+	DriftMachineStopped DriftKind = "machineStopped" // the provider has it, stopped
+	// Service drift, found by the service's check action.
+	DriftServiceDown    DriftKind = "serviceDown"    // recorded running, its check fails
+	DriftServiceRunning DriftKind = "serviceRunning" // recorded stopped, its check passes
+	// Config drift, found without contacting the node.
+	DriftConfigStale DriftKind = "configStale" // its last applied configuration differs from what the cluster renders now
+)
+
+// DriftKinds lists every kind, node kinds first.
+var DriftKinds = []DriftKind{DriftUnreachable, DriftHostKeyChanged, DriftRebooted, DriftMachineGone, DriftMachineStopped,
+	DriftServiceDown, DriftServiceRunning, DriftConfigStale}
+
+// NodeLevel reports whether k is about the machine rather than one service.
+func (k DriftKind) NodeLevel() bool {
+	switch k {
+	case DriftUnreachable, DriftHostKeyChanged, DriftRebooted, DriftMachineGone, DriftMachineStopped:
+		return true
+	}
+	return false
+}
+
+// MaxDriftFindings bounds ClusterDrift.Findings: the cluster item stays
+// small whatever the cluster's size; the drift job's tasks hold every
+// probe's and check's result.
+const MaxDriftFindings = 50
+
+// ClusterDrift is what the latest drift check of a cluster found.
+type ClusterDrift struct {
+	JobID string    `json:"jobId"`
+	At    time.Time `json:"at"`
+	// Drifted is how many nodes differ from heddle's record in any way.
+	Drifted int `json:"drifted"`
+	// Nodes is how many nodes the check looked at.
+	Nodes int `json:"nodes"`
+	// Counts holds how many findings of each kind there were.
+	Counts map[DriftKind]int `json:"counts,omitempty"`
+	// Findings lists up to MaxDriftFindings of them, by node.
+	Findings []DriftFinding `json:"findings,omitempty"`
+}
+
+// DriftFinding is one difference on one node (and service, for service and
+// config drift).
+type DriftFinding struct {
+	Node    string    `json:"node"`
+	Service string    `json:"service,omitempty"`
+	Kind    DriftKind `json:"kind"`
+	// Detail says what was seen (bounded to MaxStateMessage bytes).
+	Detail string `json:"detail,omitempty"`
+	// Since is when a drift check first found it: a finding the previous
+	// check also found keeps that check's time.
+	Since time.Time `json:"since"`
+}
+
+// SumDrift builds a cluster's drift record from the findings of one check
+// of nodes nodes: findings a node-level finding explains (the services of
+// an unreachable node fail their checks too) are dropped, each keeps the
+// Since of the same finding in prev, and the list is sorted and bounded.
+func SumDrift(jobID string, at time.Time, nodes int, findings []DriftFinding, prev *ClusterDrift) *ClusterDrift {
+	down := map[string]bool{}
+	for _, f := range findings {
+		if f.Kind.NodeLevel() && f.Kind != DriftRebooted {
+			down[f.Node] = true
+		}
+	}
+	since := map[string]time.Time{}
+	if prev != nil {
+		for _, f := range prev.Findings {
+			since[f.key()] = f.Since
+		}
+	}
+	d := &ClusterDrift{JobID: jobID, At: at, Nodes: nodes, Counts: map[DriftKind]int{}}
+	drifted := map[string]bool{}
+	kept := []DriftFinding{}
+	for _, f := range findings {
+		if down[f.Node] && !f.Kind.NodeLevel() {
+			continue
+		}
+		if t, ok := since[f.key()]; ok && !t.IsZero() {
+			f.Since = t
+		} else {
+			f.Since = at
+		}
+		if len(f.Detail) > MaxStateMessage {
+			f.Detail = strings.ToValidUTF8(f.Detail[:MaxStateMessage], "")
+		}
+		d.Counts[f.Kind]++
+		drifted[f.Node] = true
+		kept = append(kept, f)
+	}
+	slices.SortStableFunc(kept, func(a, b DriftFinding) int {
+		return strings.Compare(a.Node+"\x00"+a.Service+"\x00"+string(a.Kind), b.Node+"\x00"+b.Service+"\x00"+string(b.Kind))
+	})
+	if len(kept) > MaxDriftFindings {
+		kept = kept[:MaxDriftFindings]
+	}
+	if len(kept) > 0 {
+		d.Findings = kept
+	}
+	d.Drifted = len(drifted)
+	return d
+}
+
+func (f DriftFinding) key() string { return f.Node + "\x00" + f.Service + "\x00" + string(f.Kind) }
+
+// DriftedNodes lists the nodes of d's findings that have one of kinds (any
+// kind when none is given), in order, once each.
+func (d *ClusterDrift) DriftedNodes(kinds ...DriftKind) []string {
+	if d == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range d.Findings {
+		if len(kinds) > 0 && !slices.Contains(kinds, f.Kind) {
+			continue
+		}
+		if !slices.Contains(out, f.Node) {
+			out = append(out, f.Node)
+		}
+	}
+	return out
+}

@@ -1,0 +1,218 @@
+package localserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/demotest"
+)
+
+type driftView struct {
+	JobID    string         `json:"jobId"`
+	Drifted  int            `json:"drifted"`
+	Nodes    int            `json:"nodes"`
+	Counts   map[string]int `json:"counts"`
+	Findings []struct {
+		Node    string    `json:"node"`
+		Service string    `json:"service"`
+		Kind    string    `json:"kind"`
+		Detail  string    `json:"detail"`
+		Since   time.Time `json:"since"`
+	} `json:"findings"`
+}
+
+// kinds is the findings as "node service kind" lines.
+func (d driftView) kinds() []string {
+	var out []string
+	for _, f := range d.Findings {
+		out = append(out, strings.TrimSpace(f.Node+" "+f.Service)+" "+f.Kind)
+	}
+	return out
+}
+
+// driftAfter waits until the cluster's drift report comes from a job other
+// than previous and no job holds the cluster, and returns it.
+func (b *bundle) driftAfter(id, previous string) driftView {
+	b.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		var c struct {
+			ActiveJobID string     `json:"activeJobId"`
+			Drift       *driftView `json:"drift"`
+		}
+		require.Equal(b.t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id, nil, &c))
+		if c.Drift != nil && c.Drift.JobID != previous && c.ActiveJobID == "" {
+			return *c.Drift
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("cluster %s: no drift check ended after %q", id, previous)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// localNode is a local node's directory and what its node.json says.
+type localNode struct {
+	dir    string
+	tenant string
+}
+
+// localNodes maps the node ids of the server's local nodes to their
+// directories.
+func localNodes(t *testing.T, dataDir string) map[string]localNode {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dataDir, "nodes", "nodes", "*", "node.json"))
+	require.NoError(t, err)
+	out := map[string]localNode{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var st struct {
+			Tenant string `json:"tenant"`
+			NodeID string `json:"nodeId"`
+		}
+		require.NoError(t, json.Unmarshal(data, &st))
+		out[st.NodeID] = localNode{dir: filepath.Dir(f), tenant: st.Tenant}
+	}
+	return out
+}
+
+func setupInDir(t *testing.T) (*bundle, string) {
+	t.Helper()
+	b := &bundle{t: t, super: access.NewKeySecret()}
+	dir := t.TempDir()
+	srv, err := Start(context.Background(), Config{
+		DataDir: dir, Listen: "127.0.0.1:0", BootstrapKey: b.super, Version: "test",
+		Logger: testLogger(), JanitorPeriod: 200 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		demotest.KillProcessesUnder(dir)
+	})
+	b.srv = srv
+	return b, dir
+}
+
+// TestDriftFindsStoppedServicesDeadNodesAndStaleConfig: a clean cluster
+// reports no drift; then a reconfigure of one service with a new config
+// leaves the other's configuration stale on every node, a service stopped
+// by hand fails its check on its node, and a node whose machine died is
+// unreachable (its services' failures are not reported again).
+func TestDriftFindsStoppedServicesDeadNodesAndStaleConfig(t *testing.T) {
+	t.Parallel()
+	b, dir := setupInDir(t)
+	b.admin = demotest.TenantWithCatalog(t, b.srv.URL(), b.super, "acme", 10, "../../docs/examples/drift-catalog.yaml")
+
+	var created result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters",
+		map[string]any{"name": "drifty", "template": "drift", "size": 3}, &created))
+	id := created.Cluster.ID
+	v := b.settleTo(b.admin, id, "ACTIVE")
+	require.Len(t, v.Nodes, 3)
+	// The create made a verification due (web has a check): let it end, so
+	// the drift check finds the cluster free.
+	require.Equal(t, "GREEN", b.healthAfter(id, "").Status)
+
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/drift", nil, nil))
+	clean := b.driftAfter(id, "")
+	require.Equal(t, 0, clean.Drifted, "nothing differs yet: %v", clean.kinds())
+	require.Equal(t, 3, clean.Nodes)
+	evs := b.events(id, "")
+	require.Equal(t, "cluster.drift", evs[len(evs)-1].Type)
+	require.Equal(t, "clean", evs[len(evs)-1].Status)
+
+	// A new config applied to cache alone: web's configuration is stale.
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/reconfigure",
+		map[string]any{"services": []string{"cache"}, "config": map[string]any{"size": 2}}, nil))
+	b.settleTo(b.admin, id, "ACTIVE")
+	var nv struct {
+		Items []struct {
+			ID            string `json:"id"`
+			ServiceStates map[string]struct {
+				Config string `json:"config"`
+			} `json:"serviceStates"`
+		} `json:"items"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id+"/nodes", nil, &nv))
+	for _, n := range nv.Items {
+		require.NotEmpty(t, n.ServiceStates["web"].Config, "node %s records what web's configure applied", n.ID)
+		require.NotEmpty(t, n.ServiceStates["cache"].Config)
+		require.NotEqual(t, n.ServiceStates["web"].Config, n.ServiceStates["cache"].Config)
+	}
+
+	// web stopped by hand on the first node; the second node's machine dies.
+	nodes := localNodes(t, dir)
+	stopped, dead, fine := v.Nodes[0].ID, v.Nodes[1].ID, v.Nodes[2].ID
+	pid, err := os.ReadFile(filepath.Join(nodes[stopped].dir, "home", "web", "pid"))
+	require.NoError(t, err)
+	n, err := strconv.Atoi(strings.TrimSpace(string(pid)))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(n, syscall.SIGKILL))
+	require.NoError(t, b.srv.local.Crash(nodes[dead].tenant, id, dead))
+
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/drift", nil, nil))
+	d := b.driftAfter(id, clean.JobID)
+	want := []string{
+		stopped + " web configStale", stopped + " web serviceDown",
+		dead + " unreachable",
+		fine + " web configStale",
+	}
+	if !assertKinds(t, want, d.kinds()) {
+		var raw json.RawMessage
+		b.call(b.admin, "GET", "/v1/clusters/"+id+"/jobs/"+d.JobID+"/tasks", nil, &raw)
+		var nv json.RawMessage
+		b.call(b.admin, "GET", "/v1/clusters/"+id+"/nodes", nil, &nv)
+		t.Fatalf("tasks: %s\nnodes: %s", raw, nv)
+	}
+	require.Equal(t, 3, d.Drifted)
+	require.Equal(t, map[string]int{"configStale": 2, "serviceDown": 1, "unreachable": 1}, d.Counts)
+	for _, f := range d.Findings {
+		require.NotEmpty(t, f.Detail, "%+v says what was seen", f)
+		require.False(t, f.Since.IsZero())
+	}
+	last := b.events(id, "")
+	require.Equal(t, "cluster.drift", last[len(last)-1].Type)
+	require.Equal(t, "drifted", last[len(last)-1].Status)
+	require.Equal(t, 1, last[len(last)-1].Counts["unreachable"])
+
+	// Found again, a finding keeps the time it was first seen.
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/drift", nil, nil))
+	again := b.driftAfter(id, d.JobID)
+	require.ElementsMatch(t, want, again.kinds())
+	for i := range again.Findings {
+		require.True(t, again.Findings[i].Since.Equal(d.Findings[i].Since), "%+v keeps its first time", again.Findings[i])
+	}
+	require.Equal(t, http.StatusNotFound, b.call(b.admin, "POST", "/v1/clusters/c-nope/drift", nil, nil))
+}
+
+func assertKinds(t *testing.T, want, got []string) bool {
+	return len(want) == len(got) && func() bool {
+		m := map[string]int{}
+		for _, w := range want {
+			m[w]++
+		}
+		for _, g := range got {
+			m[g]--
+		}
+		for _, n := range m {
+			if n != 0 {
+				return false
+			}
+		}
+		return true
+	}()
+}
