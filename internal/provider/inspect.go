@@ -9,6 +9,9 @@ const (
 	MachineRunning MachineState = "running" // there, and running (or starting)
 	MachineStopped MachineState = "stopped" // there, stopped or stopping
 	MachineGone    MachineState = "gone"    // terminated, or unknown to the provider
+	// MachineUnknown: the provider cannot say now (its API throttled or
+	// paced the call); the probe goes on over SSH alone.
+	MachineUnknown MachineState = "unknown"
 )
 
 // Inspector is what a provider may also implement: one look at a node's
