@@ -89,6 +89,9 @@ func Build(p Parts) (*Services, error) {
 	ecfg.Verify = func(ctx context.Context, tenant string, c domain.Cluster) error {
 		return clusters.VerifyDue(ctx, tenant, c)
 	}
+	ecfg.Drift = func(ctx context.Context, tenant string, c domain.Cluster) error {
+		return clusters.DriftDue(ctx, tenant, c)
+	}
 	var exec *lateExecutor
 	var executor engine.Executor
 	if p.Automators != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/domain"
@@ -21,7 +23,7 @@ import (
 //
 // Asked while a drift check of the cluster runs, it answers that one.
 func (s *Service) Drift(ctx context.Context, p access.Principal, id string) (*Result, error) {
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.loadLive(ctx, p, id, driftBlocks)
 	if errors.Is(err, engine.ErrClusterBusy) {
 		if c, cerr := s.visible(ctx, p, id); cerr == nil && c.ActiveJobID != "" {
 			if job, jerr := s.cfg.Engine.Job(ctx, p.Tenant, id, c.ActiveJobID); jerr == nil && job.Operation == domain.OpDrift {
@@ -48,7 +50,7 @@ func (s *Service) Drift(ctx context.Context, p access.Principal, id string) (*Re
 	if err != nil {
 		return nil, err
 	}
-	stale, err := s.configDrift(ctx, p.Tenant, l, active)
+	stale, err := s.configDrift(ctx, p.Tenant, l, active, domain.MaxDriftFindings)
 	if err != nil {
 		return nil, err
 	}
@@ -71,9 +73,9 @@ func (s *Service) Drift(ctx context.Context, p access.Principal, id string) (*Re
 // digest their configure recorded) differs from what the cluster's
 // definition renders for them now, with the layout the macros read now. A
 // service whose configure recorded no digest (configured before heddle
-// recorded them) is not known to differ. At most domain.MaxDriftFindings
-// are kept; the job's end bounds the total again.
-func (s *Service) configDrift(ctx context.Context, tenant string, l *live, active []domain.Node) ([]domain.DriftFinding, error) {
+// recorded them) is not known to differ. At most limit findings are kept
+// (0: all); a drift check's end bounds the total again.
+func (s *Service) configDrift(ctx context.Context, tenant string, l *live, active []domain.Node, limit int) ([]domain.DriftFinding, error) {
 	var spec *provision.ClusterSpec
 	var layout *macros.Layout
 	var out []domain.DriftFinding
@@ -101,7 +103,7 @@ func (s *Service) configDrift(ctx context.Context, tenant string, l *live, activ
 			if err != nil {
 				return nil, fmt.Errorf("cluster %s: rendering the configuration of service %s on node %s: %w", l.c.ID, name, n.ID, err)
 			}
-			if now != applied && len(out) < domain.MaxDriftFindings {
+			if now != applied && (limit == 0 || len(out) < limit) {
 				out = append(out, domain.DriftFinding{Node: n.ID, Service: name, Kind: domain.DriftConfigStale,
 					Detail: fmt.Sprintf("applied %s, the cluster's definition renders %s", applied, now)})
 			}
@@ -117,7 +119,98 @@ func (s *Service) DriftDue(ctx context.Context, tenant string, c domain.Cluster)
 	_, err := s.Drift(ctx, p, c.ID)
 	var se *StateError
 	if errors.As(err, &se) {
-		return fmt.Errorf("%w: %v", engine.ErrNothingToVerify, err)
+		return fmt.Errorf("%w: %v", engine.ErrNothingToCheck, err)
 	}
 	return err
+}
+
+// withDriftDefault is the template a cluster records: with its drift
+// period made explicit, the provider type's default when the template sets
+// none (the engine schedules from the cluster's record alone). The catalog's
+// template is not changed.
+func withDriftDefault(t *domain.ClusterTemplate, providerType string) *domain.ClusterTemplate {
+	if t == nil || t.Administration.DriftEvery != nil {
+		return t
+	}
+	out := *t
+	every := domain.DefaultDriftEvery(providerType)
+	out.Administration.DriftEvery = &every
+	return &out
+}
+
+// driftYieldWait bounds how long an operation waits for the drift check it
+// ended to let go of the cluster: a probe is one short SSH command, so the
+// running ones end in moments; one cut at its timeout would hold the lock
+// longer, and the operation is then refused as busy like any other.
+const driftYieldWait = 10 * time.Second
+
+// endDriftCheck aborts the drift check that holds c, if that is what holds
+// it, and waits until its end released the lock; it returns the cluster
+// as it is then. Any other job is left alone (the caller reports it busy).
+// preview (a dry run) aborts nothing: it answers the cluster as if the
+// check did not hold it, since a preview submits nothing.
+func (s *Service) endDriftCheck(ctx context.Context, p access.Principal, c domain.Cluster, preview bool) (domain.Cluster, error) {
+	job, err := s.cfg.Engine.Job(ctx, p.Tenant, c.ID, c.ActiveJobID)
+	if err != nil || job.Operation != domain.OpDrift {
+		return c, nil
+	}
+	if preview {
+		c.ActiveJobID = ""
+		return c, nil
+	}
+	err = s.cfg.Engine.Abort(ctx, p.Tenant, c.ID, job.ID, p.User+"'s operation, which a drift check never holds up")
+	if err != nil && !errors.Is(err, engine.ErrJobState) {
+		return c, err
+	}
+	s.log.InfoContext(ctx, "a drift check yields to an operation", "tenant", p.Tenant, "cluster", c.ID, "job", job.ID, "by", p.User)
+	deadline := time.Now().Add(driftYieldWait)
+	for {
+		now, err := s.cfg.Engine.Cluster(ctx, p.Tenant, c.ID)
+		if err != nil {
+			return c, err
+		}
+		if now.ActiveJobID != job.ID || time.Now().After(deadline) {
+			return now, nil
+		}
+		select {
+		case <-ctx.Done():
+			return now, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// staleNodes are the active nodes on which a service (one of services,
+// when given) applied a configuration other than what the cluster's
+// definition renders now, found from the record as a drift check finds
+// them, in Num order.
+func (s *Service) staleNodes(ctx context.Context, tenant string, l *live, services []string) ([]domain.Node, error) {
+	var active []domain.Node
+	for _, n := range l.nodes {
+		if n.Status == domain.NodeActive {
+			active = append(active, n)
+		}
+	}
+	stale, err := s.configDrift(ctx, tenant, l, active, 0)
+	if err != nil {
+		return nil, err
+	}
+	hit := map[string]bool{}
+	for _, f := range stale {
+		if len(services) == 0 || slices.Contains(services, f.Service) {
+			hit[f.Node] = true
+		}
+	}
+	var out []domain.Node
+	for _, n := range active {
+		if hit[n.ID] {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		// Bad input changes nothing, and says why.
+		return nil, domain.Problems{{Field: "staleOnly", Code: domain.CodeConflict, Message: fmt.Sprintf(
+			"no node of cluster %s has a stale configuration: what every configure applied matches what the cluster renders now; leave out staleOnly to act on every node", l.c.ID)}}
+	}
+	return out, nil
 }

@@ -23,10 +23,36 @@ type live struct {
 	specVersion int64 // the condition for replacing the spec (sync)
 }
 
-func (s *Service) loadLive(ctx context.Context, p access.Principal, id string) (*live, error) {
+// driftHold is what an operation does about a drift check that holds the
+// cluster (invariant 15: a read-only job heddle started never refuses a
+// user).
+type driftHold int
+
+const (
+	driftBlocks  driftHold = iota // a drift check or a verification: busy, as for any job
+	driftEnds                     // a user's operation: the drift check ends first
+	driftIgnored                  // a dry run: previewed as if the check were not there, which it leaves running
+)
+
+// yieldFor is the driftHold of a user's operation.
+func yieldFor(dryRun bool) driftHold {
+	if dryRun {
+		return driftIgnored
+	}
+	return driftEnds
+}
+
+// loadLive reads the cluster for an operation; hold says what a drift
+// check that holds it does to the operation.
+func (s *Service) loadLive(ctx context.Context, p access.Principal, id string, hold driftHold) (*live, error) {
 	c, err := s.visible(ctx, p, id)
 	if err != nil {
 		return nil, err
+	}
+	if hold != driftBlocks && c.ActiveJobID != "" && !c.Status.Terminal() {
+		if c, err = s.endDriftCheck(ctx, p, c, hold == driftIgnored); err != nil {
+			return nil, err
+		}
 	}
 	if c.Status.Terminal() {
 		return nil, &StateError{Cluster: id, Status: c.Status, Reason: "it was deleted; create a new cluster"}
@@ -131,7 +157,7 @@ type DeleteRequest struct {
 
 // Delete submits the cluster's delete job.
 func (s *Service) Delete(ctx context.Context, p access.Principal, id string, req DeleteRequest, dryRun bool) (*Result, error) {
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.loadLive(ctx, p, id, yieldFor(dryRun))
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +183,7 @@ type ExpandRequest struct {
 // Expand adds nodes that mirror the cluster's layouts; existing nodes only
 // reconfigure what refers to the services that grew.
 func (s *Service) Expand(ctx context.Context, p access.Principal, id string, req ExpandRequest, dryRun bool) (*Result, error) {
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.loadLive(ctx, p, id, yieldFor(dryRun))
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +219,7 @@ type ShrinkRequest struct {
 // forced), the remaining nodes reconfigure what referred to them, and they
 // are deleted.
 func (s *Service) Shrink(ctx context.Context, p access.Principal, id string, req ShrinkRequest, dryRun bool) (*Result, error) {
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.loadLive(ctx, p, id, yieldFor(dryRun))
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +246,9 @@ type ReconfigureRequest struct {
 	Services []string        `json:"services,omitempty"`
 	Config   json.RawMessage `json:"config,omitempty"`
 	Restart  bool            `json:"restart,omitempty"`
+	// StaleOnly acts on the nodes whose applied configuration of a
+	// (selected) service differs from what the cluster renders now.
+	StaleOnly bool `json:"staleOnly,omitempty"`
 }
 
 // Reconfigure submits a reconfigure job.
@@ -230,7 +259,7 @@ func (s *Service) Reconfigure(ctx context.Context, p access.Principal, id string
 			return nil, domain.Problems{{Field: "config", Code: domain.CodeWrongType, Message: "must be a JSON object"}}
 		}
 	}
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.loadLive(ctx, p, id, yieldFor(dryRun))
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +268,16 @@ func (s *Service) Reconfigure(ctx context.Context, p access.Principal, id string
 	}
 	op := operation{req: planner.Request{Operation: domain.OpReconfigure, Selected: req.Services, Restart: req.Restart}}
 	if len(req.Config) > 0 {
+		if req.StaleOnly {
+			return nil, domain.Problems{{Field: "staleOnly", Code: domain.CodeConflict,
+				Message: "a new config makes every node stale; leave out staleOnly to apply it everywhere, or config to bring only the stale nodes up to date"}}
+		}
 		op.edit = func(c *domain.Cluster) { c.Config = req.Config }
+	}
+	if req.StaleOnly {
+		if op.req.Old, err = s.staleNodes(ctx, p.Tenant, l, req.Services); err != nil {
+			return nil, err
+		}
 	}
 	return s.run(ctx, p, l, op, dryRun)
 }
@@ -249,6 +287,9 @@ func (s *Service) Reconfigure(ctx context.Context, p access.Principal, id string
 type ServiceActionRequest struct {
 	Services  []string `json:"services,omitempty"`
 	BatchSize int      `json:"batchSize,omitempty"`
+	// StaleOnly acts on the nodes whose applied configuration of a
+	// (selected) service differs from what the cluster renders now.
+	StaleOnly bool `json:"staleOnly,omitempty"`
 }
 
 // ServiceAction runs start, stop, restart or rolling-restart.
@@ -261,14 +302,20 @@ func (s *Service) ServiceAction(ctx context.Context, p access.Principal, id stri
 	if req.BatchSize < 0 {
 		return nil, domain.Problems{{Field: "batchSize", Code: domain.CodeOutOfRange, Message: "a batch is at least one node"}}
 	}
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.loadLive(ctx, p, id, yieldFor(dryRun))
 	if err != nil {
 		return nil, err
 	}
 	if err := knownServices(l, req.Services, "services"); err != nil {
 		return nil, err
 	}
-	return s.run(ctx, p, l, operation{req: planner.Request{Operation: op, Selected: req.Services, BatchSize: req.BatchSize}}, dryRun)
+	o := operation{req: planner.Request{Operation: op, Selected: req.Services, BatchSize: req.BatchSize}}
+	if req.StaleOnly {
+		if o.req.Old, err = s.staleNodes(ctx, p.Tenant, l, req.Services); err != nil {
+			return nil, err
+		}
+	}
+	return s.run(ctx, p, l, o, dryRun)
 }
 
 func knownServices(l *live, names []string, field string) error {

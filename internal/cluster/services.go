@@ -26,7 +26,7 @@ type AddServicesRequest struct {
 // cluster was built (or last synced) with; sync the cluster to take newer
 // ones from the catalog.
 func (s *Service) AddServices(ctx context.Context, p access.Principal, id string, req AddServicesRequest, dryRun bool) (*Result, error) {
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.loadLive(ctx, p, id, yieldFor(dryRun))
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ type RemoveServicesRequest struct {
 // what referred to them; the solver refuses when a remaining service needs
 // one of them.
 func (s *Service) RemoveServices(ctx context.Context, p access.Principal, id string, req RemoveServicesRequest, dryRun bool) (*Result, error) {
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.loadLive(ctx, p, id, yieldFor(dryRun))
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ type SyncRequest struct {
 // spec (template, services, types) is written in the job's first
 // transaction, so it changes exactly when the job takes the cluster.
 func (s *Service) SyncTemplate(ctx context.Context, p access.Principal, id string, req SyncRequest, dryRun bool) (*Result, error) {
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.loadLive(ctx, p, id, yieldFor(dryRun))
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func (s *Service) SyncTemplate(ctx context.Context, p access.Principal, id strin
 	return s.run(ctx, p, l, operation{
 		req: planner.Request{Operation: domain.OpSyncTemplate, New: l.nodes, Services: services, Restart: req.Restart},
 		edit: func(c *domain.Cluster) {
-			c.Resolved, c.Template = tmpl, domain.TemplateRef{Name: tmpl.Name, Version: tmpl.Version}
+			c.Resolved, c.Template = withDriftDefault(tmpl, l.sp.Provider.ProviderType), domain.TemplateRef{Name: tmpl.Name, Version: tmpl.Version}
 		},
 		checks: []store.Op{
 			revisionCheck(p.Tenant, rev),

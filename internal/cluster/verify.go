@@ -34,7 +34,7 @@ func (e *NoChecksError) Is(target error) bool { return target == engine.ErrNothi
 // Asked while a verification of the cluster runs, it answers that one:
 // there is at most one at a time, and its result is what was asked for.
 func (s *Service) Verify(ctx context.Context, p access.Principal, id string) (*Result, error) {
-	l, err := s.loadLive(ctx, p, id)
+	l, err := s.loadLive(ctx, p, id, driftBlocks)
 	if errors.Is(err, engine.ErrClusterBusy) {
 		if c, cerr := s.visible(ctx, p, id); cerr == nil && c.ActiveJobID != "" {
 			if job, jerr := s.cfg.Engine.Job(ctx, p.Tenant, id, c.ActiveJobID); jerr == nil && job.Operation == domain.OpVerify {

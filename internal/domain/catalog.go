@@ -291,6 +291,12 @@ type Administration struct {
 	// VerifyEvery, when set, has the janitor verify the cluster's health
 	// this long after the last verification ended (at least a minute).
 	VerifyEvery Duration `json:"verifyEvery,omitempty"`
+	// DriftEvery, when set, has the janitor check the cluster for drift
+	// this long after its create or its last drift check ended (at least a
+	// minute); 0 turns periodic checks off. Absent: DefaultDriftEvery of
+	// the cluster's provider type, which a cluster records in its resolved
+	// template.
+	DriftEvery *Duration `json:"driftEvery,omitempty"`
 }
 
 // LeasePolicy: Initial is the lease a new cluster gets, Max the longest a

@@ -36,6 +36,18 @@ func (k DriftKind) NodeLevel() bool {
 	return false
 }
 
+// DefaultDriftEvery is how often the janitor checks a cluster for drift
+// when its template does not say: machines heddle does not own the
+// lifecycle of (EC2 instances, static hosts) hourly; the local and model
+// providers' nodes live in heddle's own process, so never.
+func DefaultDriftEvery(providerType string) Duration {
+	switch providerType {
+	case "ec2", "static":
+		return Duration(time.Hour)
+	}
+	return 0
+}
+
 // MaxDriftFindings bounds ClusterDrift.Findings: the cluster item stays
 // small whatever the cluster's size; the drift job's tasks hold every
 // probe's and check's result.

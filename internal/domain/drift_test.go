@@ -51,3 +51,25 @@ func TestSumDriftStaysBounded(t *testing.T) {
 		require.LessOrEqual(t, len(f.Detail), MaxStateMessage)
 	}
 }
+
+func TestDriftEveryIsAtLeastAMinuteOrOff(t *testing.T) {
+	t.Parallel()
+	tmpl := func(every *Duration) ClusterTemplate {
+		return ClusterTemplate{Meta: Meta{Name: "t"}, TemplateSections: TemplateSections{Administration: Administration{DriftEvery: every}}}
+	}
+	for _, ok := range []*Duration{nil, new(Duration), ptr(Duration(time.Minute)), ptr(Duration(time.Hour))} {
+		tt := tmpl(ok)
+		require.Empty(t, tt.Validate(), "%v", ok)
+	}
+	for _, bad := range []Duration{Duration(time.Second), Duration(-time.Hour)} {
+		tt := tmpl(&bad)
+		ps := tt.Validate()
+		require.Equal(t, []string{"administration.driftEvery"}, fieldsOf(ps))
+		require.Contains(t, ps[0].Message, "at most once a minute")
+	}
+	require.Equal(t, Duration(time.Hour), DefaultDriftEvery("ec2"))
+	require.Equal(t, Duration(time.Hour), DefaultDriftEvery("static"))
+	require.Zero(t, DefaultDriftEvery("local"))
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -340,6 +340,9 @@ func (c checker) sections(s TemplateSections) {
 	if every := s.Administration.VerifyEvery; every != 0 && every < MinVerifyEvery {
 		c.add("administration.verifyEvery", CodeOutOfRange, "%s is too often; verify at most once a minute (1m), or leave it out for no periodic verification", every)
 	}
+	if every := s.Administration.DriftEvery; every != nil && *every != 0 && (*every < MinVerifyEvery) {
+		c.add("administration.driftEvery", CodeOutOfRange, "%s is too often; check for drift at most once a minute (1m), or 0 for no periodic drift checks", *every)
+	}
 	c.links(s.Links)
 }
 

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -104,4 +106,93 @@ func driftEvent(tenant, cluster string, d *domain.ClusterDrift) store.Op {
 	}
 	return events.Op(tenant, events.Event{Type: events.ClusterDrift, At: d.At, Cluster: cluster, Job: d.JobID,
 		Operation: string(domain.OpDrift), Status: status, Message: msg, Counts: counts})
+}
+
+// A due drift check is an item of its own per cluster (DRIFTDUE, indexed
+// in DRIFT#<shard> by when it is due), as a due verification is (see
+// health.go). The end of a create that succeeded, and of every drift
+// check, makes the next one due a period later when the cluster's
+// resolved template sets one (administration.driftEvery, or its provider
+// type's default); the janitor submits due ones to Config.Drift.
+func driftPartition(shard int) string { return fmt.Sprintf("DRIFT#%d", shard) }
+
+func driftDueKey(tenant, cluster string) store.Key {
+	return store.Key{PK: store.TenantPK(tenant, "DRIFTDUE"), SK: cluster}
+}
+
+// driftEvery is the cluster's drift period; 0: no periodic checks.
+func driftEvery(c domain.Cluster) time.Duration {
+	if c.Resolved == nil || c.Resolved.Administration.DriftEvery == nil {
+		return 0
+	}
+	return c.Resolved.Administration.DriftEvery.Std()
+}
+
+// driftSchedule is what a job's end does to c's due drift check.
+func driftSchedule(tenant string, c domain.Cluster, job domain.Job, succeeded bool, now time.Time) []store.Op {
+	key := driftDueKey(tenant, c.ID)
+	if c.Status.Terminal() {
+		return []store.Op{store.Delete(key, store.Condition{})}
+	}
+	every := driftEvery(c)
+	if every <= 0 || !(job.Operation == domain.OpDrift || job.Operation == domain.OpCreate && succeeded) {
+		return nil
+	}
+	return []store.Op{store.Put(store.Item{Key: key, Data: mustJSON(map[string]string{"cluster": c.ID}),
+		Index: &store.IndexKey{Partition: driftPartition(shardOf(tenant + c.ID)), Sort: store.SortableTime(now.Add(every))}}, store.Condition{})}
+}
+
+// ErrNothingToCheck: the cluster cannot be checked for drift now (not
+// created yet, no active node); its due check is dropped.
+var ErrNothingToCheck = errors.New("engine: the cluster has nothing to check for drift")
+
+// startDueDrift hands a cluster whose drift check is due to Config.Drift,
+// unless a job holds it (a later pass looks again), then drops the due
+// item on the version it read.
+func (e *Engine) startDueDrift(ctx context.Context, indexed store.Item, r *JanitorReport) error {
+	tenant, rest, ok := store.TenantOf(indexed.PK)
+	if !ok || rest != "DRIFTDUE" {
+		return nil
+	}
+	it, err := e.store.Get(ctx, indexed.Key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if it.Index == nil || it.Index.Sort > store.SortableTime(e.now()) {
+		return nil
+	}
+	drop := func() error {
+		_, err := e.store.Write(ctx, store.Delete(it.Key, store.Condition{Version: it.Version}))
+		if errors.Is(err, store.ErrConditionFailed) {
+			return nil
+		}
+		return err
+	}
+	_, c, err := e.loadCluster(ctx, tenant, it.SK)
+	if errors.Is(err, store.ErrNotFound) {
+		return drop()
+	}
+	if err != nil {
+		return err
+	}
+	if c.Status.Terminal() || driftEvery(c) <= 0 {
+		return drop()
+	}
+	if c.ActiveJobID != "" || e.cfg.Drift == nil {
+		return nil
+	}
+	err = e.cfg.Drift(ctx, tenant, c)
+	switch {
+	case errors.Is(err, ErrClusterBusy):
+		return nil
+	case err != nil && !errors.Is(err, ErrNothingToCheck):
+		return fmt.Errorf("checking cluster %s for drift: %w", c.ID, err)
+	}
+	if err == nil {
+		r.DriftChecks++
+	}
+	return drop()
 }

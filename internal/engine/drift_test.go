@@ -250,3 +250,64 @@ func BenchmarkDriftPass(b *testing.B) {
 	b.ReportMetric(outside/runs, "cluster-writes/pass")
 	b.ReportMetric(elapsed.Seconds()/runs, "s/pass")
 }
+
+// TestDriftChecksAreScheduledAfterCreateAndEachCheck: a cluster whose
+// resolved template sets driftEvery has a drift check due that long after
+// its create and after each check; the janitor hands a due one to
+// Config.Drift (not before it is due, not while a job holds the cluster)
+// and drops it; a cluster with no period gets none.
+func TestDriftChecksAreScheduledAfterCreateAndEachCheck(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Now().UTC()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	var asked []string
+	cfg := Config{Clock: clock, Drift: func(_ context.Context, _ string, c domain.Cluster) error {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, c.ID)
+		return nil
+	}}
+	b := setup(t, nil, cfg)
+	every := domain.Duration(10 * time.Minute)
+	off := domain.Duration(0)
+	for _, c := range []struct {
+		id    string
+		every *domain.Duration
+	}{{"c1", &every}, {"c2", &off}} {
+		sub := createSubmission(t, c.id, 3, nil)
+		sub.Cluster.Resolved = &domain.ClusterTemplate{TemplateSections: domain.TemplateSections{Administration: domain.Administration{DriftEvery: c.every}}}
+		job, err := b.eng.Submit(b.ctx, sub)
+		require.NoError(t, err)
+		stop := b.run(t, 4, time.Hour)
+		require.Equal(t, domain.JobSucceeded, b.waitJob(t, c.id, job.ID, time.Minute).Status)
+		stop()
+	}
+	due := func(id string) bool {
+		_, err := b.db.Get(b.ctx, driftDueKey(tenant, id))
+		return err == nil
+	}
+	require.True(t, due("c1"), "the create made a drift check due")
+	require.False(t, due("c2"), "driftEvery 0: none")
+
+	r, err := b.eng.RunJanitor(b.ctx)
+	require.NoError(t, err)
+	require.Zero(t, r.DriftChecks, "not due yet")
+	advance(11 * time.Minute)
+	r, err = b.eng.RunJanitor(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, r.DriftChecks)
+	mu.Lock()
+	require.Equal(t, []string{"c1"}, asked)
+	mu.Unlock()
+	require.False(t, due("c1"), "handed over, then dropped")
+
+	// The check's end makes the next one due a period later.
+	d := driftPass(t, b, 4, nil)
+	require.Zero(t, d.Drifted)
+	require.True(t, due("c1"))
+	r, err = b.eng.RunJanitor(b.ctx)
+	require.NoError(t, err)
+	require.Zero(t, r.DriftChecks)
+}

@@ -181,6 +181,10 @@ type Config struct {
 	// the verification job. ErrNothingToVerify drops the due verification.
 	// Nil: due verifications wait.
 	Verify func(ctx context.Context, tenant string, c domain.Cluster) error
+	// Drift is called by the janitor for each cluster whose drift check is
+	// due and that no job holds: it submits the drift check.
+	// ErrNothingToCheck drops the due check. Nil: due checks wait.
+	Drift func(ctx context.Context, tenant string, c domain.Cluster) error
 	// TaskIndexMinTasks is the job size (work tasks) from which Submit
 	// writes the job's task index (taskindex.go); default
 	// defaultTaskIndexMin. Tests set it to 1 to give small jobs one.

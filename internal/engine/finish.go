@@ -127,7 +127,7 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 			}
 		}
 		var drift *domain.ClusterDrift
-		if job.Operation == domain.OpDrift {
+		if job.Operation == domain.OpDrift && how == endSucceeded && !job.Aborted {
 			if drift, err = e.driftOf(ctx, tenant, job, now, c.Drift); err != nil {
 				return fmt.Errorf("summing up drift check %s: %w", jobID, err)
 			}
@@ -165,6 +165,7 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 			ops = append(ops, store.Update(cit.Key, store.Condition{Version: cit.Version}, ch))
 			ops = append(ops, clusterEvent(tenant, c, prev, jobID, now)...)
 			ops = append(ops, verifySchedule(tenant, c, job.Job, effect, final == domain.JobSucceeded, now)...)
+			ops = append(ops, driftSchedule(tenant, c, job.Job, final == domain.JobSucceeded, now)...)
 		} else {
 			e.log.ErrorContext(ctx, "a job ended without holding its cluster's lock", "job", jobID, "cluster", cluster, "lock", c.ActiveJobID)
 		}

@@ -123,6 +123,16 @@ func TestDriftFindsStoppedServicesDeadNodesAndStaleConfig(t *testing.T) {
 	id := created.Cluster.ID
 	v := b.settleTo(b.admin, id, "ACTIVE")
 	require.Len(t, v.Nodes, 3)
+	var rt struct {
+		Resolved struct {
+			Administration struct {
+				DriftEvery *string `json:"driftEvery"`
+			} `json:"administration"`
+		} `json:"resolvedTemplate"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id, nil, &rt))
+	require.NotNil(t, rt.Resolved.Administration.DriftEvery, "the cluster records the period it uses")
+	require.Equal(t, "0s", *rt.Resolved.Administration.DriftEvery, "off by default on the local provider")
 	// The create made a verification due (web has a check): let it end, so
 	// the drift check finds the cluster free.
 	require.Equal(t, "GREEN", b.healthAfter(id, "").Status)
@@ -215,4 +225,54 @@ func assertKinds(t *testing.T, want, got []string) bool {
 		}
 		return true
 	}()
+}
+
+// TestAUserOperationEndsARunningDriftCheck: a drift check never stands in
+// a user's way (invariant 15): an operation submitted while one runs ends
+// it and is accepted; a dry run changes nothing and leaves it running.
+func TestAUserOperationEndsARunningDriftCheck(t *testing.T) {
+	t.Parallel()
+	b, _ := setupInDir(t)
+	catalog := filepath.Join(t.TempDir(), "slow.yaml")
+	data, err := os.ReadFile("../../docs/examples/drift-catalog.yaml")
+	require.NoError(t, err)
+	// web's check takes a while: the drift check is still running when
+	// the operation comes.
+	slow := strings.Replace(string(data), `            pid=$(cat "$HOME/web/pid" 2>/dev/null)`, `            sleep 3; pid=$(cat "$HOME/web/pid" 2>/dev/null)`, 1)
+	require.NotEqual(t, string(data), slow)
+	require.NoError(t, os.WriteFile(catalog, []byte(slow), 0o600))
+	b.admin = demotest.TenantWithCatalog(t, b.srv.URL(), b.super, "acme", 10, catalog)
+
+	var created result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters",
+		map[string]any{"name": "busy", "template": "drift", "size": 1}, &created))
+	id := created.Cluster.ID
+	b.settleTo(b.admin, id, "ACTIVE")
+	b.healthAfter(id, "")
+
+	var drift result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/drift", nil, &drift))
+	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/clusters/"+id+"/restart?dryRun=true", map[string]any{}, nil))
+	var c struct {
+		ActiveJobID string `json:"activeJobId"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id, nil, &c))
+	require.Equal(t, drift.Job.ID, c.ActiveJobID, "a dry run leaves the drift check running")
+
+	var restart result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/restart", map[string]any{}, &restart),
+		"the operation is accepted, not refused as busy")
+	var job struct {
+		Status        string `json:"status"`
+		StatusMessage string `json:"statusMessage"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id+"/jobs/"+drift.Job.ID, nil, &job))
+	require.Equal(t, "ABORTED", job.Status)
+	require.Contains(t, job.StatusMessage, "operation")
+	b.settleTo(b.admin, id, "ACTIVE")
+	var after struct {
+		Drift *driftView `json:"drift"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id, nil, &after))
+	require.Nil(t, after.Drift, "an ended check leaves no partial report")
 }
