@@ -16,6 +16,8 @@ import (
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/demotest"
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/store"
 )
 
 type driftView struct {
@@ -275,4 +277,76 @@ func TestAUserOperationEndsARunningDriftCheck(t *testing.T) {
 	}
 	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id, nil, &after))
 	require.Nil(t, after.Drift, "an ended check leaves no partial report")
+}
+
+// TestStaleOnlyActsOnTheStaleNodesAlone: reconfigure --stale-only plans
+// configure on the nodes whose recorded configure digest differs from what
+// the cluster renders, and on no other; afterwards no config drift is left;
+// with nothing stale it is refused and changes nothing.
+func TestStaleOnlyActsOnTheStaleNodesAlone(t *testing.T) {
+	t.Parallel()
+	b, _ := setupInDir(t)
+	b.admin = demotest.TenantWithCatalog(t, b.srv.URL(), b.super, "acme", 10, "../../docs/examples/drift-catalog.yaml")
+	var created result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters",
+		map[string]any{"name": "stale", "template": "drift", "size": 3}, &created))
+	id := created.Cluster.ID
+	v := b.settleTo(b.admin, id, "ACTIVE")
+	b.healthAfter(id, "")
+
+	var e errorBody
+	require.Equal(t, http.StatusUnprocessableEntity, b.call(b.admin, "POST", "/v1/clusters/"+id+"/reconfigure",
+		map[string]any{"staleOnly": true}, &e), "nothing is stale yet")
+	require.Equal(t, "staleOnly", e.Error.Details[0].Field)
+	require.Equal(t, http.StatusUnprocessableEntity, b.call(b.admin, "POST", "/v1/clusters/"+id+"/reconfigure",
+		map[string]any{"staleOnly": true, "config": map[string]any{"size": 3}}, &e))
+	require.Equal(t, "staleOnly", e.Error.Details[0].Field)
+
+	// The middle node's web applied something else than the cluster
+	// renders (as a configure from an older definition would have).
+	stale := v.Nodes[1].ID
+	key := store.Key{PK: store.TenantPK("acme", "NODES#"+id), SK: stale}
+	it, err := b.srv.db.Get(context.Background(), key)
+	require.NoError(t, err)
+	var n domain.Node
+	require.NoError(t, json.Unmarshal(it.Data, &n))
+	st := n.ServiceStates["web"]
+	require.NotEmpty(t, st.Config)
+	st.Config = "sha256:an-older-definition"
+	n.ServiceStates["web"] = st
+	data, err := json.Marshal(n)
+	require.NoError(t, err)
+	_, err = b.srv.db.Write(context.Background(), store.Update(key, store.Condition{Version: it.Version}, store.Changes{Data: data}))
+	require.NoError(t, err)
+
+	var preview struct {
+		Preview struct {
+			Tasks []struct {
+				NodeID  string `json:"nodeId"`
+				Service string `json:"service"`
+				Action  string `json:"action"`
+			} `json:"tasks"`
+		} `json:"preview"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/clusters/"+id+"/reconfigure?dryRun=true",
+		map[string]any{"staleOnly": true, "services": []string{"web"}}, &preview))
+	touched := map[string]bool{}
+	var configures []string
+	for _, task := range preview.Preview.Tasks {
+		if task.NodeID != "" {
+			touched[task.NodeID] = true
+		}
+		if task.Action == "configure" {
+			configures = append(configures, task.NodeID+" "+task.Service)
+		}
+	}
+	require.Equal(t, map[string]bool{stale: true}, touched, "no task on a node whose configuration is current")
+	require.Equal(t, []string{stale + " web"}, configures)
+
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/reconfigure",
+		map[string]any{"staleOnly": true, "services": []string{"web"}}, nil))
+	b.settleTo(b.admin, id, "ACTIVE")
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/drift", nil, nil))
+	d := b.driftAfter(id, "")
+	require.Zero(t, d.Drifted, "%v", d.kinds())
 }
