@@ -121,5 +121,10 @@ func TestDashboardShowsDriftInBrowser(t *testing.T) {
 		until(`(() => { const c = document.querySelector('#drift'); return !!c && c.dataset.drifted === '1'; })()`),
 		until(`!!document.querySelector('#drift-findings tr[data-kind="configStale"]')`),
 		shot.take("cluster-drift"))
+	step("drift in the list", chromedp.Navigate(s.srv.URL()+"/#/clusters"),
+		until(fmt.Sprintf(`(() => {
+			const cell = document.querySelector('tr[data-cluster=%q] td.drift .status');
+			return !!cell && cell.dataset.status === 'DRIFTED';
+		})()`, id)))
 	require.Empty(t, problems())
 }

@@ -191,6 +191,16 @@ func TestDriftFindsStoppedServicesDeadNodesAndStaleConfig(t *testing.T) {
 		t.Fatalf("tasks: %s\nnodes: %s", raw, nv)
 	}
 	require.Equal(t, 3, d.Drifted)
+	var list struct {
+		Items []struct {
+			ID    string     `json:"id"`
+			Drift *driftView `json:"drift"`
+		} `json:"items"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters", nil, &list))
+	require.Len(t, list.Items, 1)
+	require.Equal(t, 3, list.Items[0].Drift.Drifted, "a listing keeps the counts")
+	require.Empty(t, list.Items[0].Drift.Findings, "and leaves the findings to the cluster's own view")
 	require.Equal(t, map[string]int{"configStale": 2, "serviceDown": 1, "unreachable": 1}, d.Counts)
 	for _, f := range d.Findings {
 		require.NotEmpty(t, f.Detail, "%+v says what was seen", f)
