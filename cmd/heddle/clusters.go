@@ -47,6 +47,7 @@ func newClustersCommand(a *app) *cobra.Command {
 		newClustersManageCommand(a),
 		newClustersVerifyCommand(a),
 		newClustersDriftCommand(a),
+		newClustersRepairCommand(a),
 		newClustersEventsCommand(a),
 	)
 	return cmd

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
 )
 
@@ -95,4 +96,12 @@ func driftSummary(d *domain.ClusterDrift) string {
 		}
 	}
 	return fmt.Sprintf("%d of %d nodes drifted (%s)", d.Drifted, d.Nodes, strings.Join(parts, ", "))
+}
+
+func newClustersRepairCommand(a *app) *cobra.Command {
+	var req cluster.RepairRequest
+	cmd := newMutationCommand(a, "repair", "repair ID",
+		"Repair what the latest drift check found: restart stopped services and reconfigure stale nodes (within the template's maxUnhealthy)", &req, nil)
+	cmd.Flags().StringSliceVar(&req.Nodes, "nodes", nil, "the drifted nodes to repair (default: all)")
+	return cmd
 }

@@ -92,6 +92,9 @@ func Build(p Parts) (*Services, error) {
 	ecfg.Drift = func(ctx context.Context, tenant string, c domain.Cluster) error {
 		return clusters.DriftDue(ctx, tenant, c)
 	}
+	ecfg.Repair = func(ctx context.Context, tenant string, c domain.Cluster) error {
+		return clusters.RepairDue(ctx, tenant, c)
+	}
 	var exec *lateExecutor
 	var executor engine.Executor
 	if p.Automators != nil {

@@ -297,6 +297,9 @@ type Administration struct {
 	// the cluster's provider type, which a cluster records in its resolved
 	// template.
 	DriftEvery *Duration `json:"driftEvery,omitempty"`
+	// Repair says what heddle does about the drift a check finds (see
+	// RepairPolicy); absent: report it only.
+	Repair *RepairPolicy `json:"repair,omitempty"`
 }
 
 // LeasePolicy: Initial is the lease a new cluster gets, Max the longest a

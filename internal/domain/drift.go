@@ -1,7 +1,9 @@
 package domain
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -147,4 +149,77 @@ func (d *ClusterDrift) DriftedNodes(kinds ...DriftKind) []string {
 		}
 	}
 	return out
+}
+
+// RepairMode is what heddle does about drift: off (not even a report
+// event beyond the check's own), report (the default: the report only),
+// auto (repair what it can, within MaxUnhealthy).
+type RepairMode string
+
+const (
+	RepairOff    RepairMode = "off"
+	RepairReport RepairMode = "report"
+	RepairAuto   RepairMode = "auto"
+)
+
+// RepairPolicy is a template's administration.repair.
+type RepairPolicy struct {
+	Mode RepairMode `json:"mode,omitempty"`
+	// MaxUnhealthy is how many drifted nodes heddle repairs at once, a
+	// count ("2") or a share of the cluster's nodes ("10%"); with more
+	// drifted than that it repairs nothing and raises cluster.repair_halted
+	// (something larger than a node is wrong). Empty: "1".
+	MaxUnhealthy string `json:"maxUnhealthy,omitempty"`
+	// Backoff is the least time between two repairs of one node. Empty:
+	// DefaultRepairBackoff.
+	Backoff Duration `json:"backoff,omitempty"`
+}
+
+// DefaultRepairBackoff spaces the repairs of one node when the template
+// does not.
+const DefaultRepairBackoff = Duration(30 * time.Minute)
+
+// RepairModeOf is p's mode, report when p or its mode is unset.
+func RepairModeOf(p *RepairPolicy) RepairMode {
+	if p == nil || p.Mode == "" {
+		return RepairReport
+	}
+	return p.Mode
+}
+
+// MaxUnhealthyOf is how many of nodes may be repaired at once under p: a
+// count, or a share rounded down (at least 1 of a non-empty cluster).
+func MaxUnhealthyOf(p *RepairPolicy, nodes int) int {
+	v := "1"
+	if p != nil && p.MaxUnhealthy != "" {
+		v = p.MaxUnhealthy
+	}
+	n, pct, err := parseMaxUnhealthy(v)
+	if err != nil {
+		return 1
+	}
+	if !pct {
+		return n
+	}
+	return max(1, nodes*n/100)
+}
+
+// BackoffOf is p's backoff, DefaultRepairBackoff when unset.
+func BackoffOf(p *RepairPolicy) time.Duration {
+	if p == nil || p.Backoff == 0 {
+		return DefaultRepairBackoff.Std()
+	}
+	return p.Backoff.Std()
+}
+
+func parseMaxUnhealthy(v string) (n int, percent bool, err error) {
+	s, percent := strings.CutSuffix(v, "%")
+	n, err = strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return 0, false, fmt.Errorf("%q is neither a count (2) nor a percentage (10%%)", v)
+	case n < 1 || percent && n > 100:
+		return 0, false, fmt.Errorf("%q is out of range: a count from 1, or a percentage from 1%% to 100%%", v)
+	}
+	return n, percent, nil
 }

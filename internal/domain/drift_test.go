@@ -73,3 +73,17 @@ func TestDriftEveryIsAtLeastAMinuteOrOff(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestRepairPolicy(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, RepairReport, RepairModeOf(nil))
+	require.Equal(t, 1, MaxUnhealthyOf(nil, 100))
+	require.Equal(t, 3, MaxUnhealthyOf(&RepairPolicy{MaxUnhealthy: "3"}, 100))
+	require.Equal(t, 10, MaxUnhealthyOf(&RepairPolicy{MaxUnhealthy: "10%"}, 100))
+	require.Equal(t, 1, MaxUnhealthyOf(&RepairPolicy{MaxUnhealthy: "10%"}, 5), "a share of a small cluster is at least one")
+	require.Equal(t, DefaultRepairBackoff.Std(), BackoffOf(nil))
+	for _, bad := range []RepairPolicy{{Mode: "sometimes"}, {MaxUnhealthy: "0"}, {MaxUnhealthy: "150%"}, {MaxUnhealthy: "half"}, {Backoff: Duration(-1)}} {
+		tt := ClusterTemplate{Meta: Meta{Name: "t"}, TemplateSections: TemplateSections{Administration: Administration{Repair: &bad}}}
+		require.Len(t, tt.Validate(), 1, "%+v", bad)
+	}
+}

@@ -343,6 +343,19 @@ func (c checker) sections(s TemplateSections) {
 	if every := s.Administration.DriftEvery; every != nil && *every != 0 && (*every < MinVerifyEvery) {
 		c.add("administration.driftEvery", CodeOutOfRange, "%s is too often; check for drift at most once a minute (1m), or 0 for no periodic drift checks", *every)
 	}
+	if r := s.Administration.Repair; r != nil {
+		if !slices.Contains([]RepairMode{"", RepairOff, RepairReport, RepairAuto}, r.Mode) {
+			c.add("administration.repair.mode", CodeInvalid, "%q is not off, report or auto", r.Mode)
+		}
+		if r.MaxUnhealthy != "" {
+			if _, _, err := parseMaxUnhealthy(r.MaxUnhealthy); err != nil {
+				c.add("administration.repair.maxUnhealthy", CodeInvalid, "%v", err)
+			}
+		}
+		if r.Backoff < 0 {
+			c.add("administration.repair.backoff", CodeOutOfRange, "%s is negative; give the least time between two repairs of one node, such as 30m", r.Backoff)
+		}
+	}
 	c.links(s.Links)
 }
 

@@ -146,12 +146,24 @@ func driftSchedule(tenant string, c domain.Cluster, job domain.Job, succeeded bo
 // created yet, no active node); its due check is dropped.
 var ErrNothingToCheck = errors.New("engine: the cluster has nothing to check for drift")
 
-// startDueDrift hands a cluster whose drift check is due to Config.Drift,
-// unless a job holds it (a later pass looks again), then drops the due
-// item on the version it read.
+// startDueDrift hands a cluster whose drift check is due to Config.Drift.
 func (e *Engine) startDueDrift(ctx context.Context, indexed store.Item, r *JanitorReport) error {
+	return e.startDue(ctx, indexed, "DRIFTDUE", func(c domain.Cluster) bool { return driftEvery(c) > 0 }, e.cfg.Drift, &r.DriftChecks)
+}
+
+// startDueRepair hands a cluster whose repair is due to Config.Repair.
+func (e *Engine) startDueRepair(ctx context.Context, indexed store.Item, r *JanitorReport) error {
+	return e.startDue(ctx, indexed, "REPAIRDUE", func(c domain.Cluster) bool { return repairAuto(c) }, e.cfg.Repair, &r.Repairs)
+}
+
+// startDue hands a cluster whose due item (of kind) is due to hook, unless
+// a job holds it (a later pass looks again), then drops the item on the
+// version it read; a cluster gone, or no longer wanting it (wanted), just
+// has the item dropped.
+func (e *Engine) startDue(ctx context.Context, indexed store.Item, kind string, wanted func(domain.Cluster) bool,
+	hook func(context.Context, string, domain.Cluster) error, started *int) error {
 	tenant, rest, ok := store.TenantOf(indexed.PK)
-	if !ok || rest != "DRIFTDUE" {
+	if !ok || rest != kind {
 		return nil
 	}
 	it, err := e.store.Get(ctx, indexed.Key)
@@ -178,21 +190,45 @@ func (e *Engine) startDueDrift(ctx context.Context, indexed store.Item, r *Janit
 	if err != nil {
 		return err
 	}
-	if c.Status.Terminal() || driftEvery(c) <= 0 {
+	if c.Status.Terminal() || !wanted(c) {
 		return drop()
 	}
-	if c.ActiveJobID != "" || e.cfg.Drift == nil {
+	if c.ActiveJobID != "" || hook == nil {
 		return nil
 	}
-	err = e.cfg.Drift(ctx, tenant, c)
+	err = hook(ctx, tenant, c)
 	switch {
 	case errors.Is(err, ErrClusterBusy):
 		return nil
 	case err != nil && !errors.Is(err, ErrNothingToCheck):
-		return fmt.Errorf("checking cluster %s for drift: %w", c.ID, err)
+		return fmt.Errorf("%s of cluster %s: %w", strings.ToLower(strings.TrimSuffix(kind, "DUE")), c.ID, err)
 	}
 	if err == nil {
-		r.DriftChecks++
+		*started++
 	}
 	return drop()
+}
+
+// A due repair (REPAIRDUE, indexed in REPAIR#<shard>) is written by the end
+// of a drift check that found drift on a cluster whose template asks for
+// automatic repair; the janitor hands it to Config.Repair, which applies
+// the safety caps (cluster service, repair.go).
+func repairPartition(shard int) string { return fmt.Sprintf("REPAIR#%d", shard) }
+
+func repairDueKey(tenant, cluster string) store.Key {
+	return store.Key{PK: store.TenantPK(tenant, "REPAIRDUE"), SK: cluster}
+}
+
+func repairAuto(c domain.Cluster) bool {
+	return c.Resolved != nil && domain.RepairModeOf(c.Resolved.Administration.Repair) == domain.RepairAuto
+}
+
+// repairSchedule makes a repair due now after a drift check that found
+// drift, when the cluster's template asks for automatic repair.
+func repairSchedule(tenant string, c domain.Cluster, d *domain.ClusterDrift, now time.Time) []store.Op {
+	if d == nil || d.Drifted == 0 || c.Status.Terminal() || !repairAuto(c) {
+		return nil
+	}
+	return []store.Op{store.Put(store.Item{Key: repairDueKey(tenant, c.ID), Data: mustJSON(map[string]string{"cluster": c.ID}),
+		Index: &store.IndexKey{Partition: repairPartition(shardOf(tenant + c.ID)), Sort: store.SortableTime(now)}}, store.Condition{})}
 }

@@ -185,6 +185,10 @@ type Config struct {
 	// due and that no job holds: it submits the drift check.
 	// ErrNothingToCheck drops the due check. Nil: due checks wait.
 	Drift func(ctx context.Context, tenant string, c domain.Cluster) error
+	// Repair is called by the janitor for each cluster whose repair is due
+	// (a drift check found drift and the template asks for automatic
+	// repair) and that no job holds. ErrNothingToCheck drops it.
+	Repair func(ctx context.Context, tenant string, c domain.Cluster) error
 	// TaskIndexMinTasks is the job size (work tasks) from which Submit
 	// writes the job's task index (taskindex.go); default
 	// defaultTaskIndexMin. Tests set it to 1 to give small jobs one.

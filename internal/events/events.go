@@ -30,10 +30,13 @@ const (
 	// ClusterDrift: a drift check ended (Job, Status "clean" or "drifted",
 	// Counts per drift kind, Message the first finding).
 	ClusterDrift Type = "cluster.drift"
+	// RepairHalted: automatic repair found more drifted nodes than the
+	// template's maxUnhealthy and repaired nothing (Counts: drifted, max).
+	RepairHalted Type = "cluster.repair_halted"
 )
 
 // Types lists every type, for validation of subscriptions and filters.
-var Types = []Type{ClusterStatus, JobStatus, ClusterVerified, ClusterDrift}
+var Types = []Type{ClusterStatus, JobStatus, ClusterVerified, ClusterDrift, RepairHalted}
 
 // Event is one change of one cluster.
 type Event struct {

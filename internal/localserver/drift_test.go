@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -359,4 +360,90 @@ func TestStaleOnlyActsOnTheStaleNodesAlone(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/drift", nil, nil))
 	d := b.driftAfter(id, "")
 	require.Zero(t, d.Drifted, "%v", d.kinds())
+}
+
+// killWeb ends web's process on node as someone logged in there would.
+func killWeb(t *testing.T, dir, node string) {
+	t.Helper()
+	pid, err := os.ReadFile(filepath.Join(localNodes(t, dir)[node].dir, "home", "web", "pid"))
+	require.NoError(t, err)
+	n, err := strconv.Atoi(strings.TrimSpace(string(pid)))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(n, syscall.SIGKILL))
+}
+
+// jobOps lists the operations of the cluster's jobs, newest first.
+func (b *bundle) jobOps(id string) []string {
+	b.t.Helper()
+	var page struct {
+		Items []struct {
+			Operation   string `json:"operation"`
+			RequestedBy string `json:"requestedBy"`
+		} `json:"items"`
+	}
+	require.Equal(b.t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id+"/jobs", nil, &page))
+	var out []string
+	for _, j := range page.Items {
+		out = append(out, j.Operation)
+	}
+	return out
+}
+
+// TestAutoRepairWithinMaxUnhealthy: with repair auto and maxUnhealthy 1, a
+// service stopped by hand on one node is restarted by a repair job the
+// janitor starts after the drift check, and the next check finds nothing;
+// with two nodes drifted nothing is repaired and cluster.repair_halted
+// fires; with the default policy (report) drift is only reported.
+func TestAutoRepairWithinMaxUnhealthy(t *testing.T) {
+	t.Parallel()
+	b, dir := setupInDir(t)
+	b.admin = demotest.TenantWithCatalog(t, b.srv.URL(), b.super, "acme", 10, "../../docs/examples/drift-catalog.yaml")
+	create := func(name, template string) (string, clusterView) {
+		var created result
+		require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters",
+			map[string]any{"name": name, "template": template, "size": 3}, &created))
+		v := b.settleTo(b.admin, created.Cluster.ID, "ACTIVE")
+		b.healthAfter(created.Cluster.ID, "")
+		return created.Cluster.ID, v
+	}
+	auto, av := create("auto", "drift-auto")
+	report, rv := create("report", "drift")
+
+	killWeb(t, dir, av.Nodes[0].ID)
+	killWeb(t, dir, rv.Nodes[0].ID)
+	for _, id := range []string{auto, report} {
+		require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/drift", nil, nil))
+	}
+	found := b.driftAfter(auto, "")
+	require.Equal(t, []string{av.Nodes[0].ID + " web serviceDown"}, found.kinds())
+	reported := b.driftAfter(report, "")
+	require.Equal(t, []string{rv.Nodes[0].ID + " web serviceDown"}, reported.kinds())
+
+	// The janitor repairs the auto cluster: a reconfigure with restart.
+	require.Eventually(t, func() bool { return slices.Contains(b.jobOps(auto), "reconfigure") }, 60*time.Second, 100*time.Millisecond)
+	b.settleTo(b.admin, auto, "ACTIVE")
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+auto+"/drift", nil, nil))
+	repaired := b.driftAfter(auto, found.JobID)
+	require.Zero(t, repaired.Drifted, "web runs again: %v", repaired.kinds())
+	require.NotContains(t, b.jobOps(report), "reconfigure", "report only: nothing repaired")
+
+	// Two nodes drifted, more than maxUnhealthy 1: nothing is repaired.
+	killWeb(t, dir, av.Nodes[1].ID)
+	killWeb(t, dir, av.Nodes[2].ID)
+	before := len(b.jobOps(auto))
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+auto+"/drift", nil, nil))
+	wide := b.driftAfter(auto, repaired.JobID)
+	require.Equal(t, 2, wide.Drifted)
+	require.Eventually(t, func() bool {
+		for _, ev := range b.events(auto, "") {
+			if ev.Type == "cluster.repair_halted" {
+				return ev.Counts["drifted"] == 2 && ev.Counts["maxUnhealthy"] == 1
+			}
+		}
+		return false
+	}, 60*time.Second, 100*time.Millisecond, "the janitor's repair halts and says so")
+	require.Len(t, b.jobOps(auto), before+1, "the drift check, and no repair")
+	var e errorBody
+	require.Equal(t, http.StatusConflict, b.call(b.admin, "POST", "/v1/clusters/"+auto+"/repair", map[string]any{}, &e))
+	require.Equal(t, "repair_halted", e.Error.Code)
 }
