@@ -5,6 +5,7 @@ import { get, post, del, enc } from './api.js';
 import { h, replace, badge, progressBar, stageView, when, errorBox } from './dom.js';
 import { confirmAction } from './ui.js';
 import { healthCard, eventList } from './health.js';
+import { driftCard } from './drift.js';
 import { layoutPicture } from './layout.js';
 
 // EVENTS is how many of the latest events the page shows.
@@ -24,6 +25,7 @@ export function renderCluster(view, { id }) {
       if (view.stopped) return;
       replace(top, clusterInfo(c));
       replace(live, progressCard(c), healthCard(c, () => run('Verify', () => post(`${base}/verify`, {}))),
+        driftCard(c, () => run('Drift check', () => post(`${base}/drift`, {}))),
         nodeGroups(c), jobList(id, jobs.items || []), eventList(evs));
     } catch (err) {
       if (!view.stopped) replace(top, errorBox(err));

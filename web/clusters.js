@@ -3,6 +3,7 @@
 import { get, post, enc } from './api.js';
 import { h, replace, badge, progressBar, when, errorBox, NAME_PATTERN } from './dom.js';
 import { healthBadge } from './health.js';
+import { driftBadge } from './drift.js';
 import { layoutPicture } from './layout.js';
 import { planGraph } from './graph.js';
 
@@ -37,11 +38,12 @@ function clusterTable(items, progress) {
     return h('p', { class: 'muted' }, 'No clusters yet. ', h('a', { href: '#/clusters/new' }, 'Create one.'));
   }
   return h('table', {},
-    h('thead', {}, h('tr', {}, ['Name', 'Status', 'Health', 'Nodes', 'Template', 'Owner', 'Progress', 'Lease expires'].map((t) => h('th', {}, t)))),
+    h('thead', {}, h('tr', {}, ['Name', 'Status', 'Health', 'Drift', 'Nodes', 'Template', 'Owner', 'Progress', 'Lease expires'].map((t) => h('th', {}, t)))),
     h('tbody', {}, items.map((c, i) => h('tr', { dataset: { cluster: c.id, name: c.name } },
       h('td', {}, h('a', { href: `#/clusters/${enc(c.id)}` }, c.name), h('div', { class: 'muted' }, c.id)),
       h('td', {}, badge(c.status), c.statusMessage ? h('div', { class: 'muted' }, c.statusMessage) : null),
       h('td', { class: 'health' }, healthBadge(c.health)),
+      h('td', { class: 'drift' }, driftBadge(c.drift)),
       h('td', {}, String(c.nodeCount ?? 0)),
       h('td', {}, c.template ? `${c.template.name} v${c.template.version}` : '—'),
       h('td', {}, c.owner || '—'),

@@ -46,6 +46,8 @@ func newClustersCommand(a *app) *cobra.Command {
 		newClustersExtendCommand(a),
 		newClustersManageCommand(a),
 		newClustersVerifyCommand(a),
+		newClustersDriftCommand(a),
+		newClustersRepairCommand(a),
 		newClustersEventsCommand(a),
 	)
 	// Every command but create and list acts on one cluster, named by its
@@ -409,6 +411,7 @@ func printCluster(w io.Writer, v *cluster.View, now time.Time) {
 	}
 	_ = tw.Flush()
 	printHealth(w, v.Health)
+	printDrift(w, v.Drift)
 	fmt.Fprintln(w)
 	if len(v.Nodes) == 0 {
 		fmt.Fprintln(w, "no nodes")
@@ -630,6 +633,7 @@ func newClustersReconfigureCommand(a *app) *cobra.Command {
 	f.StringSliceVar(&req.Services, "services", nil, "the services to reconfigure (default: all)")
 	f.StringVar(&config, "config", "", "a new cluster config, a JSON object (or @FILE)")
 	f.BoolVar(&req.Restart, "restart", false, "restart the reconfigured services")
+	f.BoolVar(&req.StaleOnly, "stale-only", false, "only the nodes whose applied configuration differs from what the cluster renders now (heddle clusters drift)")
 	return cmd
 }
 
@@ -674,6 +678,7 @@ func newServiceActionCommand(a *app, action, short string) *cobra.Command {
 	}
 	cmd := newMutationCommand(a, action, use, short, &req, nil)
 	cmd.Flags().StringSliceVar(&req.Services, "services", nil, "the services (default: all)")
+	cmd.Flags().BoolVar(&req.StaleOnly, "stale-only", false, "only the nodes whose applied configuration differs from what the cluster renders now (heddle clusters drift)")
 	if action == "rolling-restart" {
 		cmd.Flags().IntVar(&req.BatchSize, "batch-size", 0, "how many nodes restart at a time")
 		_ = cmd.MarkFlagRequired("batch-size")

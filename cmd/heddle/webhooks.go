@@ -52,7 +52,7 @@ loopback).`,
 			})
 		},
 	}
-	cmd.Flags().StringSliceVar(&types, "types", nil, "event types to send: cluster.status, job.status, cluster.verified (default: all)")
+	cmd.Flags().StringSliceVar(&types, "types", nil, "event types to send: cluster.status, job.status, cluster.verified, cluster.drift (default: all)")
 	cmd.Flags().BoolVar(&req.PreStart, "pre-start", false, "a pre-start hook: jobs start only once it answers 2xx")
 	cmd.Flags().StringVar(&req.Description, "description", "", "what the endpoint is for")
 	return cmd

@@ -29,6 +29,7 @@ const (
 	CodeCatalogChanged = "catalog_changed"
 	CodeDependency     = "dependency_cycle"
 	CodeUnavailable    = "unavailable"
+	CodeRepairHalted   = "repair_halted"
 )
 
 // describeCluster maps the cluster service's and the engine's errors.
@@ -41,8 +42,11 @@ func describeCluster(err error) (ErrorDetail, bool) {
 		taken    *engine.NameTakenError
 		state    *cluster.StateError
 		cycle    *planner.CycleError
+		halted   *cluster.RepairHaltedError
 	)
 	switch {
+	case errors.As(err, &halted):
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeRepairHalted, Message: halted.Error()}, true
 	case errors.As(err, &noLayout):
 		return ErrorDetail{Status: http.StatusUnprocessableEntity, Code: CodeNoLayout,
 			Message: "no layout satisfies the template for this request: " + noLayout.Error(), Details: reasonProblems(noLayout.Reasons)}, true

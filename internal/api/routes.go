@@ -64,6 +64,8 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/v1/clusters/{cluster}/lease", user, s.extendLease},
 		{http.MethodPost, "/v1/clusters/{cluster}/managed-by", user, s.setManagedBy},
 		{http.MethodPost, "/v1/clusters/{cluster}/verify", user, s.verifyCluster},
+		{http.MethodPost, "/v1/clusters/{cluster}/drift", user, s.driftCluster},
+		{http.MethodPost, "/v1/clusters/{cluster}/repair", user, mutation(s, (*cluster.Service).Repair)},
 		{http.MethodGet, "/v1/clusters/{cluster}/events", user, s.listEvents},
 		{http.MethodGet, "/v1/clusters/{cluster}/jobs", user, s.listJobs},
 		{http.MethodGet, "/v1/clusters/{cluster}/jobs/{job}", user, s.getJob},

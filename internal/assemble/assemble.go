@@ -96,6 +96,12 @@ func Build(p Parts) (*Services, error) {
 	ecfg.Verify = func(ctx context.Context, tenant string, c domain.Cluster) error {
 		return clusters.VerifyDue(ctx, tenant, c)
 	}
+	ecfg.Drift = func(ctx context.Context, tenant string, c domain.Cluster) error {
+		return clusters.DriftDue(ctx, tenant, c)
+	}
+	ecfg.Repair = func(ctx context.Context, tenant string, c domain.Cluster) error {
+		return clusters.RepairDue(ctx, tenant, c)
+	}
 	var exec *lateExecutor
 	var executor engine.Executor
 	if p.Automators != nil {

@@ -225,6 +225,19 @@ func (m *merger) apply(l mergeLayer) {
 			*f.dst = f.src
 		}
 	}
+	// The periodic checks and the repair policy, which the merge dropped
+	// before (a template's verifyEvery never reached its clusters).
+	if v := s.Administration.VerifyEvery; v != 0 && m.set(l, "administration.verifyEvery", v) {
+		r.Administration.VerifyEvery = v
+	}
+	if v := s.Administration.DriftEvery; v != nil && m.set(l, "administration.driftEvery", *v) {
+		every := *v
+		r.Administration.DriftEvery = &every
+	}
+	if v := s.Administration.Repair; v != nil && m.set(l, "administration.repair", fmt.Sprintf("%+v", *v)) {
+		policy := *v
+		r.Administration.Repair = &policy
+	}
 }
 
 func unionGroups(dst, src [][]string) [][]string {

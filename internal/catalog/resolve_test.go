@@ -128,3 +128,29 @@ func TestResolveErrors(t *testing.T) {
 	_, err := Resolve(&domain.ClusterTemplate{Meta: domain.Meta{Name: "t"}, TemplateSections: same}, src.lookup)
 	require.NoError(t, err)
 }
+
+// TestResolveKeepsThePeriodicChecksAndTheRepairPolicy: administration's
+// verifyEvery, driftEvery and repair reach the resolved template, from the
+// template or what it extends (the merge once dropped verifyEvery).
+func TestResolveKeepsThePeriodicChecksAndTheRepairPolicy(t *testing.T) {
+	t.Parallel()
+	src := layers{}
+	hour := domain.Duration(3600e9)
+	k, l := partial("ops", false, domain.TemplateSections{
+		Administration: domain.Administration{VerifyEvery: hour, Repair: &domain.RepairPolicy{Mode: domain.RepairAuto, MaxUnhealthy: "10%"}},
+	})
+	src[k] = l
+	off := domain.Duration(0)
+	tmpl := &domain.ClusterTemplate{Meta: domain.Meta{Name: "app"}, TemplateSections: domain.TemplateSections{
+		Extends:        &domain.TemplateRef{Name: "ops"},
+		Compatibility:  domain.Compatibility{Services: []string{"app"}},
+		Defaults:       domain.Defaults{Services: []string{"app"}, Provider: "p"},
+		Administration: domain.Administration{DriftEvery: &off},
+	}}
+	got, err := Resolve(tmpl, src.lookup)
+	require.NoError(t, err)
+	require.Equal(t, hour, got.Administration.VerifyEvery)
+	require.NotNil(t, got.Administration.DriftEvery)
+	require.Zero(t, *got.Administration.DriftEvery, "0 is kept: off, not the provider's default")
+	require.Equal(t, &domain.RepairPolicy{Mode: domain.RepairAuto, MaxUnhealthy: "10%"}, got.Administration.Repair)
+}

@@ -171,7 +171,7 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 	}
 	c := domain.Cluster{
 		ID: id, TenantID: tenant, Owner: p.User, Name: req.Name, Description: req.Description, ManagedBy: req.ManagedBy,
-		Template: domain.TemplateRef{Name: tmpl.Name, Version: tmpl.Version}, Resolved: tmpl,
+		Template: domain.TemplateRef{Name: tmpl.Name, Version: tmpl.Version}, Resolved: withDriftDefault(tmpl, prov.ProviderType),
 		Provider: providerName, Services: servicesOn(layout.Nodes), Config: config,
 		DNSSuffix: firstOf(req.DNSSuffix, tmpl.Defaults.DNSSuffix), Status: domain.ClusterPending, CreatedAt: now,
 	}

@@ -21,22 +21,25 @@ type live struct {
 	nodes       []domain.Node // live nodes, by Num
 	sp          *spec
 	specVersion int64 // the condition for replacing the spec (sync)
-	// verifying is the verification job that holds the cluster, which run
-	// ends before it submits; "" when no job holds it.
+	// verifying is the read-only job (a verification or a drift check)
+	// that holds the cluster, which run ends before it submits; "" when
+	// no job holds it.
 	verifying string
 }
 
-// loadLive loads the cluster for a user's operation. A verification that
-// holds it does not refuse the operation: it only reads and must never
-// stand in the user's way, so the operation is planned and checked as if
-// it were not there (l.verifying names it), and run ends it just before
-// submitting, once nothing can refuse the request any more.
+// loadLive loads the cluster for a user's operation. A read-only job that
+// holds it (a verification or a drift check, which heddle may start by
+// itself) does not refuse the operation: it only reads and must never
+// stand in the user's way (invariant 15), so the operation is planned and
+// checked as if it were not there (l.verifying names it), and run ends it
+// just before submitting, once nothing can refuse the request any more; a
+// dry run leaves it running.
 func (s *Service) loadLive(ctx context.Context, p access.Principal, id string) (*live, error) {
 	return s.load(ctx, p, id, true)
 }
 
-// load loads the cluster; a job that holds it refuses, but a verification
-// when pastVerification.
+// load loads the cluster; a job that holds it refuses, but a read-only
+// job when pastVerification.
 func (s *Service) load(ctx context.Context, p access.Principal, id string, pastVerification bool) (*live, error) {
 	c, err := s.visible(ctx, p, id)
 	if err != nil {
@@ -47,7 +50,7 @@ func (s *Service) load(ctx context.Context, p access.Principal, id string, pastV
 	}
 	verifying := ""
 	if c.ActiveJobID != "" && pastVerification {
-		if job, err := s.cfg.Engine.Job(ctx, p.Tenant, id, c.ActiveJobID); err == nil && job.Operation == domain.OpVerify {
+		if job, err := s.cfg.Engine.Job(ctx, p.Tenant, id, c.ActiveJobID); err == nil && (job.Operation == domain.OpVerify || job.Operation == domain.OpDrift) {
 			verifying = job.ID
 		}
 	}
@@ -272,6 +275,9 @@ type ReconfigureRequest struct {
 	Services []string        `json:"services,omitempty"`
 	Config   json.RawMessage `json:"config,omitempty"`
 	Restart  bool            `json:"restart,omitempty"`
+	// StaleOnly acts on the nodes whose applied configuration of a
+	// (selected) service differs from what the cluster renders now.
+	StaleOnly bool `json:"staleOnly,omitempty"`
 }
 
 // Reconfigure submits a reconfigure job.
@@ -291,7 +297,16 @@ func (s *Service) Reconfigure(ctx context.Context, p access.Principal, id string
 	}
 	op := operation{req: planner.Request{Operation: domain.OpReconfigure, Selected: req.Services, Restart: req.Restart}}
 	if len(req.Config) > 0 {
+		if req.StaleOnly {
+			return nil, domain.Problems{{Field: "staleOnly", Code: domain.CodeConflict,
+				Message: "a new config makes every node stale; leave out staleOnly to apply it everywhere, or config to bring only the stale nodes up to date"}}
+		}
 		op.edit = func(c *domain.Cluster) { c.Config = req.Config }
+	}
+	if req.StaleOnly {
+		if op.req.Old, err = s.staleNodes(ctx, p.Tenant, l, req.Services); err != nil {
+			return nil, err
+		}
 	}
 	return s.run(ctx, p, l, op, dryRun)
 }
@@ -301,6 +316,9 @@ func (s *Service) Reconfigure(ctx context.Context, p access.Principal, id string
 type ServiceActionRequest struct {
 	Services  []string `json:"services,omitempty"`
 	BatchSize int      `json:"batchSize,omitempty"`
+	// StaleOnly acts on the nodes whose applied configuration of a
+	// (selected) service differs from what the cluster renders now.
+	StaleOnly bool `json:"staleOnly,omitempty"`
 }
 
 // ServiceAction runs start, stop, restart or rolling-restart.
@@ -320,7 +338,13 @@ func (s *Service) ServiceAction(ctx context.Context, p access.Principal, id stri
 	if err := knownServices(l, req.Services, "services"); err != nil {
 		return nil, err
 	}
-	return s.run(ctx, p, l, operation{req: planner.Request{Operation: op, Selected: req.Services, BatchSize: req.BatchSize}}, dryRun)
+	o := operation{req: planner.Request{Operation: op, Selected: req.Services, BatchSize: req.BatchSize}}
+	if req.StaleOnly {
+		if o.req.Old, err = s.staleNodes(ctx, p.Tenant, l, req.Services); err != nil {
+			return nil, err
+		}
+	}
+	return s.run(ctx, p, l, o, dryRun)
 }
 
 func knownServices(l *live, names []string, field string) error {

@@ -143,7 +143,7 @@ func (s *Service) SyncTemplate(ctx context.Context, p access.Principal, id strin
 	return s.run(ctx, p, l, operation{
 		req: planner.Request{Operation: domain.OpSyncTemplate, New: l.nodes, Services: services, Restart: req.Restart},
 		edit: func(c *domain.Cluster) {
-			c.Resolved, c.Template = tmpl, domain.TemplateRef{Name: tmpl.Name, Version: tmpl.Version}
+			c.Resolved, c.Template = withDriftDefault(tmpl, l.sp.Provider.ProviderType), domain.TemplateRef{Name: tmpl.Name, Version: tmpl.Version}
 		},
 		checks: []store.Op{
 			revisionCheck(p.Tenant, rev),

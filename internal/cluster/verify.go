@@ -75,7 +75,8 @@ func (s *Service) Verify(ctx context.Context, p access.Principal, id string) (*R
 // their attempt (each cut at its timeout). Well within a request's 30 s.
 const verificationEndWait = 10 * time.Second
 
-// endVerification ends held, the verification that holds c, for a user's
+// endVerification ends held, the read-only job (a verification or a drift
+// check) that holds c, for a user's
 // operation (invariant 15: what heddle starts by itself never stands in a
 // user's way, and a verification only reads). It aborts the job, then
 // waits until the job's end gives the lock back, and returns the cluster as
@@ -89,7 +90,7 @@ func (s *Service) endVerification(ctx context.Context, p access.Principal, c dom
 		// A job still PENDING cannot be aborted yet, and one already
 		// failing is ending: either way, look again.
 		if err := s.cfg.Engine.Abort(ctx, p.Tenant, c.ID, held, by); err != nil && !errors.Is(err, engine.ErrJobState) {
-			return c, fmt.Errorf("ending verification %s of cluster %s: %w", held, c.ID, err)
+			return c, fmt.Errorf("ending the read-only job %s (a verification or drift check) of cluster %s: %w", held, c.ID, err)
 		}
 		now, err := s.visible(ctx, p, c.ID)
 		if err != nil {
@@ -100,7 +101,7 @@ func (s *Service) endVerification(ctx context.Context, p access.Principal, c dom
 			return now, nil
 		}
 		if s.now().After(deadline) {
-			return now, fmt.Errorf("%w: verification %s of cluster %s was aborted so that your operation goes first, and its running checks are still ending; try again in a few seconds",
+			return now, fmt.Errorf("%w: the read-only job %s (a verification or drift check) of cluster %s was aborted so that your operation goes first, and its running checks are still ending; try again in a few seconds",
 				engine.ErrClusterBusy, held, c.ID)
 		}
 		select {

@@ -279,6 +279,12 @@ func (s *Service) List(ctx context.Context, p access.Principal, f ListFilter, li
 		case f.Status == "" && !f.All && c.Status.Terminal():
 		default:
 			c.Resolved = nil // the listing stays small; GET the cluster for it
+			if c.Drift != nil {
+				// The counts, not the findings (up to 50 each): GET it.
+				d := *c.Drift
+				d.Findings = nil
+				c.Drift = &d
+			}
 			out = append(out, c)
 		}
 	}

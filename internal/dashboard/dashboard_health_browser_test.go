@@ -83,3 +83,48 @@ func TestDashboardWebhooksInBrowser(t *testing.T) {
 		shot.take("webhook-deliveries"))
 	require.Empty(t, problems())
 }
+
+// TestDashboardShowsDriftInBrowser: the cluster page shows the latest
+// drift check, "Check drift now" runs another, and what it finds is listed
+// per node with its kind.
+func TestDashboardShowsDriftInBrowser(t *testing.T) {
+	ctx, problems := browser(t)
+	s := startServer(t)
+	s.admin = demotest.TenantWithCatalog(t, s.srv.URL(), s.super, "acme", 10, "../../docs/examples/drift-catalog.yaml")
+	var created struct {
+		Cluster struct{ ID string } `json:"cluster"`
+	}
+	require.Equal(t, http.StatusAccepted, s.call(s.admin, "POST", "/v1/clusters",
+		map[string]any{"name": "drifty", "template": "drift", "size": 1}, &created))
+	id := created.Cluster.ID
+	shot := newShots(t)
+	step, _ := steps(t, ctx, time.Now())
+
+	step("log in", chromedp.Navigate(s.srv.URL()+"/"), login(s.admin, "ann"))
+	// The create makes a verification due; wait for it, so the cluster is
+	// free for the drift check.
+	step("open the cluster", chromedp.Navigate(s.srv.URL()+"/#/clusters/"+id),
+		until(`(() => { const c = document.querySelector('#health'); return !!c && c.dataset.status === 'GREEN'; })()`),
+		until(`(() => { const c = document.querySelector('#drift'); return !!c && c.dataset.drifted === ''; })()`))
+	step("check drift", chromedp.Click(css("#drift-check")),
+		until(`(() => { const c = document.querySelector('#drift'); return !!c && c.dataset.drifted === '0'; })()`))
+
+	require.Equal(t, http.StatusAccepted, s.call(s.admin, "POST", "/v1/clusters/"+id+"/reconfigure",
+		map[string]any{"services": []string{"cache"}, "config": map[string]any{"size": 2}}, nil))
+	require.Eventually(t, func() bool {
+		var c struct {
+			ActiveJobID string `json:"activeJobId"`
+		}
+		return s.call(s.admin, "GET", "/v1/clusters/"+id, nil, &c) == http.StatusOK && c.ActiveJobID == ""
+	}, 60*time.Second, 100*time.Millisecond, "the reconfigure ends")
+	step("stale config found", chromedp.Click(css("#drift-check")),
+		until(`(() => { const c = document.querySelector('#drift'); return !!c && c.dataset.drifted === '1'; })()`),
+		until(`!!document.querySelector('#drift-findings tr[data-kind="configStale"]')`),
+		shot.take("cluster-drift"))
+	step("drift in the list", chromedp.Navigate(s.srv.URL()+"/#/clusters"),
+		until(fmt.Sprintf(`(() => {
+			const cell = document.querySelector('tr[data-cluster=%q] td.drift .status');
+			return !!cell && cell.dataset.status === 'DRIFTED';
+		})()`, id)))
+	require.Empty(t, problems())
+}

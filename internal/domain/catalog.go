@@ -101,6 +101,10 @@ const (
 	ActionRemove     Action = "remove"
 	ActionCheck      Action = "check"
 	ActionDelete     Action = "delete"
+	// ActionProbe is a drift check's look at one node: is the machine
+	// there, does it answer with its pinned host key, has it rebooted. No
+	// service defines it; heddle carries it out itself.
+	ActionProbe Action = "probe"
 )
 
 // ServiceActions are the actions a service may define, in lifecycle order.
@@ -287,6 +291,15 @@ type Administration struct {
 	// VerifyEvery, when set, has the janitor verify the cluster's health
 	// this long after the last verification ended (at least a minute).
 	VerifyEvery Duration `json:"verifyEvery,omitempty"`
+	// DriftEvery, when set, has the janitor check the cluster for drift
+	// this long after its create or its last drift check ended (at least a
+	// minute); 0 turns periodic checks off. Absent: DefaultDriftEvery of
+	// the cluster's provider type, which a cluster records in its resolved
+	// template.
+	DriftEvery *Duration `json:"driftEvery,omitempty"`
+	// Repair says what heddle does about the drift a check finds (see
+	// RepairPolicy); absent: report it only.
+	Repair *RepairPolicy `json:"repair,omitempty"`
 }
 
 // LeasePolicy: Initial is the lease a new cluster gets, Max the longest a

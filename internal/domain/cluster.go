@@ -75,6 +75,11 @@ type ServiceState struct {
 	At     time.Time `json:"at"`
 	// Message says why the action failed (bounded, output already redacted).
 	Message string `json:"message,omitempty"`
+	// Config is the digest of the configuration the service's last
+	// successful configure applied on this node (its expanded configure
+	// fields and the expanded cluster config); a drift check compares it
+	// with what the cluster's definition renders now. Empty: unknown.
+	Config string `json:"config,omitempty"`
 }
 
 // MaxStateMessage bounds ServiceState.Message: the node item holds one per
@@ -100,9 +105,9 @@ func (s ServiceState) After(action Action, ok bool, job, message string, at time
 		if len(message) > MaxStateMessage {
 			message = strings.ToValidUTF8(message[:MaxStateMessage], "")
 		}
-		return ServiceState{State: RunFailed, Action: action, JobID: job, At: at, Message: message}, true
+		return ServiceState{State: RunFailed, Action: action, JobID: job, At: at, Message: message, Config: s.Config}, true
 	}
-	next := ServiceState{Action: action, JobID: job, At: at}
+	next := ServiceState{Action: action, JobID: job, At: at, Config: s.Config}
 	switch action {
 	case ActionInstall:
 		next.State = RunInstalled
@@ -163,8 +168,10 @@ type Cluster struct {
 	CreatedAt   time.Time `json:"createdAt"`
 	ExpiresAt   time.Time `json:"expiresAt,omitzero"` // zero: never
 	// Health is what the latest verification found; nil until one ended.
-	Health  *ClusterHealth `json:"health,omitempty"`
-	Version int64          `json:"version"`
+	Health *ClusterHealth `json:"health,omitempty"`
+	// Drift is what the latest drift check found; nil until one ended.
+	Drift   *ClusterDrift `json:"drift,omitempty"`
+	Version int64         `json:"version"`
 	// ManagedBy names the tool that owns the cluster's desired state
 	// ("apply" for a cluster `heddle apply` made or adopted); others leave
 	// such a cluster's shape to it. Empty: managed by hand.
@@ -191,6 +198,10 @@ const (
 	// OpVerify runs every service's check action on every node that carries
 	// it and records the cluster's health (health.go); it changes nothing.
 	OpVerify Operation = "verify"
+	// OpDrift compares heddle's record of the cluster with what is there
+	// (machines, services, applied configuration) and records the drift it
+	// finds (drift.go); it changes nothing.
+	OpDrift Operation = "drift"
 )
 
 // JobStatus is a job's lifecycle.
@@ -306,4 +317,9 @@ type TaskAttempt struct {
 	// Health is a check attempt's verdict (see CheckStatus); empty for
 	// every other action.
 	Health CheckStatus `json:"health,omitempty"`
+	// Drift is a probe attempt's finding about its node (empty: none).
+	Drift DriftKind `json:"drift,omitempty"`
+	// Digest is a configure attempt's digest of what it applied (see
+	// ServiceState.Config).
+	Digest string `json:"digest,omitempty"`
 }

@@ -340,6 +340,22 @@ func (c checker) sections(s TemplateSections) {
 	if every := s.Administration.VerifyEvery; every != 0 && every < MinVerifyEvery {
 		c.add("administration.verifyEvery", CodeOutOfRange, "%s is too often; verify at most once a minute (1m), or leave it out for no periodic verification", every)
 	}
+	if every := s.Administration.DriftEvery; every != nil && *every != 0 && (*every < MinVerifyEvery) {
+		c.add("administration.driftEvery", CodeOutOfRange, "%s is too often; check for drift at most once a minute (1m), or 0 for no periodic drift checks", *every)
+	}
+	if r := s.Administration.Repair; r != nil {
+		if !slices.Contains([]RepairMode{"", RepairOff, RepairReport, RepairAuto}, r.Mode) {
+			c.add("administration.repair.mode", CodeInvalid, "%q is not off, report or auto", r.Mode)
+		}
+		if r.MaxUnhealthy != "" {
+			if _, _, err := parseMaxUnhealthy(r.MaxUnhealthy); err != nil {
+				c.add("administration.repair.maxUnhealthy", CodeInvalid, "%v", err)
+			}
+		}
+		if r.Backoff < 0 {
+			c.add("administration.repair.backoff", CodeOutOfRange, "%s is negative; give the least time between two repairs of one node, such as 30m", r.Backoff)
+		}
+	}
 	c.links(s.Links)
 }
 
@@ -405,10 +421,10 @@ var (
 	jobStatuses     = []JobStatus{JobPending, JobRunning, JobPaused, JobSucceeded, JobFailed, JobAborted, JobFailing, JobRollingBack}
 	taskStatuses    = []TaskStatus{TaskBlocked, TaskReady, TaskRunning, TaskSucceeded, TaskFailed, TaskCanceled}
 	operations      = []Operation{OpCreate, OpDelete, OpExpand, OpShrink, OpReconfigure, OpAddServices, OpRemoveServices,
-		OpStartServices, OpStopServices, OpRestartServices, OpRollingRestart, OpSyncTemplate, OpRollback, OpVerify}
+		OpStartServices, OpStopServices, OpRestartServices, OpRollingRestart, OpSyncTemplate, OpRollback, OpVerify, OpDrift}
 	// taskActions are the actions a work task may carry: the node-level ones
 	// and every service action.
-	taskActions = append([]Action{ActionCreate, ActionConfirm, ActionBootstrap, ActionDelete}, ServiceActions...)
+	taskActions = append([]Action{ActionCreate, ActionConfirm, ActionBootstrap, ActionDelete, ActionProbe}, ServiceActions...)
 )
 
 // enum reports value at field unless it is one of known; what names the kind

@@ -60,6 +60,12 @@ type Result struct {
 	// succeeds as a task, so the verification goes on to its end.
 	Health domain.CheckStatus
 	Note   string
+	// Drift is a probe's finding about its node (empty: none; see
+	// probeResult).
+	Drift domain.DriftKind
+	// Digest is what a configure applied, as provision.ConfigDigest
+	// computes it: recorded in the node's service state at the job's end.
+	Digest string
 }
 
 // NodeFacts are node properties an executor reports. Empty fields leave the
@@ -175,6 +181,14 @@ type Config struct {
 	// the verification job. ErrNothingToVerify drops the due verification.
 	// Nil: due verifications wait.
 	Verify func(ctx context.Context, tenant string, c domain.Cluster) error
+	// Drift is called by the janitor for each cluster whose drift check is
+	// due and that no job holds: it submits the drift check.
+	// ErrNothingToCheck drops the due check. Nil: due checks wait.
+	Drift func(ctx context.Context, tenant string, c domain.Cluster) error
+	// Repair is called by the janitor for each cluster whose repair is due
+	// (a drift check found drift and the template asks for automatic
+	// repair) and that no job holds. ErrNothingToCheck drops it.
+	Repair func(ctx context.Context, tenant string, c domain.Cluster) error
 	// TaskIndexMinTasks is the job size (work tasks) from which Submit
 	// writes the job's task index (taskindex.go); default
 	// defaultTaskIndexMin. Tests set it to 1 to give small jobs one.

@@ -127,6 +127,12 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 				return fmt.Errorf("summing up verification %s: %w", jobID, err)
 			}
 		}
+		var drift *domain.ClusterDrift
+		if job.Operation == domain.OpDrift && how == endSucceeded && !job.Aborted {
+			if drift, err = e.driftOf(ctx, tenant, job, now, c.Drift); err != nil {
+				return fmt.Errorf("summing up drift check %s: %w", jobID, err)
+			}
+		}
 		job.Status, job.EndedAt = final, now
 		if final == domain.JobSucceeded {
 			job.TaskDone = job.TaskTotal
@@ -158,11 +164,17 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 				c.Health = health
 				ops = append(ops, verifiedEvent(tenant, cluster, health))
 			}
+			if drift != nil {
+				c.Drift = drift
+				ops = append(ops, driftEvent(tenant, cluster, drift))
+			}
 			next := clusterItem(tenant, c)
 			ch := store.Changes{Data: next.Data, Status: &next.Status, Index: next.Index, ClearIndex: next.Index == nil}
 			ops = append(ops, store.Update(cit.Key, store.Condition{Version: cit.Version}, ch))
 			ops = append(ops, clusterEvent(tenant, c, prev, jobID, now)...)
 			ops = append(ops, verifySchedule(tenant, c, job.Job, effect, final == domain.JobSucceeded, now)...)
+			ops = append(ops, driftSchedule(tenant, c, job.Job, final == domain.JobSucceeded, now)...)
+			ops = append(ops, repairSchedule(tenant, c, drift, now)...)
 		} else {
 			e.log.ErrorContext(ctx, "a job ended without holding its cluster's lock", "job", jobID, "cluster", cluster, "lock", c.ActiveJobID)
 		}

@@ -23,6 +23,8 @@ type JanitorReport struct {
 	IndexCleared  int // ready tasks of jobs that will not run them
 	Stuck         int // jobs failed because they could never end (see failIfStuck)
 	Verifications int // due verifications handed to Verify
+	DriftChecks   int // due drift checks handed to Drift
+	Repairs       int // due repairs handed to Repair
 	EventsExpired int // events (and webhook delivery records) past their retention deleted
 	// HookDeliveries counts webhook deliveries made from new events, and
 	// HooksResent the delivery messages sent again.
@@ -33,7 +35,7 @@ type JanitorReport struct {
 func (r JanitorReport) Pass() metrics.JanitorPass {
 	return metrics.JanitorPass{"timed_out": r.TimedOut, "resent": r.Resent, "jobs_moved_on": r.JobsMovedOn, "undone": r.Undone,
 		"leases_expired": r.LeasesExpired, "index_cleared": r.IndexCleared, "stuck": r.Stuck,
-		"verifications": r.Verifications, "events_expired": r.EventsExpired,
+		"verifications": r.Verifications, "drift_checks": r.DriftChecks, "repairs": r.Repairs, "events_expired": r.EventsExpired,
 		"hook_deliveries": r.HookDeliveries, "hooks_resent": r.HooksResent}
 }
 
@@ -73,6 +75,16 @@ func (e *Engine) RunJanitor(ctx context.Context) (JanitorReport, error) {
 		}
 		if err := e.eachIndexed(ctx, verifyPartition(shard), store.SortableTime(now), func(it store.Item) error {
 			return e.startDueVerification(ctx, it, &r)
+		}); err != nil {
+			errs = append(errs, err)
+		}
+		if err := e.eachIndexed(ctx, driftPartition(shard), store.SortableTime(now), func(it store.Item) error {
+			return e.startDueDrift(ctx, it, &r)
+		}); err != nil {
+			errs = append(errs, err)
+		}
+		if err := e.eachIndexed(ctx, repairPartition(shard), store.SortableTime(now), func(it store.Item) error {
+			return e.startDueRepair(ctx, it, &r)
 		}); err != nil {
 			errs = append(errs, err)
 		}

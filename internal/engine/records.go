@@ -29,6 +29,10 @@ type Effect struct {
 	// Verify, on a success, makes a verification of the cluster due at
 	// once (a create or scale of a cluster whose services define checks).
 	Verify bool `json:"verify,omitempty"`
+	// Drift, on a drift check, is what the cluster service found without
+	// the nodes (config drift, at most domain.MaxDriftFindings); the job's
+	// end adds what its probes and checks found.
+	Drift []domain.DriftFinding `json:"drift,omitempty"`
 }
 
 // jobRecord is the stored job: the API's view plus what the engine needs to

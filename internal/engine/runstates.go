@@ -38,6 +38,7 @@ type outcome struct {
 	rollback bool
 	message  string
 	at       time.Time
+	digest   string // a configure's digest of what it applied
 }
 
 // serviceOutcomes reads, per node, the job's service tasks that ran to
@@ -57,7 +58,7 @@ func (e *Engine) serviceOutcomes(ctx context.Context, tenant, jobID string) (map
 		o := outcome{service: t.Service, action: t.Action, ok: status == domain.TaskSucceeded, rollback: t.Rollback}
 		if n := len(t.Attempts); n > 0 {
 			last := t.Attempts[n-1]
-			o.at, o.message = last.EndedAt, last.Error
+			o.at, o.message, o.digest = last.EndedAt, last.Error, last.Digest
 			if o.message == "" && !o.ok {
 				o.message = lastLine(last.Stderr)
 			}
@@ -98,6 +99,12 @@ func applyOutcomes(n *domain.Node, jobID string, outcomes []outcome) bool {
 			continue
 		}
 		next, keep := cur.After(o.action, o.ok, jobID, o.message, o.at)
+		if keep && o.ok && o.action == domain.ActionConfigure && o.digest != "" {
+			// What it applied is known whatever known state the configure
+			// left the service in (a running one stays running). A service
+			// in no known state gets no record: its entry would claim one.
+			next.Config = o.digest
+		}
 		if keep {
 			states[o.service] = next
 		} else {
@@ -111,7 +118,7 @@ func applyOutcomes(n *domain.Node, jobID string, outcomes []outcome) bool {
 		}
 	}
 	for s, st := range states {
-		if old, ok := before[s]; ok && old.State == st.State && old.Message == st.Message {
+		if old, ok := before[s]; ok && old.State == st.State && old.Message == st.Message && old.Config == st.Config {
 			states[s] = old
 			continue
 		}

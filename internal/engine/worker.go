@@ -238,6 +238,9 @@ func (e *Engine) runClaimed(ctx context.Context, ref TaskRef, claimed loadedTask
 	if lt.task.Action == domain.ActionCheck && (res.PollAfter == 0 || timedOut) {
 		res = checkResult(res, timedOut)
 	}
+	if lt.task.Action == domain.ActionProbe && (res.PollAfter == 0 || timedOut) {
+		res = probeResult(res)
+	}
 	if ctx.Err() == nil && !lost {
 		e.cfg.Observer.Attempt(tenant, string(lt.task.Action), attemptOutcome(lt.task, res), took)
 	}
@@ -439,11 +442,12 @@ func (e *Engine) endAttempt(t *domain.Task, status domain.TaskStatus, res Result
 	if res.Err != nil {
 		a.Error = boundHead(res.Err.Error(), maxErrorBytes)
 	}
+	a.Drift, a.Digest = res.Drift, res.Digest
 	if res.Health != "" {
 		a.Health = res.Health
-		if res.Note != "" {
-			a.Error = boundHead(res.Note, maxErrorBytes)
-		}
+	}
+	if (res.Health != "" || res.Drift != "") && res.Note != "" {
+		a.Error = boundHead(res.Note, maxErrorBytes)
 	}
 	compactAttempts(t)
 }

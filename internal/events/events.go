@@ -27,10 +27,16 @@ const (
 	// ClusterVerified: a verification ended (Job, Status is the health:
 	// GREEN, YELLOW or RED; Counts per check status).
 	ClusterVerified Type = "cluster.verified"
+	// ClusterDrift: a drift check ended (Job, Status "clean" or "drifted",
+	// Counts per drift kind, Message the first finding).
+	ClusterDrift Type = "cluster.drift"
+	// RepairHalted: automatic repair found more drifted nodes than the
+	// template's maxUnhealthy and repaired nothing (Counts: drifted, max).
+	RepairHalted Type = "cluster.repair_halted"
 )
 
 // Types lists every type, for validation of subscriptions and filters.
-var Types = []Type{ClusterStatus, JobStatus, ClusterVerified}
+var Types = []Type{ClusterStatus, JobStatus, ClusterVerified, ClusterDrift, RepairHalted}
 
 // Event is one change of one cluster.
 type Event struct {

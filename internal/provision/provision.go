@@ -134,7 +134,7 @@ func fail(err error) engine.Result { return engine.Result{Err: err, ExitCode: -1
 func (a *attempt) run(ctx context.Context) engine.Result {
 	act := a.task.Action
 	providerAction := act == domain.ActionCreate || act == domain.ActionConfirm || act == domain.ActionDelete
-	if !providerAction && act != domain.ActionBootstrap && !act.IsServiceAction() {
+	if !providerAction && act != domain.ActionBootstrap && act != domain.ActionProbe && !act.IsServiceAction() {
 		return fail(fmt.Errorf("provision: task %s has action %q, which no plugin carries out", a.task.ID, act))
 	}
 	if a.in.Poll != "" && !act.IsServiceAction() && !(strings.HasPrefix(a.in.Poll, providerPoll) && (act == domain.ActionConfirm || act == domain.ActionDelete)) {
@@ -160,7 +160,7 @@ func (a *attempt) run(ctx context.Context) engine.Result {
 	if a.node == nil {
 		return fail(fmt.Errorf("provision: task %s names node %q, which cluster %s does not have", a.task.ID, a.task.NodeID, a.task.ClusterID))
 	}
-	if !providerAction {
+	if !providerAction && act != domain.ActionProbe {
 		if res, done := a.nothingToDo(); done {
 			return res
 		}
@@ -171,6 +171,9 @@ func (a *attempt) run(ctx context.Context) engine.Result {
 	}
 	if providerAction {
 		return a.provider(ctx)
+	}
+	if act == domain.ActionProbe {
+		return a.probe(ctx)
 	}
 	return a.automate(ctx)
 }
@@ -380,7 +383,10 @@ func (a *attempt) automate(ctx context.Context) engine.Result {
 		return fail(fmt.Errorf("provision: service %s's %s action uses automator type %q, which this worker does not have", svc.Name, a.task.Action, def.Type))
 	}
 	det, detaches := auto.(automator.Detacher)
-	if a.in.Poll != "" && (!detaches || a.in.Poll != pollState(def.Type)) {
+	// A configure records what it applied (ConfigDigest); a detached one
+	// carries the digest in its poll state, since a poll expands nothing.
+	poll, digest, _ := strings.Cut(a.in.Poll, digestSep)
+	if a.in.Poll != "" && (!detaches || poll != pollState(def.Type)) {
 		return fail(fmt.Errorf("provision: task %s is polled (%q), but its automator type %s did not start it detached", a.task.ID, a.in.Poll, def.Type))
 	}
 	if !polling {
@@ -391,21 +397,32 @@ func (a *attempt) automate(ctx context.Context) engine.Result {
 			}
 		}
 	}
+	if !polling && a.task.Action == domain.ActionConfigure {
+		if digest, err = ConfigDigest(a.spec, layout, a.node, a.task.Service); err != nil {
+			return fail(err)
+		}
+	}
 	base.Context = tc
 	var out automator.Output
 	switch {
 	case !detaches:
-		return a.result(auto.Run(ctx, base))
+		res := a.result(auto.Run(ctx, base))
+		res.Digest = digest
+		return res
 	case a.in.Poll != "":
 		out = det.Check(ctx, base)
 	default:
 		out = det.Start(ctx, base)
 	}
 	res := a.result(out)
+	res.Digest = digest
 	if out.Pending && out.Err == nil {
 		// Detached and still running: the engine parks the attempt and
 		// polls it through Execute again after PollAfter; no worker waits.
 		res.PollAfter, res.PollState = max(out.PollAfter, minPollAfter), pollState(def.Type)
+		if digest != "" {
+			res.PollState += digestSep + digest
+		}
 	}
 	return res
 }
@@ -422,6 +439,9 @@ const providerPoll = "provider:"
 // expects back in Attempt.Poll. The automator finds the run from the task
 // and attempt, so only its type is needed, to check it still matches.
 func pollState(automatorType string) string { return "detached:" + automatorType }
+
+// digestSep separates a detached configure's digest from its poll state.
+const digestSep = "|"
 
 // nothingToDo answers a bootstrap of a node whose services use no
 // automator, and an action its service does not define (Coopr skipped

@@ -474,6 +474,25 @@ func (l *Local) Delete(_ context.Context, req provider.Request) (provider.Progre
 	return provider.Done(provider.Node{}), nil
 }
 
+// Crash makes the node look like a machine that died outside heddle: its
+// SSH server stops and its processes end, while its directory stays. The
+// node answers nothing until Restore, or a provider call for it, starts
+// its server again (as a machine comes back when it is powered on). Drift
+// tests use it; heddle never calls it.
+func (l *Local) Crash(tenant, clusterID, nodeID string) error {
+	name := dirName(tenant, clusterID, nodeID)
+	defer l.lock(name)()
+	l.mu.Lock()
+	n := l.nodes[name]
+	delete(l.nodes, name)
+	l.mu.Unlock()
+	if n == nil {
+		return fmt.Errorf("local: node %s does not run in this process", nodeID)
+	}
+	n.server.close()
+	return killNodeProcesses(l.nodeDir(name))
+}
+
 // Restore starts the server of every node on disk that does not run yet,
 // on its recorded port with its host key. Nodes that cannot start (their
 // port was taken meanwhile) are reported together; the others run, and
