@@ -23,7 +23,10 @@ import (
 //	3  webhook deliveries and pre-start hooks: messages for the ~hook and
 //	   ~prestart pseudo-clusters, which code of format 2 would take for
 //	   tasks it cannot find and drop, and jobs held PENDING for their hooks
-const FormatVersion = 3
+//	4  drift checks: probe tasks and check tasks of a drift job, which code
+//	   of format 3 would fail as actions it does not know, ending the
+//	   check FAILED
+const FormatVersion = 4
 
 // counterFormat holds an item's format version. A counter, not a field of
 // the document, so that code reads it without decoding a format it may not
