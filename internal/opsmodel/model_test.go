@@ -21,6 +21,9 @@ type mcluster struct {
 	id, name, template string
 	// jobs are the jobs the model's own requests started on it, in order.
 	jobs []string
+	// leased: its lease runs out within the check, and the janitor then
+	// submits its delete in its owner's name.
+	leased bool
 }
 
 // mutation is an accepted request that must have its audit record.
@@ -43,8 +46,8 @@ func (m *model) accept(method, route, cluster string) {
 }
 
 // created records an accepted create.
-func (m *model) created(r *client.Result, name, template string) {
-	c := &mcluster{id: r.Cluster.ID, name: name, template: template}
+func (m *model) created(r *client.Result, req client.CreateRequest) {
+	c := &mcluster{id: r.Cluster.ID, name: req.Name, template: req.Template, leased: req.Lease != 0}
 	if r.Job != nil {
 		c.jobs = append(c.jobs, r.Job.ID)
 	}
@@ -73,7 +76,8 @@ func clusterIDs(cs []client.Cluster) map[string]bool {
 }
 
 // mine lists the jobs of a cluster that the tenant's admin asked for (the
-// janitor's own jobs, such as a lease's delete, run alongside).
+// janitor's verifications run alongside; its delete of an expired lease is
+// in the owner's name, and mutate allows for it).
 func mine(js []client.Job) map[string]bool {
 	out := map[string]bool{}
 	for _, j := range js {
@@ -94,11 +98,11 @@ func (w *world) mutate(t *rapid.T, c *mcluster, method, route string, call func(
 	cancel()
 	if err != nil {
 		ce := refused(t, route+" "+c.id, err)
-		after := mine(w.jobs(t, c.id))
-		for id := range after {
-			if !before[id] {
-				t.Fatalf("%s %s was refused (%d %s: %v) but started job %s", method, route, ce.Status, ce.Code, ce, id)
+		for _, j := range w.jobs(t, c.id) {
+			if j.RequestedBy != adminName || before[j.ID] || (c.leased && j.Operation == domain.OpDelete) {
+				continue
 			}
+			t.Fatalf("%s %s was refused (%d %s: %v) but started job %s (%s)", method, route, ce.Status, ce.Code, ce, j.ID, j.Operation)
 		}
 		t.Logf("%s %s %s: refused %d %s", method, route, c.id, ce.Status, ce.Code)
 		return
@@ -127,7 +131,7 @@ func (w *world) create(t *rapid.T, req client.CreateRequest) {
 		t.Logf("create %s (%s, %d): refused %d %s", req.Name, req.Template, req.Size, ce.Status, ce.Code)
 		return
 	}
-	w.m.created(r, req.Name, req.Template)
+	w.m.created(r, req)
 	t.Logf("create %s (%s, %d): cluster %s job %s", req.Name, req.Template, req.Size, r.Cluster.ID, r.Job.ID)
 }
 
@@ -193,7 +197,7 @@ func (w *world) actions() map[string]func(*rapid.T) {
 				if err != nil {
 					return "", err
 				}
-				w.m.created(r, req.Name, req.Template)
+				w.m.created(r, req)
 				return r.Cluster.ID, nil
 			})
 		},
@@ -534,8 +538,10 @@ func (w *world) checkQuiet(t *rapid.T) {
 }
 
 // checkRunStates: every service of every node of an ACTIVE cluster carries
-// a run state, not failed; after a successful start (or create, restart)
-// they all run, after a stop none does.
+// a run state (failed too: ACTIVE says only that the last job succeeded,
+// and a sync after an aborted add-services leaves the service as it was);
+// after a successful create, start or restart they all run, after a stop
+// none does.
 func (w *world) checkRunStates(t *rapid.T, c client.Cluster) {
 	if w.m.clusters[c.ID].template != "ops" {
 		return // the latency provider's nodes run no action
@@ -566,8 +572,6 @@ func (w *world) checkRunStates(t *rapid.T, c client.Cluster) {
 			switch {
 			case !ok || st.State == "":
 				t.Fatalf("ACTIVE cluster %s: node %s carries no run state for %s; its jobs:%s", c.ID, n.ID, s, w.history(t, c.ID))
-			case st.State == domain.RunFailed:
-				t.Fatalf("ACTIVE cluster %s: node %s's %s failed (%s): %s; its jobs:%s", c.ID, n.ID, s, st.Action, st.Message, w.history(t, c.ID))
 			case want != "" && st.State != want:
 				t.Fatalf("ACTIVE cluster %s after its job %s: node %s's %s is %s, not %s; its jobs:%s", c.ID, c.LatestJobID, n.ID, s, st.State, want, w.history(t, c.ID))
 			}
@@ -643,14 +647,14 @@ func (w *world) wayOut(t *rapid.T) {
 	w.settle(t)
 	w.checkQuiet(t)
 	for _, c := range w.clusters(t) {
-		if c.Status == domain.ClusterTerminated {
-			continue
+		if c.Status == domain.ClusterTerminated || c.Status == domain.ClusterDeleting || c.ActiveJobID != "" {
+			continue // a delete (the janitor's, for an expired lease) is under way
 		}
 		ctx, cancel := callCtx()
 		r, err := w.admin.DeleteCluster(ctx, c.ID, false, client.Mutate{})
 		cancel()
 		if err != nil {
-			t.Fatalf("cluster %s is %s (%s) and its delete is refused: %v", c.ID, c.Status, c.StatusMessage, err)
+			t.Fatalf("cluster %s is %s (%s) and its delete is refused: %v; its jobs:%s", c.ID, c.Status, c.StatusMessage, err, w.history(t, c.ID))
 		}
 		w.m.clusters[c.ID].jobs = append(w.m.clusters[c.ID].jobs, r.Job.ID)
 		w.m.accept(http.MethodDelete, "/v1/clusters/{cluster}", c.ID)
@@ -658,15 +662,7 @@ func (w *world) wayOut(t *rapid.T) {
 	w.settle(t)
 	for _, c := range w.clusters(t) {
 		if c.Status != domain.ClusterTerminated {
-			var failed string
-			if c.LatestJobID != "" {
-				ctx, cancel := callCtx()
-				if j, err := w.admin.GetJob(ctx, c.ID, c.LatestJobID); err == nil {
-					failed = fmt.Sprintf("%s %s: %s", j.Operation, j.Status, j.StatusMessage)
-				}
-				cancel()
-			}
-			t.Fatalf("cluster %s is %s after its delete, with no fault left: %s (%s)", c.ID, c.Status, c.StatusMessage, failed)
+			t.Fatalf("cluster %s is %s after its delete, with no fault left: %s; its jobs:%s", c.ID, c.Status, c.StatusMessage, w.history(t, c.ID))
 		}
 	}
 	w.checkQuiet(t)
