@@ -42,6 +42,14 @@ const (
 	// PLANNED (see vetoUndoFixed). While false, the server restarts only while no
 	// job is PENDING.
 	preStartRestartFixed = false
+	// A delete that fails after some of its nodes were deleted (here: the
+	// server restarted under it) leaves those nodes live in the records
+	// (a node is marked DELETED only when its job succeeds), so every
+	// later plain delete plans stop and remove on machines that are gone
+	// and fails ("unreachable"): the cluster stays INCONSISTENT. While
+	// false, the way out at the end of a check forces the delete of a
+	// cluster whose plain delete failed; the forced one must work.
+	failedDeleteFixed = false
 )
 
 func TestMain(m *testing.M) {
