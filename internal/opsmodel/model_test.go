@@ -192,14 +192,12 @@ func (w *world) actions() map[string]func(*rapid.T) {
 				t.Skip("racing creates wait for the duplicate-names fix (duplicateNamesFixed)")
 			}
 			req := w.drawCreate(t)
-			w.concurrently(t, 2, func(ctx context.Context) (string, error) {
-				r, err := w.admin.CreateCluster(ctx, req, client.Mutate{})
-				if err != nil {
-					return "", err
-				}
+			for _, r := range w.concurrently(t, 2, func(ctx context.Context) (*client.Result, error) {
+				return w.admin.CreateCluster(ctx, req, client.Mutate{})
+			}) {
 				w.m.created(r, req)
-				return r.Cluster.ID, nil
-			})
+				t.Logf("racing create %s: cluster %s", req.Name, r.Cluster.ID)
+			}
 		},
 		// A catalog write (a new version of every template) racing a create.
 		"importRacingCreate": func(t *rapid.T) {
@@ -360,30 +358,32 @@ func (w *world) skipIfPending(t *rapid.T) {
 	}
 }
 
-// concurrently runs n copies of call at once; each success is recorded by
-// call itself, each failure must be a refusal.
-func (w *world) concurrently(t *rapid.T, n int, call func(ctx context.Context) (string, error)) {
+// concurrently runs n copies of call at once and returns what succeeded;
+// each failure must be a refusal.
+func (w *world) concurrently(t *rapid.T, n int, call func(ctx context.Context) (*client.Result, error)) []*client.Result {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var errs []error
+	var out []*client.Result
 	for range n {
 		wg.Go(func() {
 			ctx, cancel := callCtx()
 			defer cancel()
-			id, err := call(ctx)
+			r, err := call(ctx)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				errs = append(errs, err)
 				return
 			}
-			t.Logf("racing create: cluster %s", id)
+			out = append(out, r)
 		})
 	}
 	wg.Wait()
 	for _, err := range errs {
 		refused(t, "racing create", err)
 	}
+	return out
 }
 
 // catalogVersion is the catalog with a new description on every template,
