@@ -83,19 +83,26 @@ func TestOperationsModel(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	var steps, sequences atomic.Int64
+	// Said on failure too, when a long run's count matters most (rapid's
+	// reruns while it shrinks are counted as well).
+	t.Cleanup(func() {
+		t.Logf("%d steps taken in %d sequences that passed every check", steps.Load(), sequences.Load())
+	})
 	rapid.Check(t, func(rt *rapid.T) {
 		w := newWorld(rt, root)
 		defer w.close()
 		actions := w.actions()
+		// A skipped step panics out of act, and is not counted; nor are the
+		// steps of a sequence that failed.
+		var taken int64
 		for name, act := range actions {
 			if name != "" {
-				// A skipped step panics out of act, and is not counted.
-				actions[name] = func(rt *rapid.T) { act(rt); steps.Add(1) }
+				actions[name] = func(rt *rapid.T) { act(rt); taken++ }
 			}
 		}
 		rt.Repeat(actions)
 		w.wayOut(rt)
+		steps.Add(taken)
 		sequences.Add(1)
 	})
-	t.Logf("%d steps taken in %d sequences that passed every check", steps.Load(), sequences.Load())
 }
