@@ -9,10 +9,13 @@ FUZZTIME ?= 30s
 # revision (GOFLAGS=-buildvcs=false, a worktree): git's description of HEAD.
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
 LDVERSION = $(if $(VERSION),-X github.com/heddle-io/heddle/internal/buildinfo.version=$(VERSION))
+# The long run of the operations model (make opsmodel-long).
+OPSMODEL_CHECKS ?= 100
+OPSMODEL_STEPS ?= 100
 # GOLAMBDA builds a Lambda's bootstrap binary: linux/arm64, no RPC runtime.
 GOLAMBDA = CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w $(LDVERSION)"
 
-.PHONY: help build run demo demo-static test test-unit lint bench fuzz lambda clean local-aws local-aws-build
+.PHONY: help build run demo demo-static test test-unit lint bench fuzz opsmodel-long lambda clean local-aws local-aws-build
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -45,6 +48,9 @@ bench: ## Benchmarks of every package (store backends use DynamoDB Local when it
 
 fuzz: ## Run every fuzz target for FUZZTIME each (outside CI)
 	./scripts/fuzz-all.sh $(FUZZTIME)
+
+opsmodel-long: ## The model-based operations test on a long budget, OPSMODEL_CHECKS sequences of about OPSMODEL_STEPS steps (outside CI)
+	HEDDLE_OPSMODEL_CHECKS=$(OPSMODEL_CHECKS) HEDDLE_OPSMODEL_STEPS=$(OPSMODEL_STEPS) $(GO) test -count=1 -timeout 0 -v -run TestOperationsModel ./internal/opsmodel/
 
 lambda: ## Build the Lambda bootstrap binaries and zips (linux/arm64) into dist/
 	@mkdir -p dist
