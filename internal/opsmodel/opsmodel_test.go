@@ -27,7 +27,7 @@ const (
 	// A create of a name a live cluster has is accepted, and so are two
 	// creates of one name at once: names are not unique. While false,
 	// creates draw only names no live cluster has, and do not race.
-	duplicateNamesFixed = false
+	duplicateNamesFixed = true
 	// A job a pre-start hook vetoes ends FAILED with the cluster record
 	// and the counters put back (engine.failPending), but not the nodes
 	// its submission wrote: a vetoed create leaves its TERMINATED cluster
