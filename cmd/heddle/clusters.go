@@ -69,7 +69,7 @@ type mutationFlags struct {
 
 func (m *mutationFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&m.dryRun, "dry-run", false, "show the plan and change nothing")
-	cmd.Flags().BoolVar(&m.failOnRefusal, "fail-on-refusal", false, "with --dry-run: exit 2 when the request would be refused (the tenant's quota)")
+	cmd.Flags().BoolVar(&m.failOnRefusal, "fail-on-refusal", false, "with --dry-run: exit 2 when the request would be refused (the tenant's quota, a static pool's free hosts)")
 	cmd.Flags().BoolVar(&m.wait, "wait", false, "watch the job until it ends (as heddle jobs watch does)")
 	cmd.MarkFlagsMutuallyExclusive("dry-run", "wait")
 }

@@ -84,13 +84,16 @@ func TestStaticPoolThatRunsOutOfHosts(t *testing.T) {
 	require.Len(t, idle, 2)
 	s.must(admin, "hosts", "drain", "pool", idle[0])
 
-	// Refused in the dry run and at submission, with the reason; nothing
-	// changes.
-	for _, flag := range []string{"--dry-run", "--wait"} {
-		r := s.cli(admin, "clusters", "expand", id, "--count", "2", flag)
-		require.Equal(t, 1, r.code, "%s: %s", flag, r.stdout)
-		require.Contains(t, r.stderr, "pool `pool` has 1 free host, 2 needed", flag)
-	}
+	// Foreseen by the dry run (exit 0, or 2 with --fail-on-refusal) and
+	// refused at submission, with the reason; nothing changes.
+	r := s.cli(admin, "clusters", "expand", id, "--count", "2", "--dry-run")
+	require.Zero(t, r.code, r.stderr)
+	require.Contains(t, r.stdout, "refused if sent for real (pool_exhausted): pool `pool` has 1 free host, 2 needed")
+	r = s.cli(admin, "clusters", "expand", id, "--count", "2", "--dry-run", "--fail-on-refusal")
+	require.Equal(t, 2, r.code, r.stdout)
+	r = s.cli(admin, "clusters", "expand", id, "--count", "2", "--wait")
+	require.Equal(t, 1, r.code, r.stdout)
+	require.Contains(t, r.stderr, "pool `pool` has 1 free host, 2 needed")
 	c := s.show(admin, id)
 	require.Equal(t, "ACTIVE", c.Status)
 	require.Equal(t, 4, liveNodes(c))
@@ -144,7 +147,7 @@ func TestStaticPoolThatRunsOutOfHosts(t *testing.T) {
 	expand := inconsistent()
 	require.NoError(t, os.Remove(marker))
 	// The retry continues the rollback: the job ends FAILED, rolled back.
-	r := s.cli(admin, "jobs", "retry", id, expand, "--wait")
+	r = s.cli(admin, "jobs", "retry", id, expand, "--wait")
 	require.Contains(t, r.stderr, "rolled back", r.stdout)
 	require.Contains(t, r.stdout, "SUCCEEDED rollback:"+id+"-1001/lb/configure")
 	c = s.show(admin, id)

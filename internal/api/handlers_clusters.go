@@ -21,7 +21,7 @@ const (
 	CodeNoLayout       = "no_layout"
 	CodeTooComplex     = "too_complex"
 	CodeQuotaExceeded  = cluster.CodeQuotaExceeded
-	CodePoolExhausted  = "pool_exhausted"
+	CodePoolExhausted  = cluster.CodePoolExhausted
 	CodeNameTaken      = "name_taken"
 	CodeClusterBusy    = "cluster_busy"
 	CodeClusterState   = "cluster_state"

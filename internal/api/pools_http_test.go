@@ -99,18 +99,33 @@ func requirePoolExhausted(t testing.TB, status int, body map[string]any, field, 
 	require.Equal(t, []string{field, "provider"}, fields)
 }
 
+// requireForeseen checks a dry run's answer: the preview, with the
+// refusal the real request would meet.
+func requireForeseen(t testing.TB, status int, body map[string]any, field, msg string) {
+	t.Helper()
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.Equal(t, true, body["dryRun"])
+	require.NotEmpty(t, body["preview"])
+	refusal, ok := body["refusal"].(map[string]any)
+	require.True(t, ok, "the dry run foresees the refusal: %v", body)
+	require.Equal(t, CodePoolExhausted, refusal["code"])
+	require.Equal(t, field, refusal["field"])
+	require.Equal(t, "pool", refusal["pool"])
+	require.Contains(t, refusal["message"], msg)
+}
+
 // TestPoolCapacityIsCheckedInTheDryRunAndAtSubmission: a layout the static
 // pool cannot hold is refused with the reason before anything is written,
-// in the dry run as at submission, for a create (field size) and an
-// expand (field count).
+// for a create (field size) and an expand (field count); the dry run shows
+// its preview with that refusal foreseen, as it does the tenant's quota.
 func TestPoolCapacityIsCheckedInTheDryRunAndAtSubmission(t *testing.T) {
 	t.Parallel()
 	b := poolBundle(t, 5)
-	for _, dry := range []string{"?dryRun=true", ""} {
-		status, body := b.do(t, b.acmeKey, http.MethodPost, "/v1/clusters"+dry, map[string]any{"name": "shop", "template": "web-static", "size": 6})
-		requirePoolExhausted(t, status, body, "size", "pool `pool` has 5 free hosts, 6 needed")
-	}
-	status, body := b.do(t, b.acmeKey, http.MethodGet, "/v1/clusters", nil)
+	status, body := b.do(t, b.acmeKey, http.MethodPost, "/v1/clusters?dryRun=true", map[string]any{"name": "shop", "template": "web-static", "size": 6})
+	requireForeseen(t, status, body, "size", "pool `pool` has 5 free hosts, 6 needed")
+	status, body = b.do(t, b.acmeKey, http.MethodPost, "/v1/clusters", map[string]any{"name": "shop", "template": "web-static", "size": 6})
+	requirePoolExhausted(t, status, body, "size", "pool `pool` has 5 free hosts, 6 needed")
+	status, body = b.do(t, b.acmeKey, http.MethodGet, "/v1/clusters", nil)
 	require.Equal(t, http.StatusOK, status)
 	require.Empty(t, body["items"], "a refused create writes no cluster")
 
@@ -119,7 +134,7 @@ func TestPoolCapacityIsCheckedInTheDryRunAndAtSubmission(t *testing.T) {
 	// The create's job runs (no worker here: its nodes never take their
 	// hosts), so its hold still promises 4 of the 5 hosts.
 	status, body = b.do(t, b.acmeKey, http.MethodPost, "/v1/clusters?dryRun=true", map[string]any{"name": "more", "template": "web-static", "size": 2})
-	requirePoolExhausted(t, status, body, "size", "pool `pool` has 1 free host, 2 needed")
+	requireForeseen(t, status, body, "size", "pool `pool` has 1 free host, 2 needed")
 }
 
 // TestTwoSubmissionsThatEachFitOnlyOneWins: two creates of 3 nodes on a

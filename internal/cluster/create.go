@@ -96,14 +96,38 @@ type Result struct {
 }
 
 // Refusal is a refusal a dry run foresees: the error code and sentence the
-// real request would be answered with, and the limit it would pass.
+// real request would be answered with, and the limit it would pass: the
+// tenant's quota (Limit, Max, InUse, Asked) or a static pool's free hosts
+// (Pool, Free, Asked, and the request's Field that asks for the nodes).
 type Refusal struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	Limit   string `json:"limit"`
-	Max     int    `json:"max"`
-	InUse   int    `json:"inUse"`
+	Limit   string `json:"limit,omitempty"`
+	Max     int    `json:"max,omitempty"`
+	InUse   int    `json:"inUse,omitempty"`
 	Asked   int    `json:"asked"`
+	Field   string `json:"field,omitempty"`
+	Pool    string `json:"pool,omitempty"`
+	Free    int    `json:"free,omitempty"`
+}
+
+// CodePoolExhausted is the code of a request for more nodes than a static
+// pool has free hosts.
+const CodePoolExhausted = "pool_exhausted"
+
+// foreseeHold runs a submission's pool check: an error for the real
+// request; for a dry run, a pool without room becomes its Refusal (the
+// preview is still shown) and other errors end it.
+func foreseeHold(hold func() (engine.Hold, error), dryRun bool) (*Refusal, error) {
+	_, err := hold()
+	var pe *PoolError
+	switch {
+	case err == nil:
+		return nil, nil
+	case dryRun && errors.As(err, &pe):
+		return &Refusal{Code: CodePoolExhausted, Message: pe.Error(), Field: pe.Field, Pool: pe.Provider, Free: pe.Free, Asked: pe.Needed}, nil
+	}
+	return nil, err
 }
 
 // CodeQuotaExceeded is the code of a request beyond the tenant's quota.
@@ -187,7 +211,8 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 	hold := func() (engine.Hold, error) {
 		return s.reserveHosts(ctx, tenant, *prov, id, nodeIDs(layout.Nodes), "size")
 	}
-	if _, err := hold(); err != nil {
+	poolRefusal, err := foreseeHold(hold, dryRun)
+	if err != nil {
 		return nil, err
 	}
 	if dryRun {
@@ -198,6 +223,9 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 		refusal, err := s.foresee(ctx, tenant, 1, len(layout.Nodes))
 		if err != nil {
 			return nil, err
+		}
+		if poolRefusal != nil {
+			refusal = poolRefusal // the submission checks the pool first
 		}
 		return &Result{Cluster: c, Preview: pv.Bounded(PreviewItems), Layout: layout.Groups, DryRun: true, Refusal: refusal}, nil
 	}

@@ -118,7 +118,8 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 	hold := func() (engine.Hold, error) {
 		return s.reserveHosts(ctx, p.Tenant, l.sp.Provider, c.ID, nodeIDs(op.newNodes), op.sizeField)
 	}
-	if _, err := hold(); err != nil {
+	poolRefusal, err := foreseeHold(hold, dryRun)
+	if err != nil {
 		return nil, err
 	}
 	if dryRun {
@@ -131,6 +132,9 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 			if refusal, err = s.foresee(ctx, p.Tenant, 0, op.takeNodes); err != nil {
 				return nil, err
 			}
+		}
+		if poolRefusal != nil {
+			refusal = poolRefusal // the submission checks the pool first
 		}
 		return &Result{Cluster: c, Preview: pv.Bounded(PreviewItems), Layout: op.layout, DryRun: true, Refusal: refusal}, nil
 	}
