@@ -191,9 +191,10 @@
 //
 // RunJanitor (a ticker in the local server, a scheduled Lambda in AWS) fails
 // running attempts past their deadline, re-sends READY tasks that no worker
-// claimed within ResendAfter (their message was lost), moves on jobs whose
-// last step was lost (a FAILING job whose last task ended, a finish cut
-// short), undoes submissions stuck PENDING, fails stuck jobs, and hands
+// claimed within ResendAfter (their message was lost) and the question of
+// jobs PENDING for their pre-start hooks left unanswered (hooks.go), moves
+// on jobs whose last step was lost (a FAILING job whose last task ended, a
+// finish cut short), undoes submissions stuck PENDING, fails stuck jobs, and hands
 // clusters whose lease ran out to ExpireLease. Every action is conditional on
 // what it read, so two janitors at once do no harm (TestTwoJanitorsAtOnce).
 //

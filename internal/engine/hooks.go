@@ -107,6 +107,8 @@ func (e *Engine) gateOnPreStart(ctx context.Context, tenant, cluster string, job
 		return false, nil
 	}
 	job.AwaitingPreStart = true
+	now := e.now()
+	job.PreStartAskedAt, job.PreStartSentAt = now, now
 	_, err = e.store.Write(ctx, store.Update(jobKey(tenant, cluster, job.ID), store.Condition{StatusIn: []string{string(domain.JobPending)}},
 		store.Changes{Data: mustJSON(job), Set: counters}))
 	if errors.Is(err, store.ErrConditionFailed) {
@@ -115,18 +117,75 @@ func (e *Engine) gateOnPreStart(ctx context.Context, tenant, cluster string, job
 	if err != nil {
 		return true, fmt.Errorf("marking job %s for its pre-start hooks: %w", job.ID, err)
 	}
-	ref := TaskRef{Tenant: tenant, Cluster: preStartCluster, Job: cluster, Task: job.ID}
-	dedup := "prestart#" + job.ID
-	if job.Retries > 0 {
-		// A retry of a withdrawn job asks again (resubmit): the queue
-		// would drop a second message with the first's id.
-		dedup += "#" + strconv.Itoa(job.Retries)
-	}
-	if err := e.queue.Send(ctx, tenant, queue.Message{TaskID: ref.String(), Format: FormatVersion, Group: preStartCluster + "#" + cluster, Dedup: dedup}); err != nil {
-		// The job is PENDING: the janitor fails it after SubmitTimeout.
-		e.log.WarnContext(ctx, "queueing the pre-start hooks failed", "job", job.ID, "error", err)
+	if err := e.sendPreStart(ctx, tenant, cluster, job); err != nil {
+		// The job is PENDING and marked: the janitor sends it again.
+		e.log.WarnContext(ctx, "queueing the pre-start hooks failed; the janitor will resend", "job", job.ID, "error", err)
 	}
 	return true, nil
+}
+
+// sendPreStart queues the message that has a worker ask job's pre-start
+// hooks.
+func (e *Engine) sendPreStart(ctx context.Context, tenant, cluster string, job *jobRecord) error {
+	ref := TaskRef{Tenant: tenant, Cluster: preStartCluster, Job: cluster, Task: job.ID}
+	return e.queue.Send(ctx, tenant, queue.Message{TaskID: ref.String(), Format: FormatVersion, Group: preStartCluster + "#" + cluster, Dedup: preStartDedup(job)})
+}
+
+// preStartDedup is the deduplication id of a pre-start message. The queue
+// drops, for 5 minutes, an id its group has seen, and the message that
+// was lost may have been seen (a worker of an older release drops it as a
+// task that does not exist), so every message must differ from all
+// earlier ones of the job: a retry of a withdrawn job asks again
+// (resubmit) and counts in Retries, a re-send counts in PreStartSends,
+// bumped in the write that records it. A submission's first message keeps
+// the id older releases gave it.
+func preStartDedup(job *jobRecord) string {
+	id := "prestart#" + job.ID
+	if job.Retries > 0 || job.PreStartSends > 0 {
+		id += "#" + strconv.Itoa(job.Retries)
+	}
+	if job.PreStartSends > 0 {
+		id += "#" + strconv.Itoa(job.PreStartSends)
+	}
+	return id
+}
+
+// preStartResendAfter is how long a pre-start message may go unanswered
+// before the janitor sends it again: ResendAfter, but at most half of
+// SubmitTimeout, so that a lost message is sent again before the janitor
+// gives up on the job (the AWS defaults make both 2 minutes).
+func (e *Engine) preStartResendAfter() time.Duration {
+	return min(e.cfg.ResendAfter, e.cfg.SubmitTimeout/2)
+}
+
+// resendPreStart sends the message asking a PENDING job's pre-start hooks
+// again; restart says the process lost its queue with its last run, so
+// the question starts over (SubmitTimeout counts from now). The write is
+// conditional on the job as read: of two janitors, or a janitor and the
+// worker that answers, one writes and the other does nothing. A duplicate
+// ask is harmless: a worker asks only a job still PENDING and marked, and
+// starting or failing it is conditional on PENDING, so the second answer
+// finds it moved and writes nothing.
+func (e *Engine) resendPreStart(ctx context.Context, tenant, cluster string, lj loadedJob, restart bool) (bool, error) {
+	job := lj.job
+	if job.Status != domain.JobPending || !job.AwaitingPreStart {
+		return false, nil
+	}
+	now := e.now()
+	job.PreStartSends++
+	job.PreStartSentAt = now
+	if restart {
+		job.PreStartAskedAt = now
+	}
+	_, err := e.store.Write(ctx, store.Update(lj.item.Key, store.Condition{Version: lj.item.Version, StatusIn: []string{string(domain.JobPending)}},
+		store.Changes{Data: mustJSON(job)}))
+	if errors.Is(err, store.ErrConditionFailed) {
+		return false, nil // answered, undone or re-sent meanwhile
+	}
+	if err != nil {
+		return false, fmt.Errorf("recording the re-send of job %s's pre-start message: %w", job.ID, err)
+	}
+	return true, e.sendPreStart(ctx, tenant, cluster, &job)
 }
 
 // askPreStart handles a pre-start message: the hooks accept the job (it

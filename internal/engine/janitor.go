@@ -29,6 +29,9 @@ type JanitorReport struct {
 	// HookDeliveries counts webhook deliveries made from new events, and
 	// HooksResent the delivery messages sent again.
 	HookDeliveries, HooksResent int
+	// PreStartsResent counts the messages asking a job's pre-start hooks
+	// sent again.
+	PreStartsResent int
 }
 
 // Pass is the report as metrics name its figures.
@@ -36,13 +39,15 @@ func (r JanitorReport) Pass() metrics.JanitorPass {
 	return metrics.JanitorPass{"timed_out": r.TimedOut, "resent": r.Resent, "jobs_moved_on": r.JobsMovedOn, "undone": r.Undone,
 		"leases_expired": r.LeasesExpired, "index_cleared": r.IndexCleared, "stuck": r.Stuck,
 		"verifications": r.Verifications, "drift_checks": r.DriftChecks, "repairs": r.Repairs, "events_expired": r.EventsExpired,
-		"hook_deliveries": r.HookDeliveries, "hooks_resent": r.HooksResent}
+		"hook_deliveries": r.HookDeliveries, "hooks_resent": r.HooksResent, "prestarts_resent": r.PreStartsResent}
 }
 
 // RunJanitor makes one pass over every tenant: it fails running attempts past
 // their deadline (then retries or fails them as any failure), re-sends ready
-// tasks nobody claimed within ResendAfter, undoes submissions stuck PENDING
-// past SubmitTimeout, moves on jobs whose last step was lost, and fails jobs
+// tasks nobody claimed within ResendAfter and the question of jobs whose
+// pre-start hooks were not answered (preStartResendAfter), undoes
+// submissions stuck PENDING past SubmitTimeout, moves on jobs whose last
+// step was lost, and fails jobs
 // that are stuck (see failIfStuck; paused jobs are left alone). Every
 // action is a conditional write on what it read, so two janitors at once,
 // or a janitor racing a worker, do no harm.
@@ -174,9 +179,10 @@ func (e *Engine) timeOut(ctx context.Context, indexed store.Item, r *JanitorRepo
 }
 
 // ResendReady sends every READY task again, however recently it became
-// ready, and the unclaimed roots of every running job, and returns how many
-// it sent: what a process whose in-process queue was lost with its last run
-// does at start, rather than wait ResendAfter.
+// ready, the unclaimed roots of every running job and the question of
+// every job waiting for its pre-start hooks, and returns how many it sent:
+// what a process whose in-process queue was lost with its last run does at
+// start, rather than wait ResendAfter.
 func (e *Engine) ResendReady(ctx context.Context) (int, error) {
 	var r JanitorReport
 	var errs []error
@@ -190,12 +196,38 @@ func (e *Engine) ResendReady(ctx context.Context) (int, error) {
 			errs = append(errs, err)
 		}
 		if err := e.eachIndexed(ctx, jobPartition(shard), "", func(it store.Item) error {
+			if err := e.resendPreStartOf(ctx, it, &r); err != nil {
+				return err
+			}
 			return e.resendRootsOf(ctx, it, &r)
 		}); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return r.Resent, errors.Join(errs...)
+}
+
+// resendPreStartOf asks again the pre-start hooks of an indexed job that
+// waits for them; the question starts over, as the process that lost it
+// was not running meanwhile.
+func (e *Engine) resendPreStartOf(ctx context.Context, indexed store.Item, r *JanitorReport) error {
+	tenant, rest, ok := store.TenantOf(indexed.PK)
+	cluster, isJob := strings.CutPrefix(rest, "JOBS#")
+	if !ok || !isJob || indexed.Status != string(domain.JobPending) {
+		return nil
+	}
+	lj, err := e.loadJob(ctx, tenant, cluster, indexed.SK)
+	if errors.Is(err, store.ErrNotFound) || isNewer(err) {
+		return nil // gone, or a newer release's job: it asks
+	}
+	if err != nil {
+		return err
+	}
+	sent, err := e.resendPreStart(ctx, tenant, cluster, lj, true)
+	if sent {
+		r.Resent++
+	}
+	return err
 }
 
 // resendRootsOf sends the unclaimed roots of an indexed job that runs.
@@ -323,9 +355,23 @@ func (e *Engine) moveJobOn(ctx context.Context, indexed store.Item, r *JanitorRe
 				return err
 			}
 		}
-		if lj.job.submittedAt().Add(e.cfg.SubmitTimeout).Before(e.now()) {
+		since := lj.job.submittedAt()
+		if lj.job.AwaitingPreStart {
+			since = lj.job.preStartAskedAt()
+		}
+		if since.Add(e.cfg.SubmitTimeout).Before(e.now()) {
 			r.Undone++
 			return e.undoSubmission(ctx, tenant, cluster, lj)
+		}
+		if lj.job.AwaitingPreStart && lj.job.preStartSentAt().Add(e.preStartResendAfter()).Before(e.now()) {
+			// Its message is lost (a restarted local server's queue, a
+			// failed send, a worker of an older release) or waits behind
+			// others: a second one costs at most a second question.
+			sent, err := e.resendPreStart(ctx, tenant, cluster, lj, false)
+			if sent {
+				r.PreStartsResent++
+			}
+			return err
 		}
 		return nil
 	case domain.JobRollingBack:

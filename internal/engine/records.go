@@ -74,6 +74,16 @@ type jobRecord struct {
 	// AwaitingPreStart, on a PENDING job, says its pre-start hooks were
 	// asked (hooks.go): a worker starts or fails it when they answer.
 	AwaitingPreStart bool `json:"awaitingPreStart,omitempty"`
+	// PreStartAskedAt is when the hooks were asked for this submission,
+	// or asked again by a process whose in-process queue was lost with
+	// its last run; the janitor's "not asked in time" counts from it.
+	// PreStartSentAt is when the last message asking them was sent, and
+	// PreStartSends counts the messages sent after a submission's first:
+	// each has a deduplication id of its own (preStartDedup). Zero on
+	// records of older releases: SubmittedAt, and no re-send yet.
+	PreStartAskedAt time.Time `json:"preStartAskedAt,omitzero"`
+	PreStartSentAt  time.Time `json:"preStartSentAt,omitzero"`
+	PreStartSends   int       `json:"preStartSends,omitempty"`
 	// Replan, on a PENDING job, says its step 2 is planned and written in
 	// the background from its inputs (replan.go).
 	Replan bool `json:"replan,omitempty"`
@@ -100,6 +110,24 @@ func (j *jobRecord) submittedAt() time.Time {
 		return j.CreatedAt
 	}
 	return j.SubmittedAt
+}
+
+// preStartAskedAt is when the current question to the pre-start hooks
+// began.
+func (j *jobRecord) preStartAskedAt() time.Time {
+	if j.PreStartAskedAt.IsZero() {
+		return j.submittedAt()
+	}
+	return j.PreStartAskedAt
+}
+
+// preStartSentAt is when the last message asking the pre-start hooks was
+// sent.
+func (j *jobRecord) preStartSentAt() time.Time {
+	if j.PreStartSentAt.IsZero() {
+		return j.preStartAskedAt()
+	}
+	return j.PreStartSentAt
 }
 
 const (

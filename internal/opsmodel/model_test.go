@@ -53,7 +53,8 @@ func (m *model) created(r *client.Result, req client.CreateRequest) {
 	}
 	m.clusters[c.id] = c
 	m.order = append(m.order, c.id)
-	m.accept(http.MethodPost, "/v1/clusters", r.Cluster.ID) // the record names the cluster it made
+	// The create's audit record names the cluster it made (api.noteMade).
+	m.accept(http.MethodPost, "/v1/clusters", r.Cluster.ID)
 }
 
 // drawCluster picks one of the model's clusters (TERMINATED ones too: what

@@ -40,8 +40,9 @@ const (
 	// it again, and the janitor fails the job after SubmitTimeout ("the
 	// pre-start hooks were not asked in time"), a create with its nodes left
 	// PLANNED (see vetoUndoFixed). While false, the server restarts only while no
-	// job is PENDING.
-	preStartRestartFixed = false
+	// job is PENDING. Fixed: a process asks again at start, and the janitor
+	// re-sends a question left unanswered (engine.resendPreStart).
+	preStartRestartFixed = true
 	// A delete that fails after some of its nodes were deleted (here: the
 	// server restarted under it) leaves those nodes live in the records
 	// (a node is marked DELETED only when its job succeeds), so every
