@@ -1,5 +1,5 @@
 // The dashboard's entry point: a router over the URL fragment (#/clusters,
-// #/clusters/ID, #/clusters/ID/jobs/JOB, #/clusters/new, #/catalog/KIND/NAME,
+// #/clusters/ID (or NAME), #/clusters/ID/jobs/JOB, #/clusters/new, #/catalog/KIND/NAME,
 // #/providers/NAME/hosts)
 // that renders one view at a time into <main>, and the header.
 

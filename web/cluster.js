@@ -13,7 +13,22 @@ const EVENTS = 20;
 
 const ENDED = new Set(['SUCCEEDED', 'FAILED', 'ABORTED']);
 
+// CLUSTER_ID is the form of the ids heddle gives clusters; anything else in
+// #/clusters/... is taken for a name.
+const CLUSTER_ID = /^c[0-9a-f]{16,}$/;
+
 export function renderCluster(view, { id }) {
+  if (!CLUSTER_ID.test(id)) {
+    // #/clusters/NAME: the same look-up as the CLI's (GET
+    // /v1/clusters?name=) finds the live cluster of that name.
+    replace(view.root, h('p', { class: 'muted' }, 'Loading…'));
+    byName(id).then((found) => {
+      if (view.stopped) return;
+      if (found) location.replace(`#/clusters/${enc(found)}`);
+      else replace(view.root, h('p', { class: 'error' }, `No live cluster is named ${id}.`), h('p', {}, h('a', { href: '#/clusters' }, '← Clusters')));
+    });
+    return;
+  }
   const top = h('div', { id: 'cluster-top' }, h('p', { class: 'muted' }, 'Loading…'));
   const live = h('div', { id: 'cluster-live' });
   const result = h('div', { id: 'action-result' });
@@ -50,6 +65,17 @@ export function renderCluster(view, { id }) {
     result,
     live);
   view.every(2000, refresh);
+}
+
+// byName is the id of the live cluster named name, or null.
+async function byName(name) {
+  try {
+    const page = await get(`clusters?name=${enc(name)}`);
+    const items = page.items || [];
+    return items.length === 1 ? items[0].id : null;
+  } catch {
+    return null;
+  }
 }
 
 // latestEvents reads the cluster's events, oldest first, and keeps the

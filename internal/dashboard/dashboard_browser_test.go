@@ -313,6 +313,11 @@ func TestDashboardClusterLifecycleInBrowser(t *testing.T) {
 		chromedp.Click(css(`#clusters tr[data-name="shop"] a`)),
 		until(clusterIs("ACTIVE", 3, "create")))
 
+	step("a cluster's page by its name (GET /v1/clusters?name=, as the CLI looks it up)",
+		chromedp.Navigate(s.srv.URL()+"/#/clusters/shop"),
+		until(`/^#\/clusters\/c[0-9a-f]+$/.test(location.hash)`),
+		until(clusterIs("ACTIVE", 3, "create")))
+
 	step("expand by one",
 		chromedp.SetValue(css("#expand-count"), "1"),
 		chromedp.Click(css("#expand")),
