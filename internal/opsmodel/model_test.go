@@ -53,7 +53,8 @@ func (m *model) created(r *client.Result, req client.CreateRequest) {
 	}
 	m.clusters[c.id] = c
 	m.order = append(m.order, c.id)
-	m.accept(http.MethodPost, "/v1/clusters", "")
+	// The record of a create names the cluster it made (issue 30).
+	m.accept(http.MethodPost, "/v1/clusters", c.id)
 }
 
 // drawCluster picks one of the model's clusters (TERMINATED ones too: what
