@@ -72,6 +72,7 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 		if job.Aborted && final == domain.JobFailed {
 			final = domain.JobAborted
 		}
+		effect = withTaskDeletions(effect, &job, int(lj.item.Counter(counterNodesDeleted)))
 		// The nodes once: the ending, and so the effect, is the same on
 		// every attempt (a retry comes from a progress count or the cluster
 		// changing under the transaction below).
@@ -202,6 +203,30 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 		return nil
 	}
 	return fmt.Errorf("finishing job %s: it kept changing; the janitor will finish it", jobID)
+}
+
+// withTaskDeletions is the effect of a job's end with the quota and node
+// count of the nodes its delete tasks marked DELETED (deleted of them,
+// settle.go) accounted for, and notes on job what it gave back. An ending
+// that marks nodes DELETED names every node its delete tasks can reach
+// (a delete's or shrink's victims, a create's or expand's new nodes
+// rolled back) and gives back all of them: less what an earlier, failed
+// end of the job gave back already. Any other ending gives back the ones
+// deleted since that end: the tenant's node counter and the cluster's
+// node count equal its nodes not DELETED whichever way the job ends, and
+// however many times it is retried.
+func withTaskDeletions(effect Effect, job *jobRecord, deleted int) Effect {
+	given := job.NodesReleased
+	if effect.NodeStatus == domain.NodeDeleted {
+		effect.ReleaseNodes -= given
+		effect.NodeCountDelta += given
+		return effect
+	}
+	extra := deleted - given
+	effect.ReleaseNodes += extra
+	effect.NodeCountDelta -= extra
+	job.NodesReleased = deleted
+	return effect
 }
 
 // AddProgress adds finished work tasks to a job's progress count. Workers

@@ -26,7 +26,11 @@ import (
 //	4  drift checks: probe tasks and check tasks of a drift job, which code
 //	   of format 3 would fail as actions it does not know, ending the
 //	   check FAILED
-const FormatVersion = 4
+//	5  per-node deletions: a delete task's success marks its node DELETED
+//	   and counts it on the job (nodesDeleted), whose end gives its quota
+//	   back; an end by code of format 4 would not, and leave the tenant's
+//	   node counter above its nodes
+const FormatVersion = 5
 
 // counterFormat holds an item's format version. A counter, not a field of
 // the document, so that code reads it without decoding a format it may not

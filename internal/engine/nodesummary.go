@@ -20,7 +20,8 @@ import (
 // submission writes new, updated and retiring nodes before the job starts,
 // and a job's end writes the statuses its ending names before the job
 // becomes terminal (task completions record facts such as addresses, never
-// a status or a layout). So the summary is recounted there, at coarse
+// a layout, and a status only when a node's delete task succeeds: that
+// completion deletes the summary, so readers recount until the job's end). So the summary is recounted there, at coarse
 // grain, and written in the same write that moves the job: the start's
 // PENDING -> RUNNING (now a transaction of the job and the summary) and the
 // end's transaction. It costs one write per job, none per task. The

@@ -58,6 +58,10 @@ type jobRecord struct {
 	// owners count a hold whose cluster no job holds as given back
 	// (static.Pool.Reserve), so this needs no new FormatVersion.
 	Holds []store.Key `json:"holds,omitempty"`
+	// NodesReleased is how many of the nodes its delete tasks marked
+	// DELETED (counterNodesDeleted) an earlier, failed end of the job gave
+	// back: a later end (after a retry) gives back only the rest.
+	NodesReleased int `json:"nodesReleased,omitempty"`
 	// RunningStatus is the cluster's status while the job runs; a retry puts
 	// it back.
 	RunningStatus domain.ClusterStatus `json:"runningStatus,omitempty"`
@@ -135,6 +139,9 @@ const (
 	counterRollbackSinks = "rollbackSinks"
 	counterDone          = "done"
 	counterRemaining     = "remaining" // on tasks: dependencies not yet succeeded
+	// On jobs: nodes its delete tasks marked DELETED as they succeeded
+	// (settle.go), whose quota the job's end gives back (finish.go).
+	counterNodesDeleted = "nodesDeleted"
 )
 
 func decodeInto[T any](it store.Item, v *T) error {

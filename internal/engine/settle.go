@@ -10,6 +10,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/store"
+	"github.com/heddle-io/heddle/internal/usage"
 )
 
 // maxSettleAttempts bounds the retries of a completion whose dependents kept
@@ -127,7 +128,14 @@ func (e *Engine) succeed(ctx context.Context, ref TaskRef, lt loadedTask, res Re
 			jobCheckAt = len(ops)
 			ops = append(ops, store.Check(jobKey(ref.Tenant, ref.Cluster, ref.Job), store.Condition{StatusIn: []string{string(running)}}))
 		}
-		if res.Node != nil && t.NodeID != "" {
+		jobAdd := map[string]int64{}
+		// A node whose machine this task deleted is DELETED from now on,
+		// whatever becomes of its job: a job that fails later must not
+		// leave it live for the next delete to stop, remove and delete
+		// again on a machine that is gone. Its quota stays taken until
+		// the job's end gives it back (finish.go), counted here.
+		deletes := t.Action == domain.ActionDelete && t.NodeID != ""
+		if (res.Node != nil || deletes) && t.NodeID != "" {
 			nk := nodeKey(ref.Tenant, ref.Cluster, t.NodeID)
 			nit, err := e.store.Get(ctx, nk)
 			if err != nil {
@@ -137,16 +145,37 @@ func (e *Engine) succeed(ctx context.Context, ref TaskRef, lt loadedTask, res Re
 			if err := decodeInto(nit, &n); err != nil {
 				return false, nil, err
 			}
-			res.Node.apply(&n)
-			ops = append(ops, store.Update(nk, store.Condition{Version: nit.Version}, store.Changes{Data: mustJSON(n)}))
+			if res.Node != nil {
+				res.Node.apply(&n)
+			}
+			ch := store.Changes{Data: mustJSON(n)}
+			if deletes && n.Status != domain.NodeDeleted {
+				deleted, err := e.deletedByTask(ctx, ref, t, n)
+				if err != nil {
+					return false, nil, err
+				}
+				ch = deleted.changes
+				ops = append(ops, deleted.ops...)
+				jobAdd[counterNodesDeleted] = 1
+			}
+			ops = append(ops, store.Update(nk, store.Condition{Version: nit.Version}, ch))
 		}
 		if sinks > 0 {
 			counter := counterSinks
 			if t.Rollback {
 				counter = counterRollbackSinks
 			}
-			ops = append(ops, store.Update(jobKey(ref.Tenant, ref.Cluster, ref.Job), store.Condition{MustExist: true},
-				store.Changes{Add: map[string]int64{counter: -int64(sinks)}}))
+			jobAdd[counter] = -int64(sinks)
+		}
+		if len(jobAdd) > 0 {
+			// One write of the job item: a transaction names an item once.
+			if jobCheckAt >= 0 {
+				ops[jobCheckAt] = store.Update(jobKey(ref.Tenant, ref.Cluster, ref.Job), store.Condition{StatusIn: ops[jobCheckAt].Cond.StatusIn},
+					store.Changes{Add: jobAdd})
+			} else {
+				ops = append(ops, store.Update(jobKey(ref.Tenant, ref.Cluster, ref.Job), store.Condition{MustExist: true},
+					store.Changes{Add: jobAdd}))
+			}
 		}
 		err := e.store.Transact(ctx, ops)
 		var terr *store.TransactionError
@@ -435,4 +464,30 @@ func (e *Engine) eachTask(ctx context.Context, tenant, jobID string, fn func(sto
 		}
 		cursor = page.Next
 	}
+}
+
+// taskDeletion is what a node's successful delete task writes with its
+// completion: the node DELETED, its usage lifetime closed, and the
+// cluster's node summary retired (it was counted with the node live; the
+// job's end counts it again).
+type taskDeletion struct {
+	changes store.Changes
+	ops     []store.Op
+}
+
+func (e *Engine) deletedByTask(ctx context.Context, ref TaskRef, t domain.Task, n domain.Node) (taskDeletion, error) {
+	_, c, err := e.loadCluster(ctx, ref.Tenant, ref.Cluster)
+	if err != nil {
+		return taskDeletion{}, err
+	}
+	n.Status = domain.NodeDeleted
+	status := string(n.Status)
+	d := taskDeletion{changes: store.Changes{Data: mustJSON(n), Status: &status}}
+	d.ops = append(d.ops, store.Delete(nodeSummaryKey(ref.Tenant, ref.Cluster), store.Condition{}))
+	if lt, ok := lifetimeAt(ref.Tenant, c, n, e.now()); ok {
+		// Keyed by the task, so it never meets the batches of the job's
+		// end, which skips nodes already DELETED.
+		d.ops = append(d.ops, store.Put(usage.BatchItem(ref.Job, "task:"+t.ID, []usage.Lifetime{lt}), store.Condition{}))
+	}
+	return d, nil
 }

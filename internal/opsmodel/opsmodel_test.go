@@ -50,7 +50,7 @@ const (
 	// and fails ("unreachable"): the cluster stays INCONSISTENT. While
 	// false, the way out at the end of a check forces the delete of a
 	// cluster whose plain delete failed; the forced one must work.
-	failedDeleteFixed = false
+	failedDeleteFixed = true
 )
 
 func TestMain(m *testing.M) {

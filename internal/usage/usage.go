@@ -55,9 +55,11 @@ type batch struct {
 // opens or closes (a job's end marks its nodes in transactions of up to
 // 100 items: one batch each, rather than one usage write per node). The
 // key names the cluster, the job, the status the job's end gave and the
-// first node of the batch; ls must be non-empty, of one tenant and
-// cluster, and at most MaxBatch. A job's end marks each node once (under
-// the node's version), so two batches never share a key.
+// first node of the batch (a node's delete task, which closes its
+// lifetime itself, gives "task:" and its id as the status); ls must be
+// non-empty, of one tenant and cluster, and at most MaxBatch. A job's end
+// marks each node once (under the node's version), so two batches never
+// share a key.
 func BatchItem(job, status string, ls []Lifetime) store.Item {
 	l := ls[0]
 	data, _ := json.Marshal(batch{Lifetimes: ls})
