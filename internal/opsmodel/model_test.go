@@ -53,7 +53,7 @@ func (m *model) created(r *client.Result, req client.CreateRequest) {
 	}
 	m.clusters[c.id] = c
 	m.order = append(m.order, c.id)
-	m.accept(http.MethodPost, "/v1/clusters", "")
+	m.accept(http.MethodPost, "/v1/clusters", c.id) // its audit record names the cluster it made
 }
 
 // drawCluster picks one of the model's clusters (TERMINATED ones too: what

@@ -34,7 +34,7 @@ const (
 	// with nodes PLANNED for ever, a vetoed add-services leaves the
 	// service in the nodes' layouts, never installed, on an ACTIVE
 	// cluster. While false the hook never vetoes.
-	vetoUndoFixed = false
+	vetoUndoFixed = true
 	// A restart of the local server while a job waits for its pre-start
 	// hooks loses the in-memory message that would ask them; nothing sends
 	// it again, and the janitor fails the job after SubmitTimeout ("the
