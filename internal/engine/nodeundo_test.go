@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,4 +191,35 @@ func TestAVetoedShrinkAndDeletePutTheirVictimsBack(t *testing.T) {
 		require.Equal(t, domain.TenantUsage{}, b.usage(t))
 		checkInvariants(t, b)
 	})
+}
+
+// TestAnUndoneSubmissionPutsTheLayoutsBack: the janitor's undo of a job
+// that waited for its pre-start hooks in vain (no worker asked them) puts
+// the layouts its add-services wrote back, as a veto does.
+func TestAnUndoneSubmissionPutsTheLayoutsBack(t *testing.T) {
+	t.Parallel()
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	b := setup(t, nil, Config{Clock: func() time.Time { return time.Unix(0, clock.Load()) }})
+	stop := b.run(t, 3, 50*time.Millisecond)
+	final := b.submitAndWait(t, createSubmission(t, "c1", 3, nil))
+	stop()
+	require.Equal(t, domain.JobSucceeded, final.Status, b.failures(t, final.ID))
+	before := b.nodesByID(t, "c1")
+
+	b.eng.SetHooks(&gate{}) // asked by a worker, and none runs
+	sub := b.addServiceSubmission(t, "c1", "lb")
+	job, err := b.eng.Submit(b.ctx, sub)
+	require.NoError(t, err)
+	require.NotEqual(t, before, b.nodesByID(t, "c1"), "the pending job wrote its layouts")
+
+	clock.Add(int64(b.eng.cfg.SubmitTimeout + time.Minute))
+	r, err := b.eng.RunJanitor(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, r.Undone)
+	lj, err := b.eng.loadJob(b.ctx, tenant, "c1", job.ID)
+	require.NoError(t, err)
+	require.Equal(t, domain.JobFailed, lj.job.Status)
+	require.Equal(t, before, b.nodesByID(t, "c1"), "the undo put the layouts back")
+	checkInvariants(t, b)
 }
