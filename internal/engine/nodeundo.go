@@ -86,7 +86,18 @@ func (e *Engine) recordUndo(ctx context.Context, tenant, cluster, jobID string, 
 	if err != nil {
 		return fmt.Errorf("reading the nodes of cluster %s: %w", cluster, err)
 	}
-	return e.transactChecked(ctx, tenant, cluster, jobID, ops)
+	// A submission may change thousands of nodes and this is in the
+	// request: the batches go in parallel, as step 2's do.
+	check := store.Check(jobKey(tenant, cluster, jobID), store.Condition{StatusIn: []string{string(domain.JobPending)}})
+	var batches [][]store.Op
+	for _, b := range transactBatchesOf(ops, store.MaxTransactItems-1, store.MaxTransactBytes-store.TransactSize([]store.Op{check})) {
+		batches = append(batches, append(b[:len(b):len(b)], check))
+	}
+	err = e.transactAll(ctx, batches)
+	if errors.Is(err, store.ErrConditionFailed) {
+		return errJobMoved // the puts have no condition: only the check fails
+	}
+	return err
 }
 
 // transactChecked writes ops in batches, each with the check that the job
