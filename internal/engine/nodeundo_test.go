@@ -87,8 +87,23 @@ func (b *testBundle) nodesByID(t *testing.T, cluster string) map[string]domain.N
 // them again and installs the service.
 func TestAVetoedAddServicesPutsTheLayoutsBack(t *testing.T) {
 	t.Parallel()
+	vetoedAddServices(t, false)
+}
+
+// TestAVetoedStagedAddServicesPutsTheLayoutsBack: the same when step 2 is
+// staged (a large submission): the staged ops write the layouts again on
+// the retry.
+func TestAVetoedStagedAddServicesPutsTheLayoutsBack(t *testing.T) {
+	t.Parallel()
+	vetoedAddServices(t, true)
+}
+
+func vetoedAddServices(t *testing.T, staged bool) {
 	eachBackend(t, func(t *testing.T) {
 		b := setup(t, nil, Config{})
+		if staged {
+			b.eng.inlineBatches = 0
+		}
 		hook := &gate{}
 		b.eng.SetHooks(hook)
 		stop := b.run(t, 3, 50*time.Millisecond)
