@@ -51,8 +51,10 @@ func takeQuota(tenant string, clusters, nodes int) *store.Op {
 // new nodes) and, for a create, the cluster's name (the cluster
 // comes back from TERMINATED to PENDING). When they no longer fit it is
 // refused (*QuotaRefusal, ErrNameTaken, ErrClusterBusy) and nothing
-// changed. Then its new nodes are PLANNED again and it starts the way a
-// submission does, asking the pre-start hooks again: a retry must not be
+// changed; so is it (ErrJobState) when another job changed the nodes it
+// changes since its withdrawal. Then its new nodes are PLANNED again, the
+// nodes it changes are changed again (nodeundo.go), and it starts the way
+// a submission does, asking the pre-start hooks again: a retry must not be
 // a way around them. A crash in between leaves a PENDING job, which the
 // janitor finishes (a staged one) or withdraws again after SubmitTimeout.
 func (e *Engine) resubmit(ctx context.Context, tenant, cluster, jobID string, hold HoldFunc) (domain.Job, error) {
