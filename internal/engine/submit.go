@@ -137,6 +137,9 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 	}
 
 	if err := e.recordUndo(ctx, sub.Tenant, cluster.ID, job.ID, sub); err != nil {
+		if errors.Is(err, errJobMoved) {
+			return domain.Job{}, ErrSubmitAborted // as start says when the janitor was first
+		}
 		return domain.Job{}, fmt.Errorf("recording the node changes of job %s: %w", job.ID, err)
 	}
 	if staged != nil {
