@@ -48,9 +48,11 @@
 // SubmitTimeout (job FAILED, lock and quota released, nothing ran); the
 // janitor's first write is conditional on PENDING, so a slow submitter's
 // step 3 then fails instead of racing it. Such a job, like one a pre-start
-// hook refused, is withdrawn: its new nodes are DELETED and a retry
+// hook refused, is withdrawn: its new nodes are DELETED, the nodes it
+// changed are put back from its undo items (nodeundo.go), and a retry
 // submits it again, taking back the lock, quota and name in one
-// transaction (withdraw.go; names.go for name reservations). A crash after 3 leaves roots that
+// transaction and making its node changes again (withdraw.go; names.go
+// for name reservations). A crash after 3 leaves roots that
 // no worker claims: when nothing else of the job is READY or RUNNING and
 // the job started more than ResendAfter ago, the janitor gives them an item,
 // READY, and sends them again (a resume, a retry and ResendReady do too).

@@ -411,8 +411,9 @@ func (e *Engine) undoSubmission(ctx context.Context, tenant, cluster string, lj 
 
 // failPending ends a PENDING job as FAILED with msg: nothing of it ran, so
 // the lock, quota and holds go back and the cluster is as it was (one being
-// created ends TERMINATED). Its new nodes become DELETED first, each write
-// checked on the job still PENDING: a node left PLANNED would stay in the
+// created ends TERMINATED). Its new nodes become DELETED first and the
+// nodes it changed are put back (nodeundo.go), each write checked on the
+// job still PENDING: a node left PLANNED would stay in the
 // cluster's layout uncounted, and a later delete or shrink would give its
 // quota back a second time. The job is marked Withdrawn in the transaction
 // that gives the quota back, so a retry knows to take it again.
@@ -425,6 +426,13 @@ func (e *Engine) failPending(ctx context.Context, tenant, cluster string, lj loa
 		if err != nil {
 			return err
 		}
+	}
+	// The nodes it changed are put back the same way (nodeundo.go).
+	if err := e.restoreNodes(ctx, tenant, cluster, lj.job.ID, true); err != nil {
+		if errors.Is(err, errJobMoved) {
+			return nil
+		}
+		return err
 	}
 	job := lj.job
 	job.Status, job.EndedAt = domain.JobFailed, e.now()

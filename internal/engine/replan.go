@@ -93,6 +93,12 @@ func (e *Engine) continueReplanned(ctx context.Context, tenant, cluster string, 
 	if planned != 0 && job.TaskTotal != planned {
 		return fmt.Errorf("planning job %s again gave %d tasks where the request planned %d", job.ID, job.TaskTotal, planned)
 	}
+	if err := e.recordUndo(ctx, tenant, cluster, job.ID, sub); err != nil {
+		if errors.Is(err, errJobMoved) {
+			return nil // the job left PENDING: another writer started it, or the janitor undid it
+		}
+		return fmt.Errorf("recording the node changes of job %s: %w", job.ID, err)
+	}
 	pending := store.Check(lj.item.Key, store.Condition{StatusIn: []string{string(domain.JobPending)}})
 	var batches [][]store.Op
 	for _, b := range transactBatchesOf(ops, store.MaxTransactItems-1, store.MaxTransactBytes-store.TransactSize([]store.Op{pending})) {

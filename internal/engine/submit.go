@@ -136,6 +136,12 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 		return domain.Job{}, err
 	}
 
+	if err := e.recordUndo(ctx, sub.Tenant, cluster.ID, job.ID, sub); err != nil {
+		if errors.Is(err, errJobMoved) {
+			return domain.Job{}, ErrSubmitAborted // as start says when the janitor was first
+		}
+		return domain.Job{}, fmt.Errorf("recording the node changes of job %s: %w", job.ID, err)
+	}
 	if staged != nil {
 		// Step 2, staged: the request writes the staged ops (a few large
 		// items) and answers; the rest goes on in the background.

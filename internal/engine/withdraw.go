@@ -13,10 +13,12 @@ import (
 // A withdrawn job ended before it started: a pre-start hook refused it, or
 // the janitor undid a submission that never finished (failPending). Its end
 // gave back everything step 1 took (the lock, the quota, the cluster's node
-// count; a create's cluster became TERMINATED) and its new nodes became
-// DELETED. A retry of it is a new submission of the same job, so it takes
-// all of that again, in one transaction, or is refused with nothing
-// changed (resubmit).
+// count; a create's cluster became TERMINATED), its new nodes became
+// DELETED and the existing nodes it changed (layouts, retiring nodes
+// DELETING) are as they were, from the job's undo items (nodeundo.go). A
+// retry of it is a new submission of the same job, so it takes all of
+// that again, in one transaction, or is refused with nothing changed
+// (resubmit), and makes its node changes again before it starts.
 
 // QuotaRefusal is ErrQuota with what the refused request asked for, so the
 // caller can name the limit it passes.
@@ -49,8 +51,10 @@ func takeQuota(tenant string, clusters, nodes int) *store.Op {
 // new nodes) and, for a create, the cluster's name (the cluster
 // comes back from TERMINATED to PENDING). When they no longer fit it is
 // refused (*QuotaRefusal, ErrNameTaken, ErrClusterBusy) and nothing
-// changed. Then its new nodes are PLANNED again and it starts the way a
-// submission does, asking the pre-start hooks again: a retry must not be
+// changed; so is it (ErrJobState) when another job changed the nodes it
+// changes since its withdrawal. Then its new nodes are PLANNED again, the
+// nodes it changes are changed again (nodeundo.go), and it starts the way
+// a submission does, asking the pre-start hooks again: a retry must not be
 // a way around them. A crash in between leaves a PENDING job, which the
 // janitor finishes (a staged one) or withdraws again after SubmitTimeout.
 func (e *Engine) resubmit(ctx context.Context, tenant, cluster, jobID string, hold HoldFunc) (domain.Job, error) {
@@ -87,6 +91,17 @@ func (e *Engine) resubmit(ctx context.Context, tenant, cluster, jobID string, ho
 		}
 		if c.ActiveJobID != "" {
 			return domain.Job{}, fmt.Errorf("%w: job %s holds cluster %s", ErrClusterBusy, c.ActiveJobID, cluster)
+		}
+		// Its node changes are made again below, over the nodes as its
+		// withdrawal left them: when another job changed them since, the
+		// plan no longer fits the cluster. The transaction's condition on
+		// the cluster's version makes this check hold until then.
+		same, err := e.nodesAsWithdrawn(ctx, tenant, cluster, jobID)
+		if err != nil {
+			return domain.Job{}, err
+		}
+		if !same {
+			return domain.Job{}, fmt.Errorf("%w: nodes job %s changed were changed again since it was withdrawn; submit the operation again", ErrJobState, jobID)
 		}
 		now := e.now()
 		prevCluster := c.Status
@@ -165,6 +180,12 @@ func (e *Engine) resubmit(ctx context.Context, tenant, cluster, jobID string, ho
 		if err != nil {
 			return domain.Job{}, err
 		}
+	}
+	if err := e.restoreNodes(ctx, tenant, cluster, jobID, false); err != nil {
+		if errors.Is(err, errJobMoved) {
+			return job.Job, nil // withdrawn again meanwhile
+		}
+		return domain.Job{}, err
 	}
 	defs, err := e.deferredTasks(ctx, tenant, jobID)
 	if err != nil {
