@@ -83,6 +83,11 @@ func describeCluster(err error) (ErrorDetail, bool) {
 		return ErrorDetail{Status: http.StatusNotFound, Code: CodeNotFound, Message: trimPrefix(err) + " does not exist"}, true
 	case errors.Is(err, engine.ErrClusterBusy):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeClusterBusy, Message: trimPrefix(err)}, true
+	case errors.Is(err, engine.ErrSubmitAborted):
+		// The janitor withdrew the job while its submission was still
+		// being written (past SubmitTimeout): what it had taken is back.
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeJobState,
+			Message: "the submission took too long and the janitor undid it, giving back what it had taken; send the request again"}, true
 	case errors.Is(err, engine.ErrNothingToRetry), errors.Is(err, engine.ErrJobState):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeJobState, Message: trimPrefix(err)}, true
 	case errors.Is(err, engine.ErrStale):
