@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -165,14 +166,42 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 			op.edit(&c)
 		}
 	}
-	job, err := s.submitHolding(ctx, engine.Submission{
-		Tenant: p.Tenant, Cluster: c, ClusterStatus: op.status, NewNodes: op.newNodes, RetiringNodes: op.retiring, UpdatedNodes: op.updated, Checks: op.checks,
-		Operation: op.req.Operation, RequestedBy: p.User, Plan: plan, TakeNodes: op.takeNodes,
-		OnSuccess: op.onSuccess,
-		OnFailure: engine.Effect{ClusterStatus: domain.ClusterInconsistent,
-			Message: fmt.Sprintf("%s failed; retry the job or run another operation to repair the cluster", op.req.Operation)},
-		OnRollback: op.onRollback,
-	}, hold)
+	var job domain.Job
+	for attempt := 0; ; attempt++ {
+		job, err = s.submitHolding(ctx, engine.Submission{
+			Tenant: p.Tenant, Cluster: c, ClusterStatus: op.status, NewNodes: op.newNodes, RetiringNodes: op.retiring, UpdatedNodes: op.updated, Checks: op.checks,
+			Operation: op.req.Operation, RequestedBy: p.User, Plan: plan, TakeNodes: op.takeNodes,
+			OnSuccess: op.onSuccess,
+			OnFailure: engine.Effect{ClusterStatus: domain.ClusterInconsistent,
+				Message: fmt.Sprintf("%s failed; retry the job or run another operation to repair the cluster", op.req.Operation)},
+			OnRollback: op.onRollback,
+		}, hold)
+		if err == nil || attempt == 2 || !errors.Is(err, engine.ErrClusterBusy) {
+			break
+		}
+		// A verification or drift check heddle started by itself may have
+		// taken the lock since the cluster was read (the janitor's due
+		// one): it gives way here too (invariant 15), and the submission
+		// goes on from the cluster as its end left it.
+		fresh, ferr := s.cfg.Engine.Cluster(ctx, p.Tenant, c.ID)
+		if ferr != nil || fresh.ActiveJobID == "" {
+			break
+		}
+		held, jerr := s.cfg.Engine.Job(ctx, p.Tenant, c.ID, fresh.ActiveJobID)
+		if jerr != nil || (held.Operation != domain.OpVerify && held.Operation != domain.OpDrift) {
+			break
+		}
+		if fresh, err = s.endVerification(ctx, p, fresh, held.ID); err != nil {
+			return nil, err
+		}
+		if fresh.ActiveJobID != "" {
+			return nil, fmt.Errorf("%w: job %s is working on cluster %s; wait for it, or abort it", engine.ErrClusterBusy, fresh.ActiveJobID, fresh.ID)
+		}
+		c = fresh
+		if op.edit != nil {
+			op.edit(&c)
+		}
+	}
 	if err != nil {
 		return nil, s.submitError(ctx, p.Tenant, err, 0, op.takeNodes)
 	}
