@@ -92,6 +92,9 @@ func (s *server) start() {
 	}
 	cmd := exec.Command(os.Args[0], "server", "--data-dir", filepath.Join(s.dir, "data"), "--listen", listen)
 	cmd.Env = append(os.Environ(), runMainEnv+"=1", "HEDDLE_BOOTSTRAP_KEY="+s.super)
+	// t.Cleanup kills the server, but not when the test binary itself is
+	// killed (a -timeout, a killed go test): the kernel ends it then.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(s.t, cmd.Start())
 	s.cmd = cmd

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +37,9 @@ func TestPrunePromptOnATerminal(t *testing.T) {
 	answer := func(keys string) (string, error) {
 		cmd := exec.Command(os.Args[0], "--endpoint", "http://"+s.addr, "--key", admin, "apply", "-f", empty, "--prune")
 		cmd.Env = append(os.Environ(), runMainEnv+"=1")
+		// Ended with the test binary, even when it is killed; pty.Start
+		// adds its own session settings to these.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		tty, err := pty.Start(cmd)
 		require.NoError(t, err)
 		defer tty.Close()
