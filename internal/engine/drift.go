@@ -196,11 +196,24 @@ func (e *Engine) startDue(ctx context.Context, indexed store.Item, kind string, 
 	if c.ActiveJobID != "" || hook == nil {
 		return nil
 	}
+	// Read again now that the cluster is seen free: a job of this kind
+	// that ended since the first read dropped the item with the lock, and
+	// must not be followed by another right away.
+	again, err := e.store.Get(ctx, indexed.Key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if again.Version != it.Version {
+		return nil // changed meanwhile: a later pass looks at it as it is now
+	}
 	err = hook(ctx, tenant, c)
 	switch {
 	case errors.Is(err, ErrClusterBusy):
 		return nil
-	case err != nil && !errors.Is(err, ErrNothingToCheck):
+	case err != nil && !errors.Is(err, ErrNothingToCheck) && !errors.Is(err, ErrNothingToVerify):
 		return fmt.Errorf("%s of cluster %s: %w", strings.ToLower(strings.TrimSuffix(kind, "DUE")), c.ID, err)
 	}
 	if err == nil {
