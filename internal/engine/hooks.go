@@ -106,16 +106,39 @@ func (e *Engine) gateOnPreStart(ctx context.Context, tenant, cluster string, job
 	if !has {
 		return false, nil
 	}
-	job.AwaitingPreStart = true
-	now := e.now()
-	job.PreStartAskedAt, job.PreStartSentAt = now, now
-	_, err = e.store.Write(ctx, store.Update(jobKey(tenant, cluster, job.ID), store.Condition{StatusIn: []string{string(domain.JobPending)}},
-		store.Changes{Data: mustJSON(job), Set: counters}))
-	if errors.Is(err, store.ErrConditionFailed) {
-		return true, ErrSubmitAborted
-	}
-	if err != nil {
-		return true, fmt.Errorf("marking job %s for its pre-start hooks: %w", job.ID, err)
+	// A staged job has two writers that may both get here (the submitter's
+	// background one and the janitor's). Only the first marks it: a second
+	// mark would change the job's version under a worker already answering
+	// the first question, whose conditional fail or start would then find
+	// the job changed and do nothing, leaving it PENDING with its question
+	// consumed until the janitor asks again (ResendAfter: minutes).
+	for attempt := 0; ; attempt++ {
+		cur, err := e.loadJob(ctx, tenant, cluster, job.ID)
+		if err != nil {
+			return true, fmt.Errorf("reading job %s before asking its pre-start hooks: %w", job.ID, err)
+		}
+		switch {
+		case cur.job.Status != domain.JobPending:
+			return true, ErrSubmitAborted
+		case cur.job.AwaitingPreStart:
+			*job = cur.job // marked and asked by the other writer
+			return true, nil
+		case attempt == maxSettleAttempts:
+			return true, fmt.Errorf("marking job %s for its pre-start hooks: it kept changing", job.ID)
+		}
+		job.AwaitingPreStart = true
+		now := e.now()
+		job.PreStartAskedAt, job.PreStartSentAt = now, now
+		_, err = e.store.Write(ctx, store.Update(cur.item.Key, store.Condition{Version: cur.item.Version, StatusIn: []string{string(domain.JobPending)}},
+			store.Changes{Data: mustJSON(job), Set: counters}))
+		if errors.Is(err, store.ErrConditionFailed) {
+			job.AwaitingPreStart = false
+			continue // look again: the other writer may have marked it
+		}
+		if err != nil {
+			return true, fmt.Errorf("marking job %s for its pre-start hooks: %w", job.ID, err)
+		}
+		break
 	}
 	if err := e.sendPreStart(ctx, tenant, cluster, job); err != nil {
 		// The job is PENDING and marked: the janitor sends it again.

@@ -187,3 +187,46 @@ func TestAPreStartQuestionResentAtStartGetsAFreshSubmitTimeout(t *testing.T) {
 	require.Equal(t, domain.JobFailed, lj.job.Status)
 	require.Contains(t, lj.job.StatusMessage, "pre-start hooks were not asked in time")
 }
+
+// TestASecondWriterDoesNotMarkAJobAgain: a staged job has two writers
+// that may both reach its pre-start gate (the submitter's background one
+// and the janitor's). The second, holding the job as it was before the
+// first marked it, must leave the job as the first wrote it: before the
+// fix it wrote the mark again, which changed the job's version under the
+// worker answering the first question, so the worker's veto found the job
+// changed and did nothing and the job stayed PENDING until the janitor
+// asked again (TestAVetoedStagedAddServicesPutsTheLayoutsBack failed about
+// one run in six that way).
+func TestASecondWriterDoesNotMarkAJobAgain(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T) {
+		b := setup(t, nil, Config{})
+		b.eng.inlineBatches = 0 // staged
+		hook := &gate{}
+		hook.set(true)
+		b.eng.SetHooks(hook)
+		sub := createSubmission(t, "c1", 2, nil)
+		job, err := b.eng.Submit(b.ctx, sub)
+		require.NoError(t, err)
+		before, err := b.eng.loadJob(b.ctx, tenant, "c1", job.ID)
+		require.NoError(t, err)
+		stale := before.job // as the second writer read it
+		require.NoError(t, b.eng.ContinueSubmission(b.ctx, tenant, "c1", job.ID))
+		marked, err := b.eng.loadJob(b.ctx, tenant, "c1", job.ID)
+		require.NoError(t, err)
+		require.True(t, marked.job.AwaitingPreStart)
+
+		require.False(t, stale.AwaitingPreStart)
+		require.NoError(t, b.eng.start(b.ctx, tenant, "c1", &stale, nil, nil))
+		after, err := b.eng.loadJob(b.ctx, tenant, "c1", job.ID)
+		require.NoError(t, err)
+		require.Equal(t, marked.item.Version, after.item.Version, "the second writer wrote the job again")
+
+		// The worker answering the first question ends the job.
+		stop := b.run(t, 1, 50*time.Millisecond)
+		defer stop()
+		final := b.waitJob(t, "c1", job.ID, 30*time.Second)
+		require.Equal(t, domain.JobFailed, final.Status)
+		require.True(t, final.Withdrawn)
+	})
+}
