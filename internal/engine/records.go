@@ -108,6 +108,17 @@ func (j *jobRecord) withdrawn() bool {
 	return j.Withdrawn || (j.Status == domain.JobFailed && j.StartedAt.IsZero())
 }
 
+// stepTwoWritten reports whether a withdrawn job's step 2 is known to be
+// all there, so that a retry can start it: a staged one is written again
+// from its staged items, and one that reached its pre-start gate (vetoed,
+// or never asked in time) had written step 2 first. One the janitor undid
+// before its gate may lack tasks: started again, its sinks would never
+// all end and it would hold the cluster and the quota until the janitor
+// failed it.
+func (j *jobRecord) stepTwoWritten() bool {
+	return j.StagedChunks > 0 || j.AwaitingPreStart || !j.StartedAt.IsZero()
+}
+
 // submittedAt is when the job's current submission began.
 func (j *jobRecord) submittedAt() time.Time {
 	if j.SubmittedAt.IsZero() {

@@ -53,6 +53,9 @@ func (e *Engine) RetryHolding(ctx context.Context, tenant, cluster, jobID, by st
 	switch job.Status {
 	case domain.JobFailed, domain.JobAborted:
 		if job.withdrawn() {
+			if !job.stepTwoWritten() {
+				return domain.Job{}, fmt.Errorf("%w: job %s's submission never finished writing its tasks (%s); submit the operation again", ErrJobState, jobID, job.StatusMessage)
+			}
 			return e.resubmit(ctx, tenant, cluster, jobID, hold)
 		}
 	case domain.JobSucceeded:
