@@ -86,10 +86,24 @@ type operation struct {
 	// onRollback applies when the plan has a rollback plan and it ran.
 	onRollback engine.Effect
 	edit       func(c *domain.Cluster) // changes the cluster record carries
-	layout     []solver.Group
+	// editItems are the items beside the cluster that checks rewrite (a
+	// sync's spec), before and after: a withdrawn job puts them back.
+	editItems []engine.EditedItem
+	layout    []solver.Group
 	// sizeField is the request's field that asks for the new nodes (a
 	// static pool's refusal names it).
 	sizeField string
+}
+
+// applyEdit is base with op's edit made, and the edit as the engine keeps
+// it for a withdrawal to undo (nil when op changes no definition).
+func (op operation) applyEdit(base domain.Cluster) (domain.Cluster, *engine.ClusterEdit) {
+	if op.edit == nil {
+		return base, nil
+	}
+	c := base
+	op.edit(&c)
+	return c, &engine.ClusterEdit{Before: engine.DefinitionOf(base), After: engine.DefinitionOf(c), Items: op.editItems}
 }
 
 // run plans op on l and submits it (or previews it).
@@ -101,10 +115,7 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 	if op.req.Old == nil {
 		op.req.Old = l.nodes
 	}
-	c := l.c
-	if op.edit != nil {
-		op.edit(&c)
-	}
+	c, edit := op.applyEdit(l.c)
 	if op.req.ConfigReferences == nil {
 		refs, err := configReferences(services, c.Config)
 		if err != nil {
@@ -161,15 +172,12 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 		if fresh.ActiveJobID != "" {
 			return nil, fmt.Errorf("%w: job %s is working on cluster %s; wait for it, or abort it", engine.ErrClusterBusy, fresh.ActiveJobID, fresh.ID)
 		}
-		c = fresh
-		if op.edit != nil {
-			op.edit(&c)
-		}
+		c, edit = op.applyEdit(fresh)
 	}
 	var job domain.Job
 	for attempt := 0; ; attempt++ {
 		job, err = s.submitHolding(ctx, engine.Submission{
-			Tenant: p.Tenant, Cluster: c, ClusterStatus: op.status, NewNodes: op.newNodes, RetiringNodes: op.retiring, UpdatedNodes: op.updated, Checks: op.checks,
+			Tenant: p.Tenant, Cluster: c, Edit: edit, ClusterStatus: op.status, NewNodes: op.newNodes, RetiringNodes: op.retiring, UpdatedNodes: op.updated, Checks: op.checks,
 			Operation: op.req.Operation, RequestedBy: p.User, Plan: plan, TakeNodes: op.takeNodes,
 			OnSuccess: op.onSuccess,
 			OnFailure: engine.Effect{ClusterStatus: domain.ClusterInconsistent,
@@ -197,10 +205,7 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 		if fresh.ActiveJobID != "" {
 			return nil, fmt.Errorf("%w: job %s is working on cluster %s; wait for it, or abort it", engine.ErrClusterBusy, fresh.ActiveJobID, fresh.ID)
 		}
-		c = fresh
-		if op.edit != nil {
-			op.edit(&c)
-		}
+		c, edit = op.applyEdit(fresh)
 	}
 	if err != nil {
 		return nil, s.submitError(ctx, p.Tenant, err, 0, op.takeNodes)

@@ -149,5 +149,6 @@ func (s *Service) SyncTemplate(ctx context.Context, p access.Principal, id strin
 			revisionCheck(p.Tenant, rev),
 			store.Put(store.Item{Key: specKey(p.Tenant, id), Data: mustJSON(next)}, store.Condition{Version: l.specVersion}),
 		},
+		editItems: []engine.EditedItem{{Key: specKey(p.Tenant, id), Before: mustJSON(l.sp), After: mustJSON(next)}},
 	}, dryRun)
 }

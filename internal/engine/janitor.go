@@ -447,6 +447,11 @@ func (e *Engine) failPending(ctx context.Context, tenant, cluster string, lj loa
 	}
 	ops = append(ops, jobEvent(tenant, job.Job, domain.JobPending, job.EndedAt))
 	if err == nil && c.ActiveJobID == job.ID {
+		edit, err := e.loadEdit(ctx, tenant, job.ID)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, edit.editOps(&c, true)...)
 		prev := c.Status
 		c.ActiveJobID = ""
 		c.Status, c.StatusMessage = job.PrevStatus, job.StatusMessage

@@ -69,6 +69,10 @@ type Submission struct {
 	OnSuccess, OnFailure    Effect
 	// OnRollback applies when the rollback plan ran to its end.
 	OnRollback Effect
+	// Edit, when set, is what the submission changes in the cluster's
+	// definition (Cluster carries After): kept so that a withdrawal puts
+	// Before back and a retry writes After again (clusteredit.go).
+	Edit *ClusterEdit
 	// Checks are extra conditions for the first transaction, on unscoped keys
 	// (for example that the catalog is still at the revision the plan read).
 	Checks []store.Op
@@ -272,6 +276,9 @@ func (e *Engine) stepOne(ctx context.Context, sub Submission, job *jobRecord, co
 			Counters: jobCounters, Index: jobIndex(job.ID, job.CreatedAt)}, store.Condition{MustNotExist: true}),
 	}
 	ops = append(ops, extra...)
+	if sub.Edit != nil {
+		ops = append(ops, editOp(sub.Tenant, job.ID, sub.Edit))
+	}
 	quotaAt := -1
 	if op := takeQuota(sub.Tenant, sub.TakeClusters, sub.TakeNodes); op != nil {
 		quotaAt = len(ops)

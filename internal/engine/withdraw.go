@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -103,6 +104,10 @@ func (e *Engine) resubmit(ctx context.Context, tenant, cluster, jobID string, ho
 		if !same {
 			return domain.Job{}, fmt.Errorf("%w: nodes job %s changed were changed again since it was withdrawn; submit the operation again", ErrJobState, jobID)
 		}
+		edit, err := e.loadEdit(ctx, tenant, jobID)
+		if err != nil {
+			return domain.Job{}, err
+		}
 		now := e.now()
 		prevCluster := c.Status
 		job.Status, job.EndedAt, job.StatusMessage = domain.JobPending, time.Time{}, ""
@@ -116,6 +121,13 @@ func (e *Engine) resubmit(ctx context.Context, tenant, cluster, jobID string, ho
 		c.ActiveJobID, c.LatestJobID = jobID, jobID
 		c.Status, c.StatusMessage = job.RunningStatus, ""
 		c.NodeCount += job.AddedNodeCount
+		if edit != nil && !bytes.Equal(mustJSON(DefinitionOf(c)), mustJSON(edit.Before)) {
+			// Another job changed the definition since (a reconfigure's
+			// config, a sync's template): writing this job's After would
+			// undo that change.
+			return domain.Job{}, fmt.Errorf("%w: cluster %s's definition was changed since job %s was withdrawn; submit the operation again", ErrJobState, cluster, jobID)
+		}
+		editPuts := edit.editOps(&c, false) // its definition as the job changes it
 		ci := clusterItem(tenant, c)
 		ops = append(ops, store.Update(cit.Key, store.Condition{Version: cit.Version},
 			store.Changes{Data: ci.Data, Status: &ci.Status, Index: ci.Index, ClearIndex: ci.Index == nil}))
@@ -137,6 +149,7 @@ func (e *Engine) resubmit(ctx context.Context, tenant, cluster, jobID string, ho
 		holdAt := len(ops)
 		ops = append(ops, h.Take...)
 		holdEnd := len(ops)
+		ops = append(ops, editPuts...)
 		ops = append(ops, jobEvent(tenant, job.Job, domain.JobFailed, now))
 		ops = append(ops, clusterEvent(tenant, c, prevCluster, jobID, now)...)
 		err = e.store.Transact(ctx, ops)
