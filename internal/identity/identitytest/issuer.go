@@ -41,6 +41,7 @@ type Issuer struct {
 
 	jwksRequests atomic.Int64
 	discoveries  atomic.Int64
+	scopes       atomic.Value // string: the scope of the last authorization or device request
 	jwksDown     atomic.Bool
 	tokenHangs   atomic.Bool
 	released     chan struct{} // closed when the test ends: hung requests return
@@ -78,6 +79,13 @@ func New(t testing.TB, clientID string) *Issuer {
 	// requests a hanging token endpoint still holds.
 	t.Cleanup(func() { close(i.released) })
 	return i
+}
+
+// LastScope is the scope parameter of the last authorization or device
+// request.
+func (i *Issuer) LastScope() string {
+	s, _ := i.scopes.Load().(string)
+	return s
 }
 
 // SetJWKSDown makes the key set answer 503 (down) or serve the keys again.
@@ -237,6 +245,7 @@ func (i *Issuer) authorize(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad authorization request (this provider needs response_type=code, its client_id, a redirect_uri and PKCE S256)", http.StatusBadRequest)
 		return
 	}
+	i.scopes.Store(q.Get("scope"))
 	code := random(16)
 	i.mu.Lock()
 	i.codes[code] = codeGrant{challenge: q.Get("code_challenge"), redirectURI: q.Get("redirect_uri"), clientID: q.Get("client_id"), nonce: q.Get("nonce")}
@@ -253,6 +262,7 @@ func (i *Issuer) device(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
 		return
 	}
+	i.scopes.Store(r.PostFormValue("scope"))
 	code := random(16)
 	i.mu.Lock()
 	i.devices[code] = false
