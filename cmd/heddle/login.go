@@ -139,6 +139,11 @@ func (a *app) login(cmd *cobra.Command, choice string, browser bool) error {
 	if err != nil {
 		return err
 	}
+	// The CLI's own client, when the issuer has one (a client per
+	// surface): the refresh token it gets is the CLI's alone.
+	if opt.CLIClientID != "" {
+		opt.ClientID = opt.CLIClientID
+	}
 	provider, err := oidc.NewProvider(ctx, opt.Issuer)
 	if err != nil {
 		return fmt.Errorf("reading the discovery document of %s: %w", opt.Issuer, err)

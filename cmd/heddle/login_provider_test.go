@@ -77,3 +77,18 @@ func TestRefreshThatHangsUsesTheValidToken(t *testing.T) {
 	require.NotContains(t, r.stderr, "using the current sign-in")
 	require.NotEqual(t, fc.Login.IDToken, e.saved(t).Login.IDToken, "renewed once the provider answers")
 }
+
+// TestLoginWithAClientOfItsOwn: an issuer whose dashboard client is not
+// the CLI's (a client per surface) signs the CLI in with --cli-client-id,
+// and heddle accepts its tokens' audience.
+func TestLoginWithAClientOfItsOwn(t *testing.T) {
+	e := newSignInEnv(t)
+	out := e.srv.must(e.admin, "issuers", "add", "corp", "--url", e.idp.URL, "--audience", "heddle-dashboard", "--cli-client-id", "heddle-cli",
+		"--rule", "emailDomain=example.com,role=user", "--replace")
+	require.Contains(t, out, "client id   heddle-dashboard")
+	require.Contains(t, out, "cli client  heddle-cli")
+	r := e.heddle(t, "login")
+	require.Zero(t, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	require.Contains(t, r.stdout, "signed in as ada_at_example.com (user) in tenant acme")
+	require.Equal(t, "heddle-cli", e.saved(t).Login.ClientID)
+}

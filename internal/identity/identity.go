@@ -324,7 +324,7 @@ func (id *Identity) admit(ctx context.Context, candidates []Issuer, payload []by
 	audienceMatched := false
 	var notes []string
 	for _, is := range candidates {
-		if !slices.Contains([]string(std.Audience), is.Audience) {
+		if !is.acceptsAudience(std.Audience) {
 			continue
 		}
 		audienceMatched = true

@@ -40,6 +40,12 @@ type Issuer struct {
 	// ClientID is the public client the CLI and the dashboard sign in
 	// with; empty is Audience.
 	ClientID string `json:"clientId,omitempty"`
+	// CLIClientID is the public client `heddle login` signs in with when
+	// it is not ClientID: a client per surface, for providers that keep
+	// one refresh token per user and client (Dex), where the dashboard's
+	// sign-in would revoke the CLI's. Its ID tokens carry it in aud, and
+	// heddle accepts them beside Audience's.
+	CLIClientID string `json:"cliClientId,omitempty"`
 	// DisplayName labels the dashboard's "sign in with ..." button; empty
 	// is the URL's host.
 	DisplayName string `json:"displayName,omitempty"`
@@ -83,6 +89,19 @@ func (is *Issuer) ClientIDOrAudience() string {
 	return is.Audience
 }
 
+// CLIClientIDOrDefault is the client id `heddle login` uses.
+func (is *Issuer) CLIClientIDOrDefault() string {
+	if is.CLIClientID != "" {
+		return is.CLIClientID
+	}
+	return is.ClientIDOrAudience()
+}
+
+// acceptsAudience: tokens for aud are for heddle under this issuer.
+func (is *Issuer) acceptsAudience(aud []string) bool {
+	return slices.Contains(aud, is.Audience) || (is.CLIClientID != "" && slices.Contains(aud, is.CLIClientID))
+}
+
 // UserClaimOrDefault is the claim that names the user.
 func (is *Issuer) UserClaimOrDefault() string {
 	if is.UserClaim != "" {
@@ -119,6 +138,9 @@ func (is *Issuer) Validate(tenant string) domain.Problems {
 	}
 	if len(is.ClientID) > 256 {
 		add("clientId", domain.CodeOutOfRange, "is %d characters long; keep it under 257", len(is.ClientID))
+	}
+	if len(is.CLIClientID) > 256 {
+		add("cliClientId", domain.CodeOutOfRange, "is %d characters long; keep it under 257", len(is.CLIClientID))
 	}
 	if len(is.DisplayName) > 64 {
 		add("displayName", domain.CodeOutOfRange, "is %d characters long; keep it under 65", len(is.DisplayName))

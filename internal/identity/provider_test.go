@@ -164,3 +164,27 @@ func TestKeyEndpointOutage(t *testing.T) {
 	_, err = id.Authenticate(b.ctx, b.idp.Token(b.idp.Claims()))
 	require.ErrorIs(t, err, identity.ErrUnavailable)
 }
+
+// TestCLIClientAudience: an issuer with a client of its own for the CLI
+// accepts tokens for either client, and no other audience.
+func TestCLIClientAudience(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.id.CreateIssuer(b.ctx, "acme", identity.Issuer{Name: "dex", URL: b.idp.URL, Audience: "heddle-dashboard",
+		CLIClientID: "heddle-cli", Rules: []identity.Rule{{Role: domain.RoleUser}}})
+	require.NoError(t, err)
+	for aud, want := range map[string]error{"heddle-cli": nil, "heddle-dashboard": nil, "other": identity.ErrAudience} {
+		c := b.idp.Claims()
+		c["aud"] = aud
+		_, err := b.id.Authenticate(b.ctx, b.idp.Token(c))
+		if want == nil {
+			require.NoError(t, err, aud)
+		} else {
+			require.ErrorIs(t, err, want, aud)
+		}
+	}
+	opts, err := b.id.SignInOptions(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, "heddle-dashboard", opts[0].ClientID)
+	require.Equal(t, "heddle-cli", opts[0].CLIClientID)
+}

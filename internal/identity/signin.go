@@ -19,6 +19,8 @@ type SignInOption struct {
 	Label    string `json:"label"`
 	Issuer   string `json:"issuer"`
 	ClientID string `json:"clientId"`
+	// CLIClientID is the client `heddle login` uses, when not ClientID.
+	CLIClientID string `json:"cliClientId,omitempty"`
 	// Scopes are what a sign-in asks for: DefaultScopes and the scopes of
 	// every issuer configuration with this URL and client id.
 	Scopes []string `json:"scopes"`
@@ -50,7 +52,7 @@ func (id *Identity) SignInOptions(ctx context.Context) ([]SignInOption, error) {
 			continue
 		}
 		seen[k] = len(out)
-		o := SignInOption{Label: is.Label(), Issuer: is.URL, ClientID: is.ClientIDOrAudience(), Scopes: is.ScopesToAsk()}
+		o := SignInOption{Label: is.Label(), Issuer: is.URL, ClientID: is.ClientIDOrAudience(), CLIClientID: is.CLIClientID, Scopes: is.ScopesToAsk()}
 		if _, op, err := id.discovered(dctx, is.URL); err == nil {
 			o.AuthorizationEndpoint = op.Endpoint().AuthURL
 		}
