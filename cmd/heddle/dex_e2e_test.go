@@ -8,29 +8,20 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"html"
-	"io"
-	"net"
 	"net/http"
-	"net/http/cookiejar"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/crypto/bcrypt"
-	"golang.org/x/oauth2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/heddle-io/heddle/internal/demotest"
+	"github.com/heddle-io/heddle/internal/identity/dextest"
 	"github.com/heddle-io/heddle/internal/identity/identitytest"
 )
 
@@ -51,23 +42,28 @@ import (
 //     alg none, HS256 keyed with Dex's public key, another client's, a
 //     foreign issuer's) and checks each is a 401 that creates nothing.
 func TestDexSignIn(t *testing.T) {
-	dexBin := buildDex(t)
-	docYAML, issuerLine := dexDoc(t)
-	dex := startDex(t, dexBin, docYAML)
+	doc := dextest.ReadDoc(t)
+	dex := dextest.Start(t, dextest.Binary(t), doc, dextest.Options{
+		ExtraClients: []map[string]any{{"id": "other-app", "name": "another app", "public": true}},
+		Users: []dextest.User{
+			{Email: "ada@example.com", Groups: []string{"heddle-admins", "dev"}},
+			{Email: "bob@example.com", Groups: []string{"dev"}},
+		},
+	})
 
 	srv := newServer(t)
 	admin := srv.tenant("acme")
 	config := isolate(t)
-	line := strings.Replace(issuerLine, "http://127.0.0.1:5556/dex", dex.issuer, 1)
-	require.NotEqual(t, issuerLine, line, "the doc's issuer URL is the one replaced")
+	line := strings.Replace(doc.IssuerLine, dextest.DocIssuer, dex.Issuer, 1)
+	require.NotEqual(t, doc.IssuerLine, line, "the doc's issuer URL is the one replaced")
 	out := runShell(t, srv, line, admin, config)
-	require.Contains(t, out, "trusting dex ("+dex.issuer+") for tenant acme")
+	require.Contains(t, out, "trusting dex ("+dex.Issuer+") for tenant acme")
 	require.Contains(t, out, "scopes      openid email profile offline_access groups")
 
 	// The device flow, as ada.
 	lines, done := startLogin(t, srv, "login")
 	verify := waitFor(t, lines, regexp.MustCompile(`^To sign in, open (\S+)$`))
-	dex.approve(t, verify, "ada@example.com")
+	dex.Approve(t, verify, "ada@example.com")
 	stdout, stderr, code := finish(lines, done)
 	require.Zero(t, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	require.Contains(t, stdout, "signed in as ada_at_example.com (admin) in tenant acme with")
@@ -97,7 +93,7 @@ func TestDexSignIn(t *testing.T) {
 	lines, done = startLogin(t, srv, "login", "--browser")
 	authURL := waitFor(t, lines, regexp.MustCompile(`^\s+(http://\S+/auth\?\S+)$`))
 	require.Contains(t, authURL, "client_id=heddle-cli")
-	page := dex.signIn(t, authURL, "bob@example.com")
+	page := dex.Submit(t, authURL, "bob@example.com")
 	require.Contains(t, page, "signed in; you can close this window")
 	stdout, stderr, code = finish(lines, done)
 	require.Zero(t, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
@@ -113,10 +109,10 @@ func TestDexSignIn(t *testing.T) {
 	unknownKid := strings.Join([]string{encodeSegment(t, header), parts[1], parts[2]}, ".")
 	none := encodeSegment(t, map[string]any{"alg": "none", "typ": "JWT"}) + "." + parts[1] + "."
 	hs256 := hmacWithPublicKey(t, dex, parts[1])
-	otherClient := dex.deviceToken(t, "other-app", "ada@example.com")
+	otherClient := dex.DeviceToken(t, "other-app", "ada@example.com")
 	foreign := identitytest.New(t, "heddle-cli")
 	foreignClaims := foreign.Claims()
-	foreignClaims["iss"], foreignClaims["email"] = dex.issuer, "mallory@example.com"
+	foreignClaims["iss"], foreignClaims["email"] = dex.Issuer, "mallory@example.com"
 	forged := foreign.Token(foreignClaims)
 	const untrusted, malformed = "not from an identity provider heddle trusts", "neither an API key"
 	for _, c := range []struct{ name, token, reason string }{
@@ -149,224 +145,13 @@ func TestDexSignIn(t *testing.T) {
 	require.Equal(t, 2, strings.Count(audit, `"route": "(sign-in)"`), "both users' creation is audited:\n%s", audit)
 }
 
-// buildDex returns the pinned Dex, building it with scripts/dex.sh when
-// .ci/run has not (the first build on a machine takes minutes).
-func buildDex(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "../../scripts/dex.sh", "build")
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	require.NoError(t, cmd.Run(), "building Dex with scripts/dex.sh:\n%s", errOut.String())
-	bin := strings.TrimSpace(out.String())
-	require.FileExists(t, bin)
-	return bin
-}
-
-// dexDoc returns docs/sign-in.md's Dex configuration block and its
-// `heddle issuers add dex` line.
-func dexDoc(t *testing.T) (map[string]any, string) {
-	t.Helper()
-	data, err := os.ReadFile("../../docs/sign-in.md")
-	require.NoError(t, err)
-	doc := string(data)
-	start := strings.Index(doc, "### Dex")
-	require.GreaterOrEqual(t, start, 0, "docs/sign-in.md has a Dex section")
-	doc = doc[start:]
-	y := strings.Index(doc, "```yaml\n")
-	require.GreaterOrEqual(t, y, 0)
-	block := doc[y+len("```yaml\n"):]
-	block = block[:strings.Index(block, "```")]
-	var cfg map[string]any
-	require.NoError(t, yaml.Unmarshal([]byte(block), &cfg))
-	var line string
-	for _, b := range docBlocks(t, "../../docs/sign-in.md") {
-		if len(b) == 1 && strings.HasPrefix(b[0], "heddle issuers add dex ") {
-			line = b[0]
-		}
-	}
-	require.NotEmpty(t, line, "docs/sign-in.md shows how to trust Dex")
-	return cfg, line
-}
-
-type dexServer struct {
-	issuer string
-	client *http.Client // keeps Dex's cookies, follows redirects
-}
-
-// startDex runs Dex on a free loopback port with the doc's clients, a
-// third client of another app, and two users (password "password").
-func startDex(t *testing.T, bin string, doc map[string]any) *dexServer {
-	t.Helper()
-	hash, err := bcrypt.GenerateFromPassword([]byte("password"), bcrypt.DefaultCost)
-	require.NoError(t, err)
-	clients := doc["staticClients"].([]any)
-	clients = append(clients, map[string]any{"id": "other-app", "name": "another app", "public": true})
-	dir := t.TempDir()
-	// A port free now may be taken before Dex binds it (other tests and
-	// runs share the machine): a few tries.
-	for attempt := 0; ; attempt++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addr := ln.Addr().String()
-		require.NoError(t, ln.Close())
-		issuer := "http://" + addr + "/dex"
-		cfg := map[string]any{
-			"issuer":           issuer,
-			"storage":          map[string]any{"type": "memory"},
-			"web":              map[string]any{"http": addr},
-			"logger":           map[string]any{"level": "info"},
-			"oauth2":           doc["oauth2"],
-			"staticClients":    clients,
-			"enablePasswordDB": true,
-			"staticPasswords": []map[string]any{
-				{"email": "ada@example.com", "hash": string(hash), "username": "ada", "userID": "u-ada", "groups": []string{"heddle-admins", "dev"}},
-				{"email": "bob@example.com", "hash": string(hash), "username": "bob", "userID": "u-bob", "groups": []string{"dev"}},
-			},
-		}
-		raw, err := yaml.Marshal(cfg)
-		require.NoError(t, err)
-		path := filepath.Join(dir, "config.yaml")
-		require.NoError(t, os.WriteFile(path, raw, 0o600))
-		logPath := filepath.Join(dir, fmt.Sprintf("dex-%d.log", attempt))
-		log, err := os.Create(logPath)
-		require.NoError(t, err)
-		cmd := exec.Command(bin, "serve", path)
-		cmd.Stdout, cmd.Stderr = log, log
-		// Ends with the test binary, whatever ends it.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		require.NoError(t, cmd.Start())
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited); _ = log.Close() }()
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			<-exited
-			if t.Failed() {
-				data, _ := os.ReadFile(logPath)
-				t.Logf("Dex's log:\n%s", data)
-			}
-		})
-		if waitDiscovery(issuer, exited) {
-			jar, _ := cookiejar.New(nil)
-			return &dexServer{issuer: issuer, client: &http.Client{Jar: jar, Timeout: 30 * time.Second,
-				Transport: http.DefaultTransport.(*http.Transport).Clone()}}
-		}
-		data, _ := os.ReadFile(logPath)
-		require.Less(t, attempt, 2, "Dex did not start:\n%s", data)
-	}
-}
-
-// waitDiscovery reports whether Dex serves its discovery document before
-// it exits or 30 s pass.
-func waitDiscovery(issuer string, exited <-chan struct{}) bool {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return false
-		default:
-		}
-		resp, err := testHTTP.Get(issuer + "/.well-known/openid-configuration")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return true
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return false
-}
-
-// submit follows Dex's pages from u as a person would: each page with a
-// form is filled in (the user code is already there; login and password
-// are the person's) and posted, until a page without one. It returns the
-// last page.
-func (d *dexServer) submit(t *testing.T, u, email string) string {
-	t.Helper()
-	formRe := regexp.MustCompile(`(?s)<form[^>]*method="post"[^>]*action="([^"]*)"[^>]*>(.*?)</form>`)
-	inputRe := regexp.MustCompile(`<input[^>]*>`)
-	attr := func(tag, name string) string {
-		m := regexp.MustCompile(`\s` + name + `="([^"]*)"`).FindStringSubmatch(tag)
-		if m == nil {
-			return ""
-		}
-		return html.UnescapeString(m[1])
-	}
-	resp, err := d.client.Get(u)
-	require.NoError(t, err)
-	for range 8 {
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.NoError(t, err)
-		require.Less(t, resp.StatusCode, 400, "%s answered %s:\n%s", resp.Request.URL, resp.Status, body)
-		m := formRe.FindStringSubmatch(string(body))
-		if m == nil {
-			return string(body)
-		}
-		form := url.Values{}
-		for _, in := range inputRe.FindAllString(m[2], -1) {
-			switch name := attr(in, "name"); name {
-			case "":
-			case "login":
-				form.Set(name, email)
-			case "password":
-				form.Set(name, "password")
-			default:
-				form.Set(name, attr(in, "value"))
-			}
-		}
-		action, err := resp.Request.URL.Parse(html.UnescapeString(m[1]))
-		require.NoError(t, err)
-		resp, err = d.client.PostForm(action.String(), form)
-		require.NoError(t, err)
-	}
-	t.Fatalf("Dex's pages did not end within 8 forms, at %s", resp.Request.URL)
-	return ""
-}
-
-// approve enters the device flow's code and signs in as email.
-func (d *dexServer) approve(t *testing.T, verificationURL, email string) {
-	t.Helper()
-	page := d.submit(t, verificationURL, email)
-	require.Contains(t, page, "Login Successful", "Dex's device flow ends on its success page")
-}
-
-// signIn opens the CLI's authorization URL and signs in as email; Dex
-// sends the browser on to the CLI's loopback callback, whose page it
-// returns.
-func (d *dexServer) signIn(t *testing.T, authURL, email string) string {
-	t.Helper()
-	return d.submit(t, authURL, email)
-}
-
-// deviceToken signs email in to another client with the device flow and
-// returns its ID token.
-func (d *dexServer) deviceToken(t *testing.T, clientID, email string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conf := &oauth2.Config{ClientID: clientID, Scopes: []string{"openid", "email"}, Endpoint: oauth2.Endpoint{
-		DeviceAuthURL: d.issuer + "/device/code", TokenURL: d.issuer + "/token", AuthStyle: oauth2.AuthStyleInParams}}
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, testHTTP)
-	da, err := conf.DeviceAuth(ctx)
-	require.NoError(t, err)
-	d.approve(t, da.VerificationURIComplete, email)
-	tok, err := conf.DeviceAccessToken(ctx, da)
-	require.NoError(t, err)
-	raw, _ := tok.Extra("id_token").(string)
-	require.NotEmpty(t, raw)
-	return raw
-}
-
 // hmacWithPublicKey signs payload with HS256 keyed by the DER of Dex's
 // RSA public key: the algorithm confusion a verifier that trusts the
 // header's alg would accept.
-func hmacWithPublicKey(t *testing.T, d *dexServer, payload string) string {
+func hmacWithPublicKey(t *testing.T, d *dextest.Dex, payload string) string {
 	t.Helper()
 	var set jose.JSONWebKeySet
-	require.Equal(t, http.StatusOK, demotest.Call(t, d.issuer, "", http.MethodGet, "/keys", nil, &set))
+	require.Equal(t, http.StatusOK, demotest.Call(t, d.Issuer, "", http.MethodGet, "/keys", nil, &set))
 	require.NotEmpty(t, set.Keys)
 	der, err := x509.MarshalPKIXPublicKey(set.Keys[0].Key)
 	require.NoError(t, err)
