@@ -109,7 +109,8 @@ async function start() {
   setRenew(freshKey);
   // Back from the identity provider: finish the sign-in first.
   try {
-    await completeSignIn();
+    const who = await completeSignIn();
+    if (who && who.notes.length) flash(`Signed in as ${who.role}, but ${who.notes.join('; ')}`);
   } catch (err) {
     clearKey();
     flash(err.message);

@@ -10,7 +10,9 @@ import { request, getKey, setKey } from './api.js';
 
 const PENDING = 'heddle.signin.pending';
 export const SESSION = 'heddle.signin';
-const SCOPES = 'openid email profile offline_access';
+// What a sign-in asks for when the server names no scopes (an older
+// heddle); GET /v1/signin adds the issuer's own (groups, for Dex).
+const SCOPES = ['openid', 'email', 'profile', 'offline_access'];
 // An ID token this close to its expiry is renewed before it is sent.
 const RENEW_BEFORE_MS = 60 * 1000;
 
@@ -56,7 +58,7 @@ export async function startSignIn(option) {
   q.set('response_type', 'code');
   q.set('client_id', option.clientId);
   q.set('redirect_uri', pending.redirectUri);
-  q.set('scope', SCOPES);
+  q.set('scope', ((option.scopes && option.scopes.length) ? option.scopes : SCOPES).join(' '));
   q.set('state', pending.state);
   q.set('nonce', pending.nonce);
   q.set('code_challenge', await challengeOf(verifier));
@@ -72,9 +74,10 @@ function keep(got, option) {
 }
 
 // completeSignIn finishes a sign-in the provider sent the browser back
-// from: it returns who signed in, or null when the page was not opened by
-// the provider. It throws (with a message for the person) when the answer
-// is refused.
+// from: it returns who signed in (with the sign-in's notes: rules reading
+// claims the token lacks), or null when the page was not opened by the
+// provider. It throws (with a message for the person) when the answer is
+// refused.
 export async function completeSignIn() {
   const params = new URLSearchParams(location.search);
   if (!params.has('state') || !(params.has('code') || params.has('error'))) return null;
@@ -93,7 +96,7 @@ export async function completeSignIn() {
     codeVerifier: pending.verifier, redirectUri: pending.redirectUri, nonce: pending.nonce,
   }, '');
   keep(got, pending);
-  return got.principal;
+  return { ...got.principal, notes: got.notes || [] };
 }
 
 let renewing = null;

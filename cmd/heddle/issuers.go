@@ -72,8 +72,8 @@ func newIssuersShowCommand(a *app) *cobra.Command {
 }
 
 func printIssuer(w io.Writer, is *identity.Issuer) {
-	fmt.Fprintf(w, "name        %s\nurl         %s\naudience    %s\nclient id   %s\nlabel       %s\nuser claim  %s\nrules:\n",
-		is.Name, is.URL, is.Audience, is.ClientIDOrAudience(), is.Label(), is.UserClaimOrDefault())
+	fmt.Fprintf(w, "name        %s\nurl         %s\naudience    %s\nclient id   %s\ncli client  %s\nlabel       %s\nuser claim  %s\nscopes      %s\nrules:\n",
+		is.Name, is.URL, is.Audience, is.ClientIDOrAudience(), is.CLIClientIDOrDefault(), is.Label(), is.UserClaimOrDefault(), strings.Join(is.ScopesToAsk(), " "))
 	for i, r := range is.Rules {
 		fmt.Fprintf(w, "  %d. %s\n", i+1, formatRule(r))
 	}
@@ -137,6 +137,9 @@ superadmin's issuers may name another tenant), emailDomain (the email claim
 ends in @domain and is not unverified), and at most one other key, a claim the
 token must carry with that value (or hold it, for a list such as groups).
 The first rule that matches decides; a token that matches none is refused.
+Each --scope is asked for by heddle login and the dashboard beside openid,
+email, profile and offline_access: Dex, for one, puts groups in the ID token
+only when the groups scope is asked for.
 
 With -f the issuer is read from a YAML or JSON file (- for stdin) with the
 fields of GET /v1/issuers/NAME.`,
@@ -189,9 +192,11 @@ fields of GET /v1/issuers/NAME.`,
 	f.StringVarP(&file, "file", "f", "", "read the issuer from a YAML or JSON file (- for stdin)")
 	f.StringVar(&is.URL, "url", "", "the issuer URL, exactly as tokens carry it in iss")
 	f.StringVar(&is.Audience, "audience", "", "the audience tokens must carry (heddle's client id at the provider)")
+	f.StringVar(&is.CLIClientID, "cli-client-id", "", "a public client of its own for heddle login (default: --client-id); its tokens' audience is accepted too")
 	f.StringVar(&is.ClientID, "client-id", "", "the public client heddle login and the dashboard sign in with (default: the audience)")
 	f.StringVar(&is.DisplayName, "display-name", "", "the dashboard's button label (default: the URL's host)")
 	f.StringVar(&is.UserClaim, "user-claim", "", "the claim naming the user (default "+identity.DefaultUserClaim+")")
+	f.StringArrayVar(&is.Scopes, "scope", nil, "a scope sign-in asks for beside openid email profile offline_access, e.g. groups for Dex (repeat)")
 	f.StringArrayVar(&rules, "rule", nil, "a mapping rule, e.g. groups=heddle-admins,role=admin (repeat; first match wins)")
 	f.Bool("replace", false, "replace the issuer of that name instead of adding one")
 	return cmd

@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/oauth2"
 
-	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/api"
 )
 
@@ -37,8 +36,16 @@ type loginTokens struct {
 const refreshBefore = time.Minute
 
 // loginScopes: openid for the ID token, email and profile for the claims
-// heddle maps, offline_access for a refresh token.
+// heddle maps, offline_access for a refresh token. GET /v1/signin names
+// the scopes to ask for (these and the issuer's own); these are for a
+// server that names none.
 var loginScopes = []string{oidc.ScopeOpenID, "email", "profile", oidc.ScopeOfflineAccess}
+
+// refreshTimeout bounds a renewal at the provider's token endpoint: a
+// command must not wait minutes on a provider that does not answer while
+// the ID token it holds is still valid. A variable for the tests, which
+// do not wait that long.
+var refreshTimeout = 10 * time.Second
 
 func newLoginCommand(a *app) *cobra.Command {
 	var issuer string
@@ -132,11 +139,19 @@ func (a *app) login(cmd *cobra.Command, choice string, browser bool) error {
 	if err != nil {
 		return err
 	}
+	// The CLI's own client, when the issuer has one (a client per
+	// surface): the refresh token it gets is the CLI's alone.
+	if opt.CLIClientID != "" {
+		opt.ClientID = opt.CLIClientID
+	}
 	provider, err := oidc.NewProvider(ctx, opt.Issuer)
 	if err != nil {
 		return fmt.Errorf("reading the discovery document of %s: %w", opt.Issuer, err)
 	}
 	conf := publicClient(opt.ClientID, provider)
+	if len(opt.Scopes) > 0 {
+		conf.Scopes = opt.Scopes
+	}
 	var device struct {
 		URL string `json:"device_authorization_endpoint"`
 	}
@@ -168,7 +183,7 @@ func (a *app) login(cmd *cobra.Command, choice string, browser bool) error {
 	if err != nil {
 		return err
 	}
-	me, err := decodeBody[access.Principal](raw)
+	me, err := decodeBody[api.Me](raw)
 	if err != nil {
 		return err
 	}
@@ -181,6 +196,9 @@ func (a *app) login(cmd *cobra.Command, choice string, browser bool) error {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "signed in as %s (%s) in tenant %s with %s; the tokens are in %s\n", me.User, me.Role, me.Tenant, opt.Label, s.ConfigPath)
+	for _, n := range me.Notes {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", n)
+	}
 	return nil
 }
 
@@ -330,27 +348,28 @@ func verifiedTokens(ctx context.Context, provider *oidc.Provider, opt api.SignIn
 
 // freshIDToken returns the signed-in ID token, renewed with the refresh
 // token (and written back to the config file) when it is about to expire.
+// A renewal that fails (within refreshTimeout) while the ID token is still
+// valid uses the token as it is and says so on stderr: the command works,
+// and the next one tries again.
 func (a *app) freshIDToken(cmd *cobra.Command, s settings) (string, error) {
 	l := s.Login
 	if time.Until(l.Expiry) > refreshBefore {
 		return l.IDToken, nil
 	}
+	left := time.Until(l.Expiry)
 	if l.RefreshToken == "" {
+		if left > 0 {
+			return l.IDToken, nil
+		}
 		return "", errors.New("your sign-in has expired; run `heddle login` again")
 	}
-	ctx := a.oidcContext(cmd.Context())
-	provider, err := oidc.NewProvider(ctx, l.Issuer)
+	fresh, err := a.renew(cmd.Context(), l)
 	if err != nil {
-		return "", fmt.Errorf("renewing your sign-in: reading the discovery document of %s: %w", l.Issuer, err)
-	}
-	conf := publicClient(l.ClientID, provider)
-	tok, err := conf.TokenSource(ctx, &oauth2.Token{RefreshToken: l.RefreshToken, Expiry: time.Now().Add(-time.Hour)}).Token()
-	if err != nil {
-		return "", fmt.Errorf("renewing your sign-in failed (%w); run `heddle login` again", err)
-	}
-	fresh, err := verifiedTokens(ctx, provider, api.SignInOption{Issuer: l.Issuer, ClientID: l.ClientID}, tok, l.RefreshToken)
-	if err != nil {
-		return "", err
+		if left > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "heddle: %v; using the current sign-in, valid for another %s\n", err, left.Round(time.Second))
+			return l.IDToken, nil
+		}
+		return "", fmt.Errorf("%w; run `heddle login` again", err)
 	}
 	fc, err := readConfig(s.ConfigPath)
 	if err != nil {
@@ -361,4 +380,22 @@ func (a *app) freshIDToken(cmd *cobra.Command, s settings) (string, error) {
 		return "", fmt.Errorf("keeping the renewed sign-in: %w", err)
 	}
 	return fresh.IDToken, nil
+}
+
+// renew redeems l's refresh token at the provider, within
+// refreshTimeout.
+func (a *app) renew(parent context.Context, l *loginTokens) (*loginTokens, error) {
+	ctx, cancel := context.WithTimeout(parent, refreshTimeout)
+	defer cancel()
+	ctx = a.oidcContext(ctx)
+	provider, err := oidc.NewProvider(ctx, l.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("renewing your sign-in: reading the discovery document of %s: %w", l.Issuer, err)
+	}
+	conf := publicClient(l.ClientID, provider)
+	tok, err := conf.TokenSource(ctx, &oauth2.Token{RefreshToken: l.RefreshToken, Expiry: time.Now().Add(-time.Hour)}).Token()
+	if err != nil {
+		return nil, fmt.Errorf("renewing your sign-in failed (%w)", err)
+	}
+	return verifiedTokens(ctx, provider, api.SignInOption{Issuer: l.Issuer, ClientID: l.ClientID}, tok, l.RefreshToken)
 }

@@ -49,7 +49,7 @@ func docBlocks(t *testing.T, path string) [][]string {
 // out.
 func TestSignInDocCommands(t *testing.T) {
 	blocks := docBlocks(t, "../../docs/sign-in.md")
-	require.Len(t, blocks, 3, "docs/sign-in.md: trust, remove, sign in")
+	require.Len(t, blocks, 4, "docs/sign-in.md: trust, remove, sign in, trust Dex (TestDexSignIn runs that one)")
 
 	srv := newServer(t)
 	admin := srv.tenant("acme")

@@ -3,9 +3,11 @@ package api
 import (
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/catalog"
@@ -53,9 +55,19 @@ type apiError struct {
 	code    string
 	message string
 	details []domain.Problem
+	// retryAfter, when set, is the answer's Retry-After.
+	retryAfter time.Duration
+	// cause is what the server logs for a 5xx (the message is the
+	// caller's).
+	cause error
 }
 
-func (e *apiError) Error() string { return e.message }
+func (e *apiError) Error() string {
+	if e.cause != nil {
+		return e.message + ": " + e.cause.Error()
+	}
+	return e.message
+}
 
 func newError(status int, code, message string) *apiError {
 	return &apiError{status: status, code: code, message: message}
@@ -169,6 +181,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var te *throttledError
 	if errors.As(err, &te) {
 		w.Header().Set("Retry-After", strconv.Itoa(te.retryAfterSeconds()))
+	}
+	var ae *apiError
+	if errors.As(err, &ae) && ae.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(ae.retryAfter.Seconds())))))
 	}
 	var fe *inFlightError
 	if errors.As(err, &fe) {

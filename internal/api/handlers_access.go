@@ -10,6 +10,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/identity"
 )
 
 // Status is what /v1/status answers.
@@ -43,8 +44,20 @@ func (s *Server) getOpenAPI(w http.ResponseWriter, r *http.Request, _ access.Pri
 	return nil
 }
 
+// Me is the answer to GET /v1/me: who the caller is and, for a caller
+// signed in with a token, notes on the sign-in (a rule reads a claim the
+// token lacks), which heddle login shows once.
+type Me struct {
+	access.Principal
+	Notes []string `json:"notes,omitempty"`
+}
+
 func (s *Server) getMe(w http.ResponseWriter, r *http.Request, p access.Principal) error {
-	writeJSON(w, http.StatusOK, p)
+	me := Me{Principal: p}
+	if a, ok := r.Context().Value(admissionKey{}).(*identity.Admission); ok {
+		me.Notes = a.Notes
+	}
+	writeJSON(w, http.StatusOK, me)
 	return nil
 }
 

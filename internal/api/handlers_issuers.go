@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/audit"
 	"github.com/heddle-io/heddle/internal/domain"
 	"github.com/heddle-io/heddle/internal/identity"
 )
@@ -31,38 +34,91 @@ func WithAuthorizerClaims(ctx context.Context, claims map[string]string) context
 }
 
 // authenticateBearer resolves the request's caller: claims an authorizer
-// verified, an API key, or an identity provider's token.
-func (s *Server) authenticateBearer(r *http.Request, header string) (access.Principal, error) {
+// verified, an API key, or an identity provider's token. For a token it
+// also returns what the sign-in changed and its notes (nil otherwise).
+func (s *Server) authenticateBearer(r *http.Request, header string) (access.Principal, *identity.Admission, error) {
 	if claims, ok := r.Context().Value(authorizerClaimsKey{}).(map[string]string); ok {
 		if s.identity == nil {
-			return access.Principal{}, errNoIdentity
+			return access.Principal{}, nil, errNoIdentity
 		}
-		return identityResult(s.identity.AuthenticateClaims(r.Context(), claims))
+		return admissionResult(s.identity.SignInClaims(r.Context(), claims))
 	}
 	secret, ok := strings.CutPrefix(header, "Bearer ")
 	if !ok {
-		return access.Principal{}, access.ErrUnauthorized
+		return access.Principal{}, nil, access.ErrUnauthorized
 	}
 	secret = strings.TrimSpace(secret)
 	if s.identity != nil && !strings.HasPrefix(secret, access.KeyPrefix) && identity.LooksLikeJWT(secret) {
-		return identityResult(s.identity.Authenticate(r.Context(), secret))
+		return admissionResult(s.identity.SignIn(r.Context(), secret))
 	}
-	return s.access.Authenticate(r.Context(), secret)
+	p, err := s.access.Authenticate(r.Context(), secret)
+	return p, nil, err
 }
 
+func admissionResult(a identity.Admission, err error) (access.Principal, *identity.Admission, error) {
+	if err != nil {
+		_, err = identityResult(access.Principal{}, err)
+		return access.Principal{}, nil, err
+	}
+	return a.Principal, &a, nil
+}
+
+// defaultIdentityRetry is the Retry-After of a provider outage whose
+// next attempt heddle cannot tell (its token endpoint failed).
+const defaultIdentityRetry = 5 * time.Second
+
 // identityResult turns a refused token into a 401 whose message is the
-// refusal's reason, and an unreachable provider into a 503.
+// refusal's reason, and an unreachable provider into a 503 with
+// Retry-After (when heddle will try the provider again).
 func identityResult(p access.Principal, err error) (access.Principal, error) {
 	var ae *identity.AuthError
 	switch {
 	case errors.As(err, &ae):
 		return p, newError(http.StatusUnauthorized, CodeUnauthorized, ae.Reason)
 	case errors.Is(err, identity.ErrUnavailable):
-		return p, newError(http.StatusServiceUnavailable, CodeUnavailable,
+		e := newError(http.StatusServiceUnavailable, CodeUnavailable,
 			"the identity provider that issued the token cannot be reached to verify it; try again shortly, or use an API key")
+		e.retryAfter = defaultIdentityRetry
+		var ue *identity.UnavailableError
+		if errors.As(err, &ue) && ue.RetryAfter > 0 {
+			e.retryAfter = ue.RetryAfter
+		}
+		e.cause = err
+		return p, e
 	}
 	return p, err
 }
+
+// recordSignIn audits what a request's sign-in changed: the user it
+// created, or the role the rules gave a user instead of the stored one.
+// The record is the person's own, in their tenant, beside the record of
+// the request itself (if it is a change).
+func (s *Server) recordSignIn(w http.ResponseWriter, r *http.Request, a *identity.Admission) {
+	if s.audit == nil || a == nil || (!a.Created && a.PreviousRole == "") {
+		return
+	}
+	p := a.Principal
+	target := map[string]string{"user": p.User, "role": string(p.Role)}
+	status := http.StatusOK
+	if a.Created {
+		status = http.StatusCreated
+	} else {
+		target["previousRole"] = string(a.PreviousRole)
+	}
+	rec := audit.Record{At: time.Now().UTC(), Tenant: p.Tenant, User: p.User, KeyID: p.KeyID,
+		Method: r.Method, Route: signInRoute, Path: r.URL.Path, Target: target, RequestID: requestID(r.Context()),
+		Status: status, Outcome: audit.Done}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+	defer cancel()
+	if err := s.audit.Append(ctx, rec); err != nil {
+		s.log.ErrorContext(ctx, "audit record lost", slog.String("requestId", rec.RequestID), slog.Any("error", err))
+	}
+}
+
+// signInRoute is the audit route of a sign-in's own changes (a user
+// created, a role updated), whatever request carried the token: its
+// path says which.
+const signInRoute = "(sign-in)"
 
 // issuerError maps the identity package's errors to responses.
 func issuerError(err error) error {
@@ -278,8 +334,14 @@ func (s *Server) signInToken(w http.ResponseWriter, r *http.Request, _ access.Pr
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, got)
-	// A sign-in is recorded under the person it names, in their tenant.
+	// A sign-in is recorded under the person it names, in their tenant,
+	// with the user it created or the role it updated.
 	if s.audit != nil {
+		if got.Created {
+			noteMade(w, "user", got.Principal.User)
+		} else if got.PreviousRole != "" {
+			noteMade(w, "previousRole", string(got.PreviousRole))
+		}
 		s.record(w, r, route{Method: http.MethodPost, Path: "/v1/signin/token"}, got.Principal)
 	}
 	return nil

@@ -32,6 +32,12 @@ type identityBundle struct {
 // acme and globex, and a test provider acme may trust.
 func setupIdentity(t *testing.T) *identityBundle {
 	t.Helper()
+	return setupIdentityWith(t, nil)
+}
+
+// setupIdentityWith is setupIdentity with a throttle.
+func setupIdentityWith(t *testing.T, throttle *Throttle) *identityBundle {
+	t.Helper()
 	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
@@ -39,7 +45,7 @@ func setupIdentity(t *testing.T) *identityBundle {
 	root, err := acc.Bootstrap(context.Background(), "")
 	require.NoError(t, err)
 	s := New(Config{Catalog: catalog.New(db, nil), Access: acc, Identity: identity.New(db, acc, identity.Config{}),
-		Backend: "bolt", Version: "test", Logger: testLogger(t), Audit: audit.New(db)})
+		Backend: "bolt", Version: "test", Logger: testLogger(t), Audit: audit.New(db), Throttle: throttle})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	b := &identityBundle{testBundle: &testBundle{srv: srv, api: s, rootKey: root}, idp: identitytest.New(t, "heddle")}
@@ -95,7 +101,7 @@ func TestIssuerRoutes(t *testing.T) {
 	status, body = b.do(t, "", http.MethodGet, "/v1/signin", nil)
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, []any{map[string]any{"label": "Corp SSO", "issuer": b.idp.URL, "clientId": "heddle",
-		"authorizationEndpoint": b.idp.URL + "/authorize"}}, body["items"])
+		"scopes": []any{"openid", "email", "profile", "offline_access"}, "authorizationEndpoint": b.idp.URL + "/authorize"}}, body["items"])
 
 	changed := b.issuerBody()
 	changed["clientId"] = "heddle-public"

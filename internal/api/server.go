@@ -306,10 +306,17 @@ func (s *Server) wrap(rt route) http.Handler {
 				s.writeError(w, r, err)
 				return
 			}
-			var err error
-			if p, err = s.authenticate(r); err != nil {
+			var (
+				err error
+				adm *identity.Admission
+			)
+			if p, adm, err = s.authenticate(r); err != nil {
 				s.writeError(w, r, s.throttle.authFailed(r, err))
 				return
+			}
+			if adm != nil {
+				s.recordSignIn(w, r, adm)
+				r = r.WithContext(context.WithValue(r.Context(), admissionKey{}, adm))
 			}
 			// Over its limit, a tenant's request is refused before it is
 			// recorded: a flood must not cost an audit write per request.
@@ -387,7 +394,11 @@ func pathParams(pattern string) []string {
 	return out
 }
 
-func (s *Server) authenticate(r *http.Request) (access.Principal, error) {
+// admissionKey carries a token's *identity.Admission to the handler
+// (GET /v1/me answers its notes).
+type admissionKey struct{}
+
+func (s *Server) authenticate(r *http.Request) (access.Principal, *identity.Admission, error) {
 	return s.authenticateBearer(r, r.Header.Get("Authorization"))
 }
 

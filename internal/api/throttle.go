@@ -133,7 +133,7 @@ func (t *throttler) checkSource(r *http.Request) error {
 // instance stops a guesser once it has tried its limit in total (plus at
 // most one try on each instance that has not yet refused it).
 func (t *throttler) authFailed(r *http.Request, err error) error {
-	if t == nil || t.cfg.AuthFailures.Off() || !errors.Is(err, access.ErrUnauthorized) {
+	if t == nil || t.cfg.AuthFailures.Off() || !isUnauthorized(err) {
 		return err
 	}
 	src := source(r)
@@ -157,6 +157,14 @@ func (t *throttler) authFailed(r *http.Request, err error) error {
 	t.blocked[src] = now.Add(d.RetryAfter)
 	t.mu.Unlock()
 	return tooManyFailures(d.RetryAfter)
+}
+
+// isUnauthorized: the answer is 401, whether a bad API key
+// (access.ErrUnauthorized) or a refused token (the identity's reason as an
+// apiError): both are guesses the per-source limit slows down.
+func isUnauthorized(err error) bool {
+	var ae *apiError
+	return errors.Is(err, access.ErrUnauthorized) || (errors.As(err, &ae) && ae.status == http.StatusUnauthorized)
 }
 
 func tooManyFailures(after time.Duration) error {

@@ -26,7 +26,7 @@ func TestDashboardSignInWithProviderInBrowser(t *testing.T) {
 	idp := identitytest.New(t, "heddle-dashboard")
 	idp.SetUser(map[string]any{"sub": "7", "email": "dora@example.com", "email_verified": true, "groups": []string{"heddle-admins"}})
 	require.Equal(t, http.StatusCreated, s.call(s.admin, "POST", "/v1/issuers", map[string]any{
-		"name": "corp", "url": idp.URL, "audience": "heddle-dashboard", "displayName": "Corp SSO",
+		"name": "corp", "url": idp.URL, "audience": "heddle-dashboard", "displayName": "Corp SSO", "scopes": []string{"groups"},
 		"rules": []map[string]any{{"claim": "groups", "value": "heddle-admins", "role": "admin"}, {"emailDomain": "example.com", "role": "user"}},
 	}, nil))
 	shot := newShots(t)
@@ -43,6 +43,7 @@ func TestDashboardSignInWithProviderInBrowser(t *testing.T) {
 		chromedp.WaitVisible(css("#clusters")),
 		until(`document.querySelector('#whoami').textContent.includes('dora_at_example.com · admin · tenant acme')`),
 		shot.take("signed-in"))
+	require.Equal(t, "openid email profile offline_access groups", idp.LastScope(), "the issuer's scopes are asked for")
 	stored := value("tokens in session storage only", chromedp.Evaluate[string](
 		`[sessionStorage.getItem('heddle.key').split('.').length, !!JSON.parse(sessionStorage.getItem('heddle.signin')).refreshToken,
 		  localStorage.length, location.href].join('|')`))

@@ -145,7 +145,38 @@ var (
 
 // ErrUnavailable: the issuer's discovery document or keys cannot be read,
 // so the token can be neither accepted nor refused; the API answers 503.
+// The error returned is an *UnavailableError, which matches it.
 var ErrUnavailable = errors.New("identity: the identity provider cannot be reached to verify the token")
+
+// UnavailableError says which provider could not be reached, why, and
+// when heddle will try it again (the API's Retry-After).
+type UnavailableError struct {
+	Issuer     string
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("%v (%s): %v", ErrUnavailable, e.Issuer, e.Err)
+}
+
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+func (e *UnavailableError) Unwrap() error        { return e.Err }
+
+// Admission is what a verified token admits: the principal, whether its
+// user was created or had its role changed by this sign-in (the API
+// audits both), and notes for the person signing in.
+type Admission struct {
+	Principal access.Principal
+	// Created: the user did not exist and was added with the rule's role.
+	Created bool
+	// PreviousRole is the stored role the rules replaced, when they gave
+	// another one; empty otherwise.
+	PreviousRole domain.Role
+	// Notes say what may have kept a rule from matching: a rule reads a
+	// claim the token does not carry.
+	Notes []string
+}
 
 // LooksLikeJWT tells a JWT (three dot-separated parts) from anything else a
 // caller may send as a bearer.
@@ -154,20 +185,26 @@ func LooksLikeJWT(s string) bool { return strings.Count(s, ".") == 2 && len(s) <
 // Authenticate verifies raw (an ID token) and returns who it names. The
 // user is added to the tenant on first sign-in.
 func (id *Identity) Authenticate(ctx context.Context, raw string) (access.Principal, error) {
-	p, _, err := id.authenticate(ctx, raw, "")
-	return p, err
+	a, err := id.SignIn(ctx, raw)
+	return a.Principal, err
+}
+
+// SignIn is Authenticate with what the sign-in changed and its notes.
+func (id *Identity) SignIn(ctx context.Context, raw string) (Admission, error) {
+	a, _, err := id.authenticate(ctx, raw, "")
+	return a, err
 }
 
 // authenticate is Authenticate that also returns go-oidc's view of the
 // verified token, and checks its nonce when nonce is not empty (before
 // anything is created).
-func (id *Identity) authenticate(ctx context.Context, raw, nonce string) (access.Principal, *oidc.IDToken, error) {
+func (id *Identity) authenticate(ctx context.Context, raw, nonce string) (Admission, *oidc.IDToken, error) {
 	if !LooksLikeJWT(raw) {
-		return access.Principal{}, nil, ErrMalformed
+		return Admission{}, nil, ErrMalformed
 	}
 	jws, err := jose.ParseSigned(raw, signingAlgs)
 	if err != nil || len(jws.Signatures) != 1 {
-		return access.Principal{}, nil, ErrMalformed
+		return Admission{}, nil, ErrMalformed
 	}
 	// The issuer is read before verification only to choose the keys to
 	// verify with; nothing else of the payload is used until go-oidc has
@@ -176,33 +213,37 @@ func (id *Identity) authenticate(ctx context.Context, raw, nonce string) (access
 		Issuer string `json:"iss"`
 	}
 	if json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &unverified) != nil || unverified.Issuer == "" {
-		return access.Principal{}, nil, ErrMalformed
+		return Admission{}, nil, ErrMalformed
 	}
 	candidates, err := id.trusting(ctx, unverified.Issuer)
 	if err != nil {
-		return access.Principal{}, nil, err
+		return Admission{}, nil, err
 	}
 	if len(candidates) == 0 {
-		return access.Principal{}, nil, ErrUntrusted
+		return Admission{}, nil, ErrUntrusted
 	}
 	verifier, _, err := id.discovered(ctx, unverified.Issuer)
 	if err != nil {
-		return access.Principal{}, nil, err
+		return Admission{}, nil, err
 	}
-	tok, err := verifier.Verify(ctx, raw)
+	outage := &keyOutage{}
+	tok, err := verifier.Verify(context.WithValue(ctx, outageKey{}, outage), raw)
 	if err != nil {
+		if outage.err != nil {
+			return Admission{}, nil, &UnavailableError{Issuer: unverified.Issuer, RetryAfter: outage.retryAfter, Err: outage.err}
+		}
 		id.log.InfoContext(ctx, "identity: token refused", slog.String("issuer", unverified.Issuer), slog.Any("error", err))
-		return access.Principal{}, nil, ErrUntrusted
+		return Admission{}, nil, ErrUntrusted
 	}
 	if nonce != "" && tok.Nonce != nonce {
-		return access.Principal{}, nil, ErrNonce
+		return Admission{}, nil, ErrNonce
 	}
 	var payload json.RawMessage
 	if err := tok.Claims(&payload); err != nil {
-		return access.Principal{}, nil, ErrMalformed
+		return Admission{}, nil, ErrMalformed
 	}
-	p, err := id.admit(ctx, candidates, payload)
-	return p, tok, err
+	a, err := id.admit(ctx, candidates, payload)
+	return a, tok, err
 }
 
 // AuthenticateClaims returns who the claims of a token verified by API
@@ -210,20 +251,26 @@ func (id *Identity) authenticate(ctx context.Context, raw, nonce string) (access
 // lists as "[a b c]". Only the API Lambda calls it, and only with claims it
 // read from the event's requestContext (never from a request header).
 func (id *Identity) AuthenticateClaims(ctx context.Context, claims map[string]string) (access.Principal, error) {
+	a, err := id.SignInClaims(ctx, claims)
+	return a.Principal, err
+}
+
+// SignInClaims is AuthenticateClaims with what the sign-in changed.
+func (id *Identity) SignInClaims(ctx context.Context, claims map[string]string) (Admission, error) {
 	iss := claims["iss"]
 	if iss == "" {
-		return access.Principal{}, ErrMalformed
+		return Admission{}, ErrMalformed
 	}
 	candidates, err := id.trusting(ctx, iss)
 	if err != nil {
-		return access.Principal{}, err
+		return Admission{}, err
 	}
 	if len(candidates) == 0 {
-		return access.Principal{}, ErrUntrusted
+		return Admission{}, ErrUntrusted
 	}
 	payload, err := json.Marshal(authorizerClaims(claims))
 	if err != nil {
-		return access.Principal{}, err
+		return Admission{}, err
 	}
 	return id.admit(ctx, candidates, payload)
 }
@@ -254,47 +301,82 @@ func authorizerClaims(in map[string]string) map[string]any {
 // admit checks the verified payload's times and audience against the
 // candidates, maps it to a tenant and a role, and makes sure the user
 // exists.
-func (id *Identity) admit(ctx context.Context, candidates []Issuer, payload []byte) (access.Principal, error) {
+func (id *Identity) admit(ctx context.Context, candidates []Issuer, payload []byte) (Admission, error) {
 	var std jwt.Claims
 	if err := json.Unmarshal(payload, &std); err != nil {
-		return access.Principal{}, ErrMalformed
+		return Admission{}, ErrMalformed
 	}
 	var claims map[string]any
 	if err := json.Unmarshal(payload, &claims); err != nil {
-		return access.Principal{}, ErrMalformed
+		return Admission{}, ErrMalformed
 	}
 	if std.Expiry == nil {
-		return access.Principal{}, ErrNoExpiry
+		return Admission{}, ErrNoExpiry
 	}
 	switch err := std.ValidateWithLeeway(jwt.Expected{Time: id.now()}, id.cfg.Skew); {
 	case errors.Is(err, jwt.ErrExpired):
-		return access.Principal{}, ErrExpired
+		return Admission{}, ErrExpired
 	case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
-		return access.Principal{}, ErrNotYetValid
+		return Admission{}, ErrNotYetValid
 	case err != nil:
-		return access.Principal{}, ErrMalformed
+		return Admission{}, ErrMalformed
 	}
 	audienceMatched := false
+	var notes []string
 	for _, is := range candidates {
-		if !slices.Contains([]string(std.Audience), is.Audience) {
+		if !is.acceptsAudience(std.Audience) {
 			continue
 		}
 		audienceMatched = true
-		rule, ok := match(is, claims)
+		rule, at, ok := match(is, claims)
+		notes = append(notes, missingClaims(is, claims, at)...)
 		if !ok {
 			continue
 		}
-		return id.principal(ctx, is, rule, claims)
+		a, err := id.principal(ctx, is, rule, claims)
+		a.Notes = notes
+		return a, err
 	}
 	if !audienceMatched {
-		return access.Principal{}, ErrAudience
+		return Admission{}, ErrAudience
 	}
-	return access.Principal{}, ErrNoTenant
+	if len(notes) > 0 {
+		// The notes name the rules' claims, which a refusal keeps to
+		// itself: the admin finds them in the log.
+		id.log.InfoContext(ctx, "identity: no rule matched", slog.String("issuer", candidates[0].URL), slog.Any("notes", notes))
+	}
+	return Admission{}, ErrNoTenant
 }
 
-// match returns the first rule of is that claims satisfy.
-func match(is Issuer, claims map[string]any) (Rule, bool) {
-	for _, r := range is.Rules {
+// missingClaims notes each claim that a rule of is before the one at
+// index upto (the matching rule, or len(Rules) when none matched) reads
+// and the token does not carry, once per claim: such a rule could not
+// match, which is seldom what the admin meant (Dex sends groups only when
+// the groups scope is asked for).
+func missingClaims(is Issuer, claims map[string]any, upto int) []string {
+	var notes []string
+	seen := map[string]bool{}
+	for i, r := range is.Rules[:upto] {
+		if r.Claim == "" || seen[r.Claim] {
+			continue
+		}
+		if _, ok := claims[r.Claim]; ok {
+			continue
+		}
+		seen[r.Claim] = true
+		if slices.Contains(is.Scopes, r.Claim) {
+			notes = append(notes, fmt.Sprintf("rule %d reads claim %s, which the token does not carry although scope %s was asked for: the provider sends none (the user may be in no group)", i+1, r.Claim, r.Claim))
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("rule %d reads claim %s, which the token does not carry: ask for scope %s (the issuer's scopes), or have the provider put %s in ID tokens", i+1, r.Claim, r.Claim, r.Claim))
+	}
+	return notes
+}
+
+// match returns the first rule of is that claims satisfy, and its index
+// (len(is.Rules) when none does).
+func match(is Issuer, claims map[string]any) (Rule, int, bool) {
+	for i, r := range is.Rules {
 		if r.Claim != "" && !claimHolds(claims[r.Claim], r.Value) {
 			continue
 		}
@@ -306,9 +388,9 @@ func match(is Issuer, claims map[string]any) (Rule, bool) {
 				continue
 			}
 		}
-		return r, true
+		return r, i, true
 	}
-	return Rule{}, false
+	return Rule{}, len(is.Rules), false
 }
 
 // claimHolds reports whether a claim value equals want or is a list
@@ -341,12 +423,14 @@ func UserName(value string) (string, bool) {
 }
 
 // principal is the caller the rule maps to; the user is created in the
-// tenant when it is not there yet.
-func (id *Identity) principal(ctx context.Context, is Issuer, r Rule, claims map[string]any) (access.Principal, error) {
+// tenant when it is not there yet, and given the rule's role when the
+// stored one differs (the role is the rules' at every sign-in, and what
+// /v1/users shows and the user's API keys carry must not go stale).
+func (id *Identity) principal(ctx context.Context, is Issuer, r Rule, claims map[string]any) (Admission, error) {
 	value, _ := claims[is.UserClaimOrDefault()].(string)
 	name, ok := UserName(value)
 	if !ok {
-		return access.Principal{}, ErrNoUserName
+		return Admission{}, ErrNoUserName
 	}
 	tenant := r.Tenant
 	if tenant == "" {
@@ -355,31 +439,43 @@ func (id *Identity) principal(ctx context.Context, is Issuer, r Rule, claims map
 	// A tenant's own issuer maps only into the tenant (Validate refuses
 	// anything else; this holds even for an item written around it).
 	if tenant != is.TenantID && is.TenantID != domain.SystemTenant {
-		return access.Principal{}, ErrNoTenant
+		return Admission{}, ErrNoTenant
 	}
 	if r.Role == domain.RoleSuperadmin && tenant != domain.SystemTenant {
-		return access.Principal{}, ErrNoTenant
+		return Admission{}, ErrNoTenant
 	}
 	// The tenant must be active (a deleting one takes no sign-ins), as for
 	// an API key.
 	if _, err := id.access.GetTenant(ctx, tenant); errors.Is(err, access.ErrNotFound) {
-		return access.Principal{}, ErrNoTenant
+		return Admission{}, ErrNoTenant
 	} else if err != nil {
-		return access.Principal{}, fmt.Errorf("identity: reading tenant %s: %w", tenant, err)
+		return Admission{}, fmt.Errorf("identity: reading tenant %s: %w", tenant, err)
 	}
+	a := Admission{Principal: access.Principal{Tenant: tenant, User: name, Role: r.Role, KeyID: "issuer:" + is.TenantID + "/" + is.Name}}
 	// A read first: the user exists at every sign-in but the first, and a
 	// create that fails is a write (on bbolt, a disk sync) per request.
-	_, err := id.access.GetUser(ctx, tenant, name)
-	if errors.Is(err, access.ErrNotFound) {
+	u, err := id.access.GetUser(ctx, tenant, name)
+	switch {
+	case errors.Is(err, access.ErrNotFound):
 		_, err = id.access.CreateUser(ctx, tenant, domain.User{Name: name, Role: r.Role})
+		a.Created = err == nil
+	case err == nil && u.Role != r.Role:
+		_, err = id.access.SetRole(ctx, tenant, name, r.Role, u.Version)
+		if err == nil {
+			a.PreviousRole = u.Role
+		} else if errors.Is(err, access.ErrConflict) {
+			// Another request changed the user meanwhile (most likely a
+			// sign-in doing the same): the next one sees its role.
+			err = nil
+		}
 	}
 	switch {
 	case errors.Is(err, access.ErrNotFound):
-		return access.Principal{}, ErrNoTenant // the tenant is gone or being deleted
+		return Admission{}, ErrNoTenant // the tenant is gone or being deleted
 	case err != nil && !errors.Is(err, access.ErrExists):
-		return access.Principal{}, fmt.Errorf("identity: adding user %s to tenant %s: %w", name, tenant, err)
+		return Admission{}, fmt.Errorf("identity: adding user %s to tenant %s: %w", name, tenant, err)
 	}
-	return access.Principal{Tenant: tenant, User: name, Role: r.Role, KeyID: "issuer:" + is.TenantID + "/" + is.Name}, nil
+	return a, nil
 }
 
 // discovered returns go-oidc's verifier and provider for issuerURL,
@@ -398,7 +494,11 @@ func (id *Identity) discovered(ctx context.Context, issuerURL string) (*oidc.IDT
 	defer p.mu.Unlock()
 	now := id.now()
 	due := p.verifier == nil || now.Sub(p.found) >= id.cfg.MaxAge
-	if due && (p.attempted.IsZero() || now.Sub(p.attempted) >= id.cfg.MinRefresh) {
+	wait := id.cfg.MinRefresh
+	if p.err != nil {
+		wait = min(wait, retryFailed)
+	}
+	if due && (p.attempted.IsZero() || now.Sub(p.attempted) >= wait) {
 		p.attempted = now
 		if err := id.discover(ctx, issuerURL, p); err != nil {
 			p.err = err
@@ -408,7 +508,8 @@ func (id *Identity) discovered(ctx context.Context, issuerURL string) (*oidc.IDT
 		}
 	}
 	if p.verifier == nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrUnavailable, p.err)
+		retry := min(id.cfg.MinRefresh, retryFailed) - now.Sub(p.attempted)
+		return nil, nil, &UnavailableError{Issuer: issuerURL, RetryAfter: max(retry, time.Second), Err: p.err}
 	}
 	return p.verifier, p.op, nil
 }
@@ -446,7 +547,7 @@ func (id *Identity) discover(ctx context.Context, issuerURL string, p *provider)
 	}
 	keys := p.keys
 	if keys == nil || keys.url != meta.JWKSURL || !slices.Equal(keys.algs, algs) {
-		keys = &keySet{url: meta.JWKSURL, client: id.cfg.HTTPClient, minRefresh: id.cfg.MinRefresh, maxAge: id.cfg.MaxAge, now: id.now, algs: algs}
+		keys = &keySet{issuer: issuerURL, url: meta.JWKSURL, client: id.cfg.HTTPClient, minRefresh: id.cfg.MinRefresh, maxAge: id.cfg.MaxAge, now: id.now, algs: algs, log: id.log}
 	}
 	p.keys, p.op = keys, op
 	p.verifier = oidc.NewVerifier(issuerURL, keys, &oidc.Config{

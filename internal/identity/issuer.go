@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,14 @@ import (
 
 // DefaultUserClaim names the user when an issuer does not say otherwise.
 const DefaultUserClaim = "email"
+
+// DefaultScopes are what every sign-in asks for: openid for the ID token,
+// email and profile for the claims rules usually read, offline_access for
+// a refresh token.
+var DefaultScopes = []string{"openid", "email", "profile", "offline_access"}
+
+// MaxScopes bounds an issuer's extra scopes.
+const MaxScopes = 20
 
 // MaxRules bounds an issuer's mapping rules, so that an issuer always fits
 // in one store item and a sign-in evaluates a bounded list.
@@ -31,12 +40,22 @@ type Issuer struct {
 	// ClientID is the public client the CLI and the dashboard sign in
 	// with; empty is Audience.
 	ClientID string `json:"clientId,omitempty"`
+	// CLIClientID is the public client `heddle login` signs in with when
+	// it is not ClientID: a client per surface, for providers that keep
+	// one refresh token per user and client (Dex), where the dashboard's
+	// sign-in would revoke the CLI's. Its ID tokens carry it in aud, and
+	// heddle accepts them beside Audience's.
+	CLIClientID string `json:"cliClientId,omitempty"`
 	// DisplayName labels the dashboard's "sign in with ..." button; empty
 	// is the URL's host.
 	DisplayName string `json:"displayName,omitempty"`
 	// UserClaim is the claim whose value names the user (email,
 	// preferred_username, sub, ...); empty is DefaultUserClaim.
 	UserClaim string `json:"userClaim,omitempty"`
+	// Scopes are asked for by `heddle login` and the dashboard beside
+	// DefaultScopes: some providers put a claim the rules read in the ID
+	// token only when its scope is asked for (Dex's groups).
+	Scopes []string `json:"scopes,omitempty"`
 	// Rules map claims to a tenant and a role; the first that matches
 	// decides. No match: the token is refused.
 	Rules     []Rule    `json:"rules"`
@@ -68,6 +87,19 @@ func (is *Issuer) ClientIDOrAudience() string {
 		return is.ClientID
 	}
 	return is.Audience
+}
+
+// CLIClientIDOrDefault is the client id `heddle login` uses.
+func (is *Issuer) CLIClientIDOrDefault() string {
+	if is.CLIClientID != "" {
+		return is.CLIClientID
+	}
+	return is.ClientIDOrAudience()
+}
+
+// acceptsAudience: tokens for aud are for heddle under this issuer.
+func (is *Issuer) acceptsAudience(aud []string) bool {
+	return slices.Contains(aud, is.Audience) || (is.CLIClientID != "" && slices.Contains(aud, is.CLIClientID))
 }
 
 // UserClaimOrDefault is the claim that names the user.
@@ -107,11 +139,22 @@ func (is *Issuer) Validate(tenant string) domain.Problems {
 	if len(is.ClientID) > 256 {
 		add("clientId", domain.CodeOutOfRange, "is %d characters long; keep it under 257", len(is.ClientID))
 	}
+	if len(is.CLIClientID) > 256 {
+		add("cliClientId", domain.CodeOutOfRange, "is %d characters long; keep it under 257", len(is.CLIClientID))
+	}
 	if len(is.DisplayName) > 64 {
 		add("displayName", domain.CodeOutOfRange, "is %d characters long; keep it under 65", len(is.DisplayName))
 	}
 	if len(is.UserClaim) > 64 || strings.ContainsAny(is.UserClaim, " \t\n") {
 		add("userClaim", domain.CodeInvalid, "name one claim (email, preferred_username, sub, ...)")
+	}
+	if len(is.Scopes) > MaxScopes {
+		add("scopes", domain.CodeOutOfRange, "has %d scopes; keep it to %d", len(is.Scopes), MaxScopes)
+	}
+	for i, sc := range is.Scopes {
+		if !validScope(sc) {
+			add(fmt.Sprintf("scopes[%d]", i), domain.CodeInvalid, "%q is not a scope; give one scope name per entry (groups), without spaces or quotes", sc)
+		}
 	}
 	if len(is.Rules) == 0 {
 		add("rules", domain.CodeRequired, "give at least one rule; without one no token maps to a tenant")
@@ -148,6 +191,35 @@ func (is *Issuer) Validate(tenant string) domain.Problems {
 		}
 	}
 	return ps
+}
+
+// validScope is RFC 6749's scope-token (printable ASCII but space, '"'
+// and backslash), bounded.
+func validScope(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// ScopesToAsk are the scopes a sign-in with is asks for: DefaultScopes and
+// the issuer's own, each once.
+func (is *Issuer) ScopesToAsk() []string {
+	return mergeScopes(slices.Clone(DefaultScopes), is.Scopes)
+}
+
+func mergeScopes(into, more []string) []string {
+	for _, s := range more {
+		if !slices.Contains(into, s) {
+			into = append(into, s)
+		}
+	}
+	return into
 }
 
 // checkIssuerURL says what is wrong with an issuer URL, or "". heddle

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/heddle-io/heddle/internal/access"
+	"github.com/heddle-io/heddle/internal/domain"
 )
 
 // SignInOption is one provider people may sign in with, as the dashboard
@@ -18,6 +19,11 @@ type SignInOption struct {
 	Label    string `json:"label"`
 	Issuer   string `json:"issuer"`
 	ClientID string `json:"clientId"`
+	// CLIClientID is the client `heddle login` uses, when not ClientID.
+	CLIClientID string `json:"cliClientId,omitempty"`
+	// Scopes are what a sign-in asks for: DefaultScopes and the scopes of
+	// every issuer configuration with this URL and client id.
+	Scopes []string `json:"scopes"`
 	// AuthorizationEndpoint is where the dashboard sends the browser; empty
 	// when the provider's discovery document cannot be read now.
 	AuthorizationEndpoint string `json:"authorizationEndpoint,omitempty"`
@@ -31,7 +37,7 @@ func (id *Identity) SignInOptions(ctx context.Context) ([]SignInOption, error) {
 		return nil, err
 	}
 	out := []SignInOption{}
-	seen := map[[2]string]bool{}
+	seen := map[[2]string]int{} // the option's index
 	// Discovery of a provider that does not answer must not hold the
 	// listing (a public page) for long: past this, options go without an
 	// authorization endpoint.
@@ -39,11 +45,14 @@ func (id *Identity) SignInOptions(ctx context.Context) ([]SignInOption, error) {
 	defer cancel()
 	for _, is := range all {
 		k := [2]string{is.URL, is.ClientIDOrAudience()}
-		if seen[k] {
+		if i, ok := seen[k]; ok {
+			// Tenants that trust one provider through one client share a
+			// sign-in, which asks for what any of them needs.
+			out[i].Scopes = mergeScopes(out[i].Scopes, is.Scopes)
 			continue
 		}
-		seen[k] = true
-		o := SignInOption{Label: is.Label(), Issuer: is.URL, ClientID: is.ClientIDOrAudience()}
+		seen[k] = len(out)
+		o := SignInOption{Label: is.Label(), Issuer: is.URL, ClientID: is.ClientIDOrAudience(), CLIClientID: is.CLIClientID, Scopes: is.ScopesToAsk()}
 		if _, op, err := id.discovered(dctx, is.URL); err == nil {
 			o.AuthorizationEndpoint = op.Endpoint().AuthURL
 		}
@@ -59,6 +68,12 @@ type SignedIn struct {
 	RefreshToken string           `json:"refreshToken,omitempty"`
 	Expiry       time.Time        `json:"expiry"`
 	Principal    access.Principal `json:"principal"`
+	// Notes say what may have kept a rule from matching (see Admission).
+	Notes []string `json:"notes,omitempty"`
+	// Created and PreviousRole are the Admission's, for the API's audit
+	// record.
+	Created      bool        `json:"-"`
+	PreviousRole domain.Role `json:"-"`
 }
 
 // ErrNotOffered: the issuer and client id are not a sign-in option.
@@ -138,7 +153,7 @@ func (id *Identity) signedIn(ctx context.Context, tok *oauth2.Token, nonce, keep
 	if raw == "" {
 		return SignedIn{}, &AuthError{Reason: "the identity provider answered without an ID token; allow the openid scope for heddle's client"}
 	}
-	p, idt, err := id.authenticate(ctx, raw, nonce)
+	a, idt, err := id.authenticate(ctx, raw, nonce)
 	if err != nil {
 		return SignedIn{}, err
 	}
@@ -146,5 +161,6 @@ func (id *Identity) signedIn(ctx context.Context, tok *oauth2.Token, nonce, keep
 	if refresh == "" {
 		refresh = keepRefresh
 	}
-	return SignedIn{IDToken: raw, RefreshToken: refresh, Expiry: idt.Expiry, Principal: p}, nil
+	return SignedIn{IDToken: raw, RefreshToken: refresh, Expiry: idt.Expiry, Principal: a.Principal,
+		Notes: a.Notes, Created: a.Created, PreviousRole: a.PreviousRole}, nil
 }

@@ -41,6 +41,10 @@ type Issuer struct {
 
 	jwksRequests atomic.Int64
 	discoveries  atomic.Int64
+	scopes       atomic.Value // string: the scope of the last authorization or device request
+	jwksDown     atomic.Bool
+	tokenHangs   atomic.Bool
+	released     chan struct{} // closed when the test ends: hung requests return
 }
 
 type signingKey struct {
@@ -67,11 +71,29 @@ func New(t testing.TB, clientID string) *Issuer {
 	mux.HandleFunc("POST /device", i.device)
 	mux.HandleFunc("POST /token", i.token)
 	mux.HandleFunc("OPTIONS /", func(w http.ResponseWriter, r *http.Request) { cors(w) })
+	i.released = make(chan struct{})
 	i.srv = httptest.NewServer(mux)
 	i.URL = i.srv.URL
 	t.Cleanup(i.srv.Close)
+	// Runs before Close (cleanups run last first): Close waits for the
+	// requests a hanging token endpoint still holds.
+	t.Cleanup(func() { close(i.released) })
 	return i
 }
+
+// LastScope is the scope parameter of the last authorization or device
+// request.
+func (i *Issuer) LastScope() string {
+	s, _ := i.scopes.Load().(string)
+	return s
+}
+
+// SetJWKSDown makes the key set answer 503 (down) or serve the keys again.
+func (i *Issuer) SetJWKSDown(down bool) { i.jwksDown.Store(down) }
+
+// SetTokenHangs makes the token endpoint hold every request until the
+// client gives up (or the test ends), as a provider that stopped answering.
+func (i *Issuer) SetTokenHangs(hang bool) { i.tokenHangs.Store(hang) }
 
 func newKey() signingKey {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -200,6 +222,10 @@ func (i *Issuer) discovery(w http.ResponseWriter, r *http.Request) {
 
 func (i *Issuer) jwks(w http.ResponseWriter, r *http.Request) {
 	i.jwksRequests.Add(1)
+	if i.jwksDown.Load() {
+		http.Error(w, "the key set is down (test)", http.StatusServiceUnavailable)
+		return
+	}
 	i.mu.Lock()
 	set := jose.JSONWebKeySet{}
 	for _, k := range i.keys {
@@ -219,6 +245,7 @@ func (i *Issuer) authorize(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad authorization request (this provider needs response_type=code, its client_id, a redirect_uri and PKCE S256)", http.StatusBadRequest)
 		return
 	}
+	i.scopes.Store(q.Get("scope"))
 	code := random(16)
 	i.mu.Lock()
 	i.codes[code] = codeGrant{challenge: q.Get("code_challenge"), redirectURI: q.Get("redirect_uri"), clientID: q.Get("client_id"), nonce: q.Get("nonce")}
@@ -235,6 +262,7 @@ func (i *Issuer) device(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
 		return
 	}
+	i.scopes.Store(r.PostFormValue("scope"))
 	code := random(16)
 	i.mu.Lock()
 	i.devices[code] = false
@@ -248,6 +276,13 @@ func (i *Issuer) device(w http.ResponseWriter, r *http.Request) {
 // token serves the three grants. A device code answers
 // authorization_pending once, then is approved.
 func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
+	if i.tokenHangs.Load() {
+		select {
+		case <-r.Context().Done():
+		case <-i.released:
+		}
+		return
+	}
 	if err := r.ParseForm(); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
 		return
@@ -304,3 +339,10 @@ func (i *Issuer) token(w http.ResponseWriter, r *http.Request) {
 
 // String names the provider in test output.
 func (i *Issuer) String() string { return fmt.Sprintf("test issuer %s", i.URL) }
+
+// UnknownKeyToken signs claims with a new key under a made-up key id that
+// the JWKS does not hold: a forgery that names a key heddle has not seen.
+func (i *Issuer) UnknownKeyToken(claims map[string]any) string {
+	k := newKey()
+	return Sign(k.id, k.key, claims)
+}
