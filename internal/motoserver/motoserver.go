@@ -69,7 +69,7 @@ func findPython() (string, error) {
 		}
 		tried = append(tried, p)
 		if imports(p) == nil {
-			return p, nil
+			return executable(p), nil
 		}
 	}
 	return "", fmt.Errorf("no Python interpreter imports moto, aws-sam-translator and boto3 (tried %s): "+
@@ -128,6 +128,16 @@ func shebang(path string) string {
 		return ""
 	}
 	return fields[0]
+}
+
+// executable is the interpreter p runs: a pyenv shim chooses its Python
+// by the directory it runs in, so callers get the one that was checked.
+func executable(p string) string {
+	out, err := exec.Command(p, "-c", "import sys; print(sys.executable)").Output()
+	if exe := strings.TrimSpace(string(out)); err == nil && exe != "" {
+		return exe
+	}
+	return p
 }
 
 func imports(python string) error {

@@ -2,7 +2,9 @@ package motoserver
 
 import (
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -37,4 +39,18 @@ func TestPythonImportsMoto(t *testing.T) {
 	out, err := exec.Command(py, "-c", "import moto; print(moto.__version__)").CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.NotEmpty(t, strings.TrimSpace(string(out)))
+}
+
+// Debian's python3 first on PATH (as after .ci/run installs it) does not
+// hide the interpreter that has moto.
+func TestFindPythonPastDebians(t *testing.T) {
+	py := RequirePython(t)
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink("/usr/bin/python3", filepath.Join(dir, "python3")))
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("HEDDLE_PYTHON", "")
+	got, err := findPython()
+	require.NoError(t, err)
+	require.NoError(t, imports(got))
+	require.Equal(t, executable(py), got)
 }
