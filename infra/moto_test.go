@@ -190,7 +190,7 @@ func (d *deployed) everyResourceCreated(t *testing.T) {
 	sort.Strings(got)
 	require.Equal(t, want, got)
 	require.GreaterOrEqual(t, len(d.report.Stacks[0].Resources), 5, "moto's CloudFormation made almost nothing")
-	t.Logf("%d resources: %d by moto's CloudFormation in %d layered stacks, %d through their APIs (types moto's CloudFormation lacks: %s)",
+	t.Logf("%d resources: %d by moto's CloudFormation in %d layered stacks, %d through their services' APIs (types: %s)",
 		len(made), len(made)-len(d.report.Direct), len(d.report.Stacks), len(d.report.Direct), strings.Join(d.report.UnsupportedTypes, ", "))
 }
 

@@ -16,8 +16,20 @@ Ref and GetAtt values later layers use; a reference across layers becomes
 that value. Nothing is faked: a resource either exists in moto, created by
 moto's CloudFormation or by its service API, or the deploy fails.
 
+Where moto's CloudFormation models misbehave, the input is given the form
+CloudFormation also accepts, or the resource is made through its API:
+AWS::Lambda::Version (its Ref is the logical id and GetAtt Version fails:
+PublishVersion instead), AWS::KMS::Key (the key policy as JSON text, or
+DescribeKey fails), Number parameters (passed as numbers, environment
+variables as strings, as CloudFormation's schemas convert them).
+
+After the deploy it reads back, through the services' APIs, the roles and
+their policies, alarms, schedules, deployment groups, HTTP APIs and SNS
+topics, for the caller to check references against what moto holds.
+
 Usage: moto-stack.py --endpoint URL --template t.json --stack NAME \
-           --code-bucket B --code-key K [--param Key=Value ...]
+           --code-bucket B --code-key K --code-file functions.zip \
+           [--param Key=Value ...] [--topic-param Param=TopicName ...]
 """
 import argparse
 import ast
