@@ -163,7 +163,7 @@ func (d *deployed) managedPolicies(t *testing.T, roleName string) []string {
 
 func (d *deployed) rolesAllowCalls(t *testing.T) {
 	lc := lambda.NewFromConfig(d.cfg)
-	stage := stackParams["Stage"]
+	stage := d.params["Stage"]
 	vars := map[string]string{
 		"${Region}": motoserver.Region, "${Account}": motoserver.Account, "${Stage}": stage,
 		"${Table}": d.report.Outputs["TableName"], "${Key}": d.report.Outputs["SecretsKeyArn"],

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -27,13 +28,14 @@ import (
 // them (the stage, the worker's timeout, the request limits, the deploy
 // type), with the optional ones set so that their conditional resources
 // are deployed too: the OIDC authorizer's route and the alarms' topic.
+// The values differ from the defaults, so that each is seen to arrive.
 var stackParams = map[string]string{
 	"Stage":                   "ci",
-	"WorkerTimeout":           "900",
-	"ApiThrottleRate":         "100",
-	"ApiThrottleBurst":        "200",
-	"TenantRequestsPerMinute": "1200",
-	"AuthFailuresPerMinute":   "10",
+	"WorkerTimeout":           "600",
+	"ApiThrottleRate":         "50",
+	"ApiThrottleBurst":        "80",
+	"TenantRequestsPerMinute": "600",
+	"AuthFailuresPerMinute":   "5",
 	"DeploymentType":          "Canary10Percent5Minutes",
 	"OidcIssuer":              "https://idp.example.com/realms/acme",
 	"OidcAudience":            "heddle",
@@ -95,12 +97,17 @@ type deployed struct {
 	cfg        aws.Config
 	translated map[string]any
 	report     stackReport
+	// params are the parameters' values the stack got: those passed, and
+	// the template's defaults for the others.
+	params map[string]string
+	// topic says whether the alarms' topic (AlarmTopicArn) was made.
+	topic bool
 }
 
 // deployOnMoto translates template.yaml with aws-sam-translator (the SAM
 // transform CloudFormation runs) and creates it in moto with
 // scripts/moto-stack.py.
-func deployOnMoto(t *testing.T) *deployed {
+func deployOnMoto(t *testing.T, params map[string]string, topic bool) *deployed {
 	t.Helper()
 	py := motoserver.RequirePython(t)
 	srv := motoserver.StartForTest(t)
@@ -130,10 +137,12 @@ func deployOnMoto(t *testing.T) *deployed {
 	require.NoError(t, os.WriteFile(code, buf.Bytes(), 0o600))
 
 	args := []string{filepath.Join(repoRoot, "scripts", "moto-stack.py"),
-		"--endpoint", srv.URL, "--template", translated, "--stack", "heddle-" + stackParams["Stage"],
-		"--code-bucket", "heddle-code", "--code-key", "functions.zip", "--code-file", code,
-		"--topic-param", "AlarmTopicArn=heddle-alarms"}
-	for k, v := range stackParams {
+		"--endpoint", srv.URL, "--template", translated, "--stack", "heddle-" + params["Stage"],
+		"--code-bucket", "heddle-code", "--code-key", "functions.zip", "--code-file", code}
+	if topic {
+		args = append(args, "--topic-param", "AlarmTopicArn=heddle-alarms")
+	}
+	for k, v := range params {
 		args = append(args, "--param", k+"="+v)
 	}
 	cmd := exec.CommandContext(ctx, py, args...)
@@ -141,24 +150,61 @@ func deployOnMoto(t *testing.T) *deployed {
 	cmd.Stderr = &stderr
 	rep, err := cmd.Output()
 	require.NoError(t, err, "moto-stack.py: %s", stderr.String())
-	d := &deployed{moto: srv, cfg: srv.AWSConfig(), translated: tpl}
+	d := &deployed{moto: srv, cfg: srv.AWSConfig(), translated: tpl, params: map[string]string{}, topic: topic}
 	require.NoError(t, json.Unmarshal(rep, &d.report))
+	for name, p := range tpl["Parameters"].(map[string]any) {
+		if def, ok := p.(map[string]any)["Default"]; ok {
+			d.params[name] = fmt.Sprint(def)
+		}
+	}
+	for k, v := range params {
+		d.params[k] = v
+	}
 	return d
+}
+
+// condition evaluates one of the translated template's conditions, which
+// are all of the form Fn::Not [Fn::Equals [Ref Param, ""]]: set or not.
+func (d *deployed) condition(t *testing.T, name string) bool {
+	t.Helper()
+	if name == "HasAlarmTopic" {
+		return d.topic // its parameter's value is the topic moto-stack.py made
+	}
+	c := d.translated["Conditions"].(map[string]any)[name].(map[string]any)
+	eq := c["Fn::Not"].([]any)[0].(map[string]any)["Fn::Equals"].([]any)
+	param := eq[0].(map[string]any)["Ref"].(string)
+	require.Equal(t, "", eq[1], "condition %s is not Not(Equals(Ref, \"\"))", name)
+	return d.params[param] != ""
 }
 
 // TestStackOnMoto deploys template.yaml as translated by the SAM transform
 // into moto and checks what a deploy to AWS would otherwise show first:
 // every resource is made, every output names something that exists, and
-// every function's environment names resources that exist. Its subtest
-// RolesAllowHeddlesCalls holds the deployed roles against heddle's calls.
+// every function's environment names resources that exist; once with the
+// parameters infra/README.md documents (and the optional ones set), once
+// with the template's defaults. RolesAllowHeddlesCalls holds the deployed
+// roles against heddle's calls.
 func TestStackOnMoto(t *testing.T) {
 	t.Parallel()
-	d := deployOnMoto(t)
-	t.Run("EveryResourceCreated", d.everyResourceCreated)
-	t.Run("OutputsResolve", d.outputsResolve)
-	t.Run("FunctionEnvironmentsNameWhatExists", d.environmentsResolve)
-	t.Run("WiringNamesWhatExists", d.wiringResolves)
-	t.Run("RolesAllowHeddlesCalls", d.rolesAllowCalls)
+	for _, c := range []struct {
+		name   string
+		params map[string]string
+		topic  bool
+	}{
+		{"Documented", stackParams, true},
+		// The template's defaults: no OIDC route, no alarm topic.
+		{"Defaults", map[string]string{"Stage": "dflt"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			d := deployOnMoto(t, c.params, c.topic)
+			t.Run("EveryResourceCreated", d.everyResourceCreated)
+			t.Run("OutputsResolve", d.outputsResolve)
+			t.Run("FunctionEnvironmentsNameWhatExists", d.environmentsResolve)
+			t.Run("WiringNamesWhatExists", d.wiringResolves)
+			t.Run("RolesAllowHeddlesCalls", d.rolesAllowCalls)
+		})
+	}
 }
 
 func (d *deployed) everyResourceCreated(t *testing.T) {
@@ -177,9 +223,12 @@ func (d *deployed) everyResourceCreated(t *testing.T) {
 		made[r.Logical] = "api"
 	}
 	// Every resource the translated template has for these parameters
-	// (all conditions hold: OIDC and the alarm topic are set) is there.
+	// is there, and no other.
 	want := []string{}
-	for id := range d.translated["Resources"].(map[string]any) {
+	for id, r := range d.translated["Resources"].(map[string]any) {
+		if c, ok := r.(map[string]any)["Condition"].(string); ok && !d.condition(t, c) {
+			continue
+		}
 		want = append(want, id)
 	}
 	sort.Strings(want)
@@ -200,12 +249,16 @@ var unresolved = regexp.MustCompile(`\$\{|Fn::|\{"Ref"|^\s*$`)
 func (d *deployed) outputsResolve(t *testing.T) {
 	ctx := context.Background()
 	outs := d.report.Outputs
-	for name := range d.translated["Outputs"].(map[string]any) {
+	for name, o := range d.translated["Outputs"].(map[string]any) {
 		v, ok := outs[name]
+		if c, conditional := o.(map[string]any)["Condition"].(string); conditional && !d.condition(t, c) {
+			require.False(t, ok, "output %s is there though its condition %s is false", name, c)
+			continue
+		}
 		require.True(t, ok, "output %s is missing", name)
 		require.False(t, unresolved.MatchString(v), "output %s = %q", name, v)
 	}
-	stage := stackParams["Stage"]
+	stage := d.params["Stage"]
 	require.Equal(t, "heddle-"+stage+"-", outs["QueuePrefix"])
 
 	_, err := dynamodb.NewFromConfig(d.cfg).DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(outs["TableName"])})
@@ -227,7 +280,11 @@ func (d *deployed) outputsResolve(t *testing.T) {
 	require.NoError(t, err, "JanitorFunctionName")
 
 	require.Contains(t, d.report.ReadBack.Alarms, outs["DeadLetterAlarmName"])
-	for _, u := range []string{outs["ApiUrl"], strings.TrimSuffix(outs["OidcApiUrl"], "/oidc")} {
+	urls := []string{outs["ApiUrl"]}
+	if u, ok := outs["OidcApiUrl"]; ok {
+		urls = append(urls, strings.TrimSuffix(u, "/oidc"))
+	}
+	for _, u := range urls {
 		id, ok := strings.CutPrefix(u, "https://")
 		require.True(t, ok, u)
 		id, _, _ = strings.Cut(id, ".execute-api.")
@@ -263,7 +320,7 @@ func (d *deployed) environmentsResolve(t *testing.T) {
 	lc := lambda.NewFromConfig(d.cfg)
 	ddb := dynamodb.NewFromConfig(d.cfg)
 	kc := kms.NewFromConfig(d.cfg)
-	stage := stackParams["Stage"]
+	stage := d.params["Stage"]
 	for _, short := range []string{"api", "worker", "janitor"} {
 		name := "heddle-" + stage + "-" + short
 		c, err := lc.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(name)})
@@ -284,13 +341,13 @@ func (d *deployed) environmentsResolve(t *testing.T) {
 		_, err = kc.DescribeKey(ctx, &kms.DescribeKeyInput{KeyId: aws.String(env["HEDDLE_KMS_KEY_ID"])})
 		require.NoError(t, err, "%s: HEDDLE_KMS_KEY_ID=%s", name, env["HEDDLE_KMS_KEY_ID"])
 		require.Equal(t, d.report.Outputs["QueuePrefix"], env["HEDDLE_QUEUE_PREFIX"], name)
-		require.Equal(t, stackParams["WorkerTimeout"], env["HEDDLE_WORKER_TIMEOUT"], name)
+		require.Equal(t, d.params["WorkerTimeout"], env["HEDDLE_WORKER_TIMEOUT"], name)
 		if short == "api" {
 			// Onboarding maps the tenants' queues to the worker's alias.
 			requireAlias(t, lc, env["HEDDLE_WORKER_FUNCTION"])
 			require.Equal(t, d.report.Outputs["WorkerAliasArn"], env["HEDDLE_WORKER_FUNCTION"])
-			require.Equal(t, stackParams["TenantRequestsPerMinute"], env["HEDDLE_TENANT_REQUESTS_PER_MINUTE"])
-			require.Equal(t, stackParams["AuthFailuresPerMinute"], env["HEDDLE_AUTH_FAILURES_PER_MINUTE"])
+			require.Equal(t, d.params["TenantRequestsPerMinute"], env["HEDDLE_TENANT_REQUESTS_PER_MINUTE"])
+			require.Equal(t, d.params["AuthFailuresPerMinute"], env["HEDDLE_AUTH_FAILURES_PER_MINUTE"])
 		}
 		// Every heddle function is invoked through its alias live.
 		requireAlias(t, lc, aws.ToString(c.FunctionArn)+":live")
@@ -299,7 +356,7 @@ func (d *deployed) environmentsResolve(t *testing.T) {
 
 func (d *deployed) wiringResolves(t *testing.T) {
 	lc := lambda.NewFromConfig(d.cfg)
-	stage := stackParams["Stage"]
+	stage := d.params["Stage"]
 	rb := d.report.ReadBack
 	apiAlias := fmt.Sprintf("arn:aws:lambda:%s:%s:function:heddle-%s-api:live", motoserver.Region, motoserver.Account, stage)
 	requireAlias(t, lc, apiAlias)
@@ -318,24 +375,32 @@ func (d *deployed) wiringResolves(t *testing.T) {
 	// them; the OIDC route carries the JWT authorizer.
 	require.Len(t, rb.APIs, 1)
 	for id, api := range rb.APIs {
-		require.Len(t, api.Routes, 3, "API %s: the catch-all, the root and the OIDC route", id)
+		routes := 2 // the catch-all and the root
+		if d.params["OidcIssuer"] != "" {
+			routes++ // and the OIDC route
+		}
+		require.Len(t, api.Routes, routes, "API %s", id)
 		for key, r := range api.Routes {
 			require.Contains(t, r.URI, apiAlias, "API %s route %q invokes %q, not the api function's alias", id, key, r.URI)
 			if strings.Contains(key, "/oidc/") {
 				require.NotEmpty(t, r.Authorizer, "route %q has no authorizer", key)
 				a := api.Authorizers[r.Authorizer]
-				require.Equal(t, stackParams["OidcIssuer"], a.Issuer)
-				require.Equal(t, []string{stackParams["OidcAudience"]}, a.Audience)
+				require.Equal(t, d.params["OidcIssuer"], a.Issuer)
+				require.Equal(t, []string{d.params["OidcAudience"]}, a.Audience)
 			}
 		}
 		st, ok := api.Stages["$default"]
 		require.True(t, ok, "API %s has no $default stage", id)
-		require.EqualValues(t, 100, st["ThrottlingRateLimit"])
-		require.EqualValues(t, 200, st["ThrottlingBurstLimit"])
+		require.Equal(t, d.params["ApiThrottleRate"], strconv.FormatFloat(st["ThrottlingRateLimit"], 'f', -1, 64))
+		require.Equal(t, d.params["ApiThrottleBurst"], strconv.FormatFloat(st["ThrottlingBurstLimit"], 'f', -1, 64))
 	}
 
-	// Every alarm tells the topic, which exists.
-	require.Len(t, rb.Topics, 1)
+	// Every alarm tells the topic, which exists; or none without one.
+	if d.topic {
+		require.Len(t, rb.Topics, 1)
+	} else {
+		require.Empty(t, rb.Topics)
+	}
 	require.Len(t, rb.Alarms, 4)
 	for name, a := range rb.Alarms {
 		require.Equal(t, rb.Topics, a.Actions, "alarm %s", name)
