@@ -54,3 +54,14 @@ func TestFindPythonPastDebians(t *testing.T) {
 	require.NoError(t, imports(got))
 	require.Equal(t, executable(py), got)
 }
+
+// BenchmarkStart is what a test pays for a moto_server of its own: from
+// the process's start to its first answer.
+func BenchmarkStart(b *testing.B) {
+	RequirePython(b)
+	for b.Loop() {
+		s, err := Start(b.Context(), nil)
+		require.NoError(b, err)
+		s.Stop()
+	}
+}
