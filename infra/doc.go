@@ -17,5 +17,16 @@
 //   - the table has the layout internal/store/dynamostore creates, and the
 //     LocalStack init hook creates the same one.
 //
-// The tests need neither AWS nor Docker; the package has no other code.
+// TestStackOnMoto deploys the stack: template.yaml through aws-sam-translator
+// (the SAM transform CloudFormation runs; scripts/sam-translate.py) into a
+// moto_server of its own (internal/motoserver) by scripts/moto-stack.py,
+// and checks every resource, output and function environment there. It
+// holds each function's deployed role against FunctionCalls (awscalls.go),
+// the table of the AWS calls heddle's code makes per function: every call
+// allowed, every granted action one of them, no wildcard action, and
+// resources named or scoped (the stage's queue prefix, a condition).
+//
+// The tests need neither AWS nor Docker; moto and aws-sam-translator are
+// Python packages (CI's image has them). The package's only code is the
+// call table.
 package infra

@@ -4,7 +4,8 @@
 # first): DynamoDB Local and fauxqs (started here unless already running),
 # then bin/heddle-local-aws: the api, worker and janitor bootstraps under the
 # Lambda Runtime API emulator, the HTTP API front door, the event source
-# mappings, the janitor's schedule, the KMS stand-in and `heddle worker`.
+# mappings, the janitor's schedule, KMS (moto's: a moto_server of its own)
+# and `heddle worker`.
 #
 # The superadmin key is HEDDLE_BOOTSTRAP_KEY, or a new one printed here (the
 # api function registers it on its cold start, as the BootstrapKey

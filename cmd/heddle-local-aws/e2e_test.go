@@ -35,6 +35,7 @@ import (
 
 	"github.com/heddle-io/heddle/internal/api"
 	"github.com/heddle-io/heddle/internal/idempotency"
+	"github.com/heddle-io/heddle/internal/motoserver"
 	"github.com/heddle-io/heddle/internal/provider/providertest"
 	"github.com/heddle-io/heddle/internal/provider/static"
 	"github.com/heddle-io/heddle/internal/queue/sqsqueue"
@@ -120,6 +121,7 @@ func setup(t *testing.T, extra ...string) *deployment {
 	t.Helper()
 	ddbEndpoint := need(t, "HEDDLE_DYNAMODB_ENDPOINT", "scripts/dynamodb-local.sh")
 	sqsEndpoint := need(t, "HEDDLE_SQS_ENDPOINT", "scripts/fauxqs.sh")
+	motoserver.RequirePython(t) // heddle-local-aws runs moto's KMS
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	stage := "la" + hex.EncodeToString(suffix)
@@ -265,7 +267,7 @@ func (d *deployment) mustHeddle(args ...string) string {
 }
 
 // registerHosts puts n OpenSSH test hosts in the tenant's pool of the
-// static provider rack, sealing their key with the KMS stand-in's key as
+// static provider rack, sealing their key with moto's KMS key as
 // the functions do. (No API route registers static hosts yet: issue 21.)
 func (d *deployment) registerHosts(tenant string, n int) {
 	d.t.Helper()
@@ -279,7 +281,7 @@ func (d *deployment) registerHostsAs(tenant string, n int, prefix string) {
 	require.GreaterOrEqual(d.t, len(hosts.Hosts), n)
 	client := kms.New(kms.Options{Region: region, BaseEndpoint: aws.String(d.ready.KMS),
 		Credentials: credentials.NewStaticCredentialsProvider("heddle", "heddle", "")})
-	keyring := secrets.NewKeyring(secrets.NewKMSKey(client, fmt.Sprintf("arn:aws:kms:%s:%s:key/heddle-%s", region, accountID, strings.TrimPrefix(d.ready.Table, "heddle-"))))
+	keyring := secrets.NewKeyring(secrets.NewKMSKey(client, d.ready.KMSKey))
 	pool := static.NewPool(dynamostore.New(dynamostore.NewEmulatorClient(os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")), d.ready.Table), keyring)
 	// Hosts from the end of the list: the "50 hosts at once" tests start
 	// at its head.

@@ -19,7 +19,8 @@
 //     through AWS_ENDPOINT_URL_LAMBDA;
 //   - the schedule that invokes the janitor every minute with the
 //     Scheduler's event (--janitor-every);
-//   - a KMS stand-in (internal/kmsemu) at AWS_ENDPOINT_URL_KMS;
+//   - KMS: a moto_server of its own (internal/motoserver), with the key
+//     and alias template.yaml declares, at AWS_ENDPOINT_URL_KMS;
 //   - `heddle worker` as the Fargate task runs it, restarted when it exits.
 //
 // DynamoDB Local and fauxqs are the ones scripts/dynamodb-local.sh and
@@ -49,7 +50,7 @@ func main() {
 	flag.StringVar(&cfg.heddle, "heddle", "bin/heddle", "the heddle CLI, run as `heddle worker` (the Fargate task); empty runs none")
 	flag.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "the front door's (API Gateway's) address")
 	flag.StringVar(&cfg.stage, "stage", "dev", "the stage: the table is heddle-<stage>, the queues heddle-<stage>-<tenant>.fifo")
-	flag.StringVar(&cfg.stateDir, "state-dir", ".local-aws", "where the KMS stand-in keeps its key and the functions' logs go")
+	flag.StringVar(&cfg.stateDir, "state-dir", ".local-aws", "where the functions' (and moto's) logs go")
 	flag.DurationVar(&cfg.janitorEvery, "janitor-every", time.Minute, "how often the schedule invokes the janitor (rate(1 minute) in template.yaml)")
 	flag.DurationVar(&cfg.apiTimeout, "api-timeout", 15*time.Second, "the api function's timeout (template.yaml ApiTimeout)")
 	flag.DurationVar(&cfg.workerTimeout, "worker-timeout", 900*time.Second, "the worker function's timeout (template.yaml WorkerTimeout)")

@@ -21,13 +21,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/heddle-io/heddle/internal/apigwemu"
 	"github.com/heddle-io/heddle/internal/esmemu"
-	"github.com/heddle-io/heddle/internal/kmsemu"
 	"github.com/heddle-io/heddle/internal/lambdaemu"
+	"github.com/heddle-io/heddle/internal/motoserver"
 	"github.com/heddle-io/heddle/internal/queue/sqsqueue"
-	"github.com/heddle-io/heddle/internal/secrets"
 	"github.com/heddle-io/heddle/internal/store/dynamostore"
 )
 
@@ -64,6 +64,7 @@ type ready struct {
 	Endpoint string `json:"endpoint"` // the front door: HEDDLE_ENDPOINT
 	Lambda   string `json:"lambda"`   // the Lambda API (mappings, Invoke, /local-aws/stats)
 	KMS      string `json:"kms"`
+	KMSKey   string `json:"kmsKey"` // HEDDLE_KMS_KEY_ID: the key's ARN
 	Table    string `json:"table"`
 	Prefix   string `json:"queuePrefix"`
 }
@@ -119,21 +120,25 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		log.Info("created the table", "table", table)
 	}
 
-	// KMS.
-	key, err := secrets.LoadOrCreateKeyFile(filepath.Join(cfg.stateDir, "kms-"+cfg.stage+".key"))
+	// KMS: moto's (a third-party emulator, the one LocalStack grew from),
+	// with the key and alias template.yaml declares. The functions take
+	// their production path to it (AWS_ENDPOINT_URL_KMS). moto keeps its
+	// keys in memory: they last as long as this process.
+	motoLog, err := os.OpenFile(filepath.Join(cfg.stateDir, "logs", "moto.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("moto's log: %w", err)
+	}
+	defer motoLog.Close()
+	moto, err := motoserver.Start(ctx, motoLog)
+	if err != nil {
+		return fmt.Errorf("KMS (moto): %w", err)
+	}
+	defer moto.Stop()
+	kmsURL := moto.URL
+	keyARN, err := createKey(ctx, kms.NewFromConfig(moto.AWSConfig()), cfg.stage)
 	if err != nil {
 		return err
 	}
-	keyARN := fmt.Sprintf("arn:aws:kms:%s:%s:key/heddle-%s", region, accountID, cfg.stage)
-	kms, err := kmsemu.New(keyARN, key, "alias/heddle-"+cfg.stage)
-	if err != nil {
-		return err
-	}
-	kmsURL, stopKMS, err := serve("127.0.0.1:0", kms)
-	if err != nil {
-		return err
-	}
-	defer stopKMS()
 
 	// The Lambda API's listener first: the api function needs its address.
 	lambdaLn, err := net.Listen("tcp", "127.0.0.1:0")
@@ -308,12 +313,25 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		wg.Go(func() { previousFargate.run(previousCtx) })
 	}
 
-	line, _ := json.Marshal(ready{Ready: true, Endpoint: doorURL, Lambda: lambdaURL, KMS: kmsURL, Table: table, Prefix: prefix})
+	line, _ := json.Marshal(ready{Ready: true, Endpoint: doorURL, Lambda: lambdaURL, KMS: kmsURL, KMSKey: keyARN, Table: table, Prefix: prefix})
 	fmt.Fprintln(stdout, string(line))
 	log.Info("local-aws is up: point the heddle CLI at it with HEDDLE_ENDPOINT="+doorURL, "logs", filepath.Join(cfg.stateDir, "logs"))
 	<-ctx.Done()
 	log.Info("local-aws: stopping")
 	return nil
+}
+
+// createKey makes template.yaml's SecretsKey and its alias alias/heddle-<stage>
+// in KMS and returns the key's ARN.
+func createKey(ctx context.Context, c *kms.Client, stage string) (string, error) {
+	out, err := c.CreateKey(ctx, &kms.CreateKeyInput{Description: aws.String("heddle-" + stage + " data and secrets")})
+	if err != nil {
+		return "", fmt.Errorf("KMS CreateKey: %w", err)
+	}
+	if _, err := c.CreateAlias(ctx, &kms.CreateAliasInput{AliasName: aws.String("alias/heddle-" + stage), TargetKeyId: out.KeyMetadata.KeyId}); err != nil {
+		return "", fmt.Errorf("KMS CreateAlias alias/heddle-%s: %w", stage, err)
+	}
+	return aws.ToString(out.KeyMetadata.Arn), nil
 }
 
 // serve serves h on addr and returns its URL and a stop function.
