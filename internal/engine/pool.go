@@ -322,7 +322,7 @@ type batchHold struct {
 	mu      sync.Mutex
 	settled []bool // by the batch's index
 	cancel  context.CancelFunc
-	done   chan struct{}
+	done    chan struct{}
 }
 
 func (e *Engine) holdBatch(ctx context.Context, tenant string, ds []queue.Delivery) *batchHold {
