@@ -538,8 +538,17 @@ func (x *costExec) Execute(ctx context.Context, a Attempt) Result {
 		}
 		began := time.Now()
 		// The shell's in-place wait: QuickWait, or nothing when the engine
-		// expects the run to outlast it; it ends with the run.
-		if quick := modelQuickWait; quick > 0 && scaled(quick) >= a.Expect {
+		// expects the run to outlast it; it ends with the run. The
+		// estimate the engine learned here is of the scaled run, whose
+		// own overheads (store and queue calls on this machine) are not
+		// scaled: a few real milliseconds would read as seconds. So once
+		// the engine knows anything, the model takes what it would have
+		// learned on AWS: the start's upload and the run.
+		expect := time.Duration(0)
+		if a.Expect > 0 {
+			expect = modelDetachStart + x.action
+		}
+		if quick := modelQuickWait; quick > 0 && expect <= quick {
 			w, ok := wait(min(quick, x.action))
 			record(w)
 			if !ok {
