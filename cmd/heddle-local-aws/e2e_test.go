@@ -349,6 +349,7 @@ func TestThroughTheRealBinaries(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &job), out)
 	d.mustHeddle("jobs", "watch", job.Cluster.ID, job.Job.ID)
 	require.Equal(t, "ACTIVE", d.clusterStatus(job.Cluster.ID))
+	requireSentOnce(t, d.jobTasks(job.Cluster.ID, job.Job.ID))
 
 	d.mustHeddle("clusters", "expand", job.Cluster.ID, "--count", "1", "--wait")
 	require.Equal(t, "ACTIVE", d.clusterStatus(job.Cluster.ID))

@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/provider/providertest"
 )
 
 // TestCreateTimeline says where the wall time of a create goes on the AWS
@@ -58,39 +61,7 @@ func TestCreateTimeline(t *testing.T) {
 	d.api(http.MethodGet, "/v1/clusters/"+cluster+"/jobs", nil, &jobs)
 	require.Len(t, jobs.Items, 1)
 	job := jobs.Items[0].ID
-	type taskTimes struct {
-		ID       string    `json:"id"`
-		Action   string    `json:"action"`
-		ReadyAt  time.Time `json:"readyAt"`
-		Sends    int       `json:"sends"`
-		Attempts []struct {
-			StartedAt time.Time `json:"startedAt"`
-			EndedAt   time.Time `json:"endedAt"`
-		} `json:"attempts"`
-	}
-	var tasks []taskTimes
-	cursor := ""
-	for {
-		var page struct {
-			Items []struct {
-				ID string `json:"id"`
-			} `json:"items"`
-			NextCursor string `json:"nextCursor"`
-		}
-		path := "/v1/clusters/" + cluster + "/jobs/" + job + "/tasks?limit=500"
-		if cursor != "" {
-			path += "&cursor=" + cursor
-		}
-		d.api(http.MethodGet, path, nil, &page)
-		for _, it := range page.Items {
-			var tt taskTimes
-			d.api(http.MethodGet, "/v1/clusters/"+cluster+"/jobs/"+job+"/tasks/"+url.PathEscape(it.ID), nil, &tt)
-			tasks = append(tasks, tt)
-		}
-		if cursor = page.NextCursor; cursor == "" {
-			break
-		}
-	}
+	tasks := d.jobTasks(cluster, job)
 	type row struct {
 		id, action    string
 		wait, run     time.Duration
@@ -105,7 +76,7 @@ func TestCreateTimeline(t *testing.T) {
 			continue
 		}
 		first, last := tt.Attempts[0], tt.Attempts[len(tt.Attempts)-1]
-		r := row{id: tt.ID, action: tt.Action, run: last.EndedAt.Sub(first.StartedAt), sends: tt.Sends, starts: len(tt.Attempts)}
+		r := row{id: tt.ID, action: tt.Action, run: last.EndedAt.Sub(first.StartedAt), sends: tt.extra(), starts: len(tt.Attempts)}
 		if !tt.ReadyAt.IsZero() {
 			r.wait = first.StartedAt.Sub(tt.ReadyAt)
 		}
@@ -125,13 +96,20 @@ func TestCreateTimeline(t *testing.T) {
 	}) {
 		t.Logf("TIMELINE %-10s %4d tasks: ready->claim %s; claim->end %s", a, len(byAction[a]), spread(waitsByAction[a]), spread(byAction[a]))
 	}
-	resent := 0
-	for _, r := range rows {
-		if r.sends > 0 {
+	resent, reasons := 0, map[string]int{}
+	for _, tt := range tasks {
+		if len(tt.Attempts) == 0 {
+			continue // a join, or a rollback task that never ran: never sent
+		}
+		if tt.extra() > 0 {
 			resent++
 		}
+		for _, r := range tt.SendReasons {
+			reasons[r]++
+		}
 	}
-	t.Logf("TIMELINE tasks sent more than once: %d of %d", resent, len(rows))
+	t.Logf("TIMELINE tasks sent more than once: %d of %d; messages beyond a task's first, by why (a continuation's first is %s): %v",
+		resent, len(rows), domain.SendContinuationPolls, reasons)
 	slices.SortFunc(rows, func(a, b row) int { return int(b.wait+b.run) - int(a.wait+a.run) })
 	for _, r := range rows[:min(8, len(rows))] {
 		t.Logf("TIMELINE slow: %-50s ready->claim %6s run %6s sends %d attempts %d", r.id, r.wait.Round(100*time.Millisecond), r.run.Round(100*time.Millisecond), r.sends, r.starts)
@@ -148,4 +126,32 @@ func TestCreateTimeline(t *testing.T) {
 	if len(events) > 0 {
 		t.Logf("TIMELINE first attempt start to last end %s; %s in %d gaps of 2 s or more with no attempt starting or ending: %s", events[len(events)-1].Sub(events[0]).Round(time.Second), idle.Round(time.Second), len(gaps), strings.Join(gaps, ", "))
 	}
+	if n <= 50 {
+		// The same create on `heddle server`, on the same hosts, in the
+		// same run: the figure the AWS topology is held to (issue 35: at
+		// most 1.5 times it).
+		local := localCreate(t, n)
+		t.Logf("TIMELINE the same create on heddle server: %s wall; AWS topology / heddle server = %.2f", local.Round(100*time.Millisecond), wall.Seconds()/local.Seconds())
+	}
+}
+
+// localCreate times the timeline's create on a `heddle server` whose
+// static pool holds the same OpenSSH hosts (registered with the CLI).
+func localCreate(t *testing.T, n int) time.Duration {
+	t.Helper()
+	src := startLocalServer(t)
+	ann := adminKeyOf(t, src.must(src.super, "tenants", "create", "acme", "--max-clusters", "1", "--max-nodes", "100", "--workers", "10", "--admin", "ann", "-o", "json"))
+	src.must(ann, "apply", "-f", "testdata/static-catalog.yaml")
+	hosts := providertest.StartOpenSSH(t)
+	require.GreaterOrEqual(t, len(hosts.Hosts), n)
+	keyFile := filepath.Join(src.dir, "host.key")
+	require.NoError(t, os.WriteFile(keyFile, hosts.KeyPEM, 0o600))
+	for i, h := range hosts.Hosts[len(hosts.Hosts)-n:] {
+		addr, port, _ := strings.Cut(h.Address, ":")
+		src.must(ann, "hosts", "add", "rack", fmt.Sprintf("h%d", i), "--address", addr, "--port", port, "--user", hosts.User,
+			"--key-file", keyFile, "--host-key", h.HostKey)
+	}
+	start := time.Now()
+	src.must(ann, "clusters", "create", "big", "--template", "pair", "--size", strconv.Itoa(n), "--wait")
+	return time.Since(start)
 }

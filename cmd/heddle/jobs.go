@@ -300,6 +300,12 @@ func printTaskDetail(w io.Writer, t *domain.Task) {
 	if len(t.DependsOn) > 0 {
 		fmt.Fprintf(tw, "depends on\t%d tasks\n", len(t.DependsOn))
 	}
+	if t.Sends > 0 {
+		// Why each message after the task's first was sent (a fault, a
+		// hand-back, a retry); a continuation's polls moving to its own
+		// message is its first.
+		fmt.Fprintf(tw, "sent again\t%d (%s)\n", t.ExtraSends(), dash(strings.Join(t.SendReasons, ", ")))
+	}
 	_ = tw.Flush()
 	for _, at := range t.Attempts {
 		fmt.Fprintf(w, "\nattempt %d: %s, exit %d, started %s\n", at.Attempt, at.Status, at.ExitCode, humanTime(at.StartedAt))

@@ -189,6 +189,15 @@ func (a *AWS) EngineQueue(r Receives) queue.Queue {
 // timeout is longer runs detached, so no invocation waits on it.
 const LambdaDetachAfter = 10 * time.Second
 
+// LambdaQuickWait is the worker Lambda's in-place wait on a detached run
+// that is likely to end soon (no estimate yet, or one at most this long).
+// A poll costs about what a second of the worker's time does (a receive,
+// an invocation, two task writes and a visibility change against 0.5
+// GB-s at $0.0000133 a GB-s), so a wait of a second pays for a run that
+// ends within it and costs about a poll for one that does not;
+// scripts/cost-model.sh prices it with short and with 30 s scripts.
+const LambdaQuickWait = time.Second
+
 // BuildAWS assembles the services over a's parts for a process that
 // consumes r's queues, with Engine.LongTaskAfter = LongTaskAfter (unless
 // cfg sets it); runsTasks gives the engine the shell automator (the
@@ -209,13 +218,14 @@ func BuildAWS(a *AWS, cfg engine.Config, r Receives, runsTasks bool, log *slog.L
 	switch r {
 	case ReceivesShort:
 		// A Lambda bills every millisecond it waits: any action that may
-		// run longer than LambdaDetachAfter runs detached, and a detached
-		// run goes to the engine's polls at once instead of being watched
-		// in place (scripts/cost-model.sh with 30 s scripts: $0.046 per 100-node
-		// create and delete; HEDDLE_COST_QUICK_WAIT=2s prices the in-place
-		// wait at $0.058). The local server and the
-		// Fargate worker keep the defaults, for latency.
-		quickWait, detachAfter = -1, LambdaDetachAfter
+		// run longer than LambdaDetachAfter runs detached, watched in
+		// place for LambdaQuickWait only while the engine's estimate says
+		// it is likely to end within it (a trivial script then ends in
+		// one step, not a poll later), and otherwise handed to the
+		// engine's polls, whose first look comes when the estimate says
+		// the run is over. The local server and the Fargate worker keep
+		// the defaults, for latency.
+		quickWait, detachAfter = LambdaQuickWait, LambdaDetachAfter
 	case ReceivesLong:
 		if cfg.ReceiveWait == 0 {
 			// Every SQS receive is a billed request: an idle worker

@@ -61,6 +61,10 @@ type Request struct {
 	// Secrets are values to redact from the output: opened provider
 	// credentials and the like.
 	Secrets []string
+	// Expect is how long the action took before, as the engine estimates
+	// it (engine.Attempt.Expect); zero when nothing is known. A Detacher
+	// need not watch in place a run that will outlast its wait.
+	Expect time.Duration
 }
 
 // Output is what an action left.

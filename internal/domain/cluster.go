@@ -293,10 +293,17 @@ type Task struct {
 	// retry's backoff); Sends counts the messages sent for it after its
 	// first (re-sends, retries, moved polls): each has a deduplication id
 	// of its own.
-	ReadyAt  time.Time     `json:"readyAt,omitzero"`
-	Sends    int           `json:"sends,omitempty"`
-	Deadline time.Time     `json:"deadline,omitzero"`
-	Attempts []TaskAttempt `json:"attempts,omitempty"`
+	ReadyAt time.Time `json:"readyAt,omitzero"`
+	Sends   int       `json:"sends,omitempty"`
+	// SendReasons says why each of those messages was sent, oldest first
+	// (at most MaxSendReasons, the newest): the Send* codes. A
+	// continuation (claimed by the worker that ran the task before it, so
+	// never sent) whose run is polled gets its first message, with
+	// SendContinuationPolls; every other code is a message beyond the
+	// task's first.
+	SendReasons []string      `json:"sendReasons,omitempty"`
+	Deadline    time.Time     `json:"deadline,omitzero"`
+	Attempts    []TaskAttempt `json:"attempts,omitempty"`
 	// Params are extra inputs for the executor (the simulation plugin reads
 	// its duration and failures here).
 	Params  map[string]string `json:"params,omitempty"`
@@ -322,4 +329,55 @@ type TaskAttempt struct {
 	// Digest is a configure attempt's digest of what it applied (see
 	// ServiceState.Config).
 	Digest string `json:"digest,omitempty"`
+}
+
+// Why a task's message was sent again (Task.SendReasons).
+const (
+	// SendContinuationPolls: a continuation's run is polled through a
+	// message of its own, its first (not an extra send).
+	SendContinuationPolls = "continuation-polls"
+	// SendPollReceives: the polls moved to a fresh message after the
+	// engine's PollReceives deliveries, short of the queue's
+	// dead-letter count.
+	SendPollReceives = "poll-receives"
+	// SendPollLost: the janitor found a parked attempt past its poll's
+	// deadline (the poll message was lost) and sent a fresh one.
+	SendPollLost = "poll-lost"
+	// SendLost: the janitor found the task READY and unclaimed for the
+	// engine's ResendAfter (its message was lost).
+	SendLost = "lost"
+	// SendAttemptRetry: an attempt failed and the next one is sent.
+	SendAttemptRetry = "attempt-retry"
+	// SendJobRetry: a retry of the failed job.
+	SendJobRetry = "job-retry"
+	// SendResume: a resumed job, or a process whose in-process queue died
+	// with its last run, sends its READY tasks again.
+	SendResume = "resume"
+	// SendRoot: an unclaimed root of a staged job given its item and sent
+	// again.
+	SendRoot = "root"
+)
+
+// MaxSendReasons bounds Task.SendReasons.
+const MaxSendReasons = 8
+
+// NoteSend counts one more message for t, saying why: its deduplication
+// id must differ from every earlier one's.
+func (t *Task) NoteSend(reason string) {
+	t.Sends++
+	t.SendReasons = append(t.SendReasons, reason)
+	if n := len(t.SendReasons); n > MaxSendReasons {
+		t.SendReasons = append([]string(nil), t.SendReasons[n-MaxSendReasons:]...)
+	}
+}
+
+// ExtraSends is how many messages were sent for t beyond its first.
+func (t *Task) ExtraSends() int {
+	n := t.Sends
+	for _, r := range t.SendReasons {
+		if r == SendContinuationPolls {
+			n--
+		}
+	}
+	return n
 }

@@ -321,7 +321,7 @@ func (e *Engine) sendUnclaimedRoots(ctx context.Context, tenant, jobID string, s
 func (e *Engine) sendRoots(ctx context.Context, tenant, jobID string, roots []domain.Task) (int, error) {
 	var ready []domain.Task
 	for _, t := range roots {
-		t.Sends++
+		t.NoteSend(domain.SendRoot)
 		t.ReadyAt = maxTime(t.ReadyAt, e.now())
 		_, err := e.store.Write(ctx, store.Put(taskItem(taskKey(tenant, jobID, t.ID), t), store.Condition{MustNotExist: true}))
 		if errors.Is(err, store.ErrConditionFailed) {

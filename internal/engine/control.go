@@ -82,7 +82,7 @@ func (e *Engine) resendReady(ctx context.Context, tenant, jobID string, rollback
 		if t.Status != domain.TaskReady || t.Rollback != rollback {
 			return true, nil
 		}
-		t.Sends++
+		t.NoteSend(domain.SendResume)
 		t.ReadyAt = maxTime(t.ReadyAt, e.now())
 		key := it.Key
 		if _, err := e.store.Write(ctx, store.Update(key, store.Condition{Version: it.Version}, taskChanges(key, t))); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"sort"
@@ -73,7 +74,11 @@ const (
 	costNodes       = 100
 	costConcurrency = 10 // the tenant's worker count: the mapping's MaximumConcurrency
 
-	modelAction = 30 * time.Second // every service action runs 30 s
+	modelAction = 30 * time.Second // every service action runs 30 s (long scripts)
+	// modelShortAction is the short scripts' scenario: every service
+	// action runs 200 ms (an echo, a config file written, a service
+	// restarted).
+	modelShortAction = 200 * time.Millisecond
 	// Node-level actions, at EC2's times: RunInstances (and the key pair
 	// import) answers in about a second; an instance runs 60-90 s after the
 	// launch and answers SSH 10-20 s later (modelBoot and modelSSH are the
@@ -131,15 +136,29 @@ const (
 )
 
 // The shell automator's QuickWait and PollInterval as the worker Lambda
-// runs them (no in-place wait; polls every 5 s), unless
-// HEDDLE_COST_QUICK_WAIT or HEDDLE_COST_POLL_EVERY say otherwise, to price
-// other settings.
+// runs them (assemble.LambdaQuickWait, 1 s in place while the engine's
+// estimate says the run is likely to end within it; the shell's 5 s
+// PollInterval as the polls' longest step) and the engine's FirstPoll,
+// unless HEDDLE_COST_QUICK_WAIT, HEDDLE_COST_POLL_EVERY or
+// HEDDLE_COST_FIRST_POLL say otherwise, to price other settings
+// (HEDDLE_COST_QUICK_WAIT=0 HEDDLE_COST_FIRST_POLL=-1s prices the
+// schedule before issue 35: every run handed off at once, polled every
+// 5 s).
 var (
-	// The worker Lambda hands detached runs to the polls at once
-	// (assemble.BuildAWS sets the shell's QuickWait < 0).
-	modelQuickWait = costEnvDuration("HEDDLE_COST_QUICK_WAIT", 0)
+	modelQuickWait = costEnvDuration("HEDDLE_COST_QUICK_WAIT", time.Second)
 	modelPollEvery = costEnvDuration("HEDDLE_COST_POLL_EVERY", 5*time.Second)
+	modelFirstPoll = costEnvSigned("HEDDLE_COST_FIRST_POLL", time.Second)
 )
+
+// costEnvSigned is costEnvDuration that also takes a negative duration.
+func costEnvSigned(name string, def time.Duration) time.Duration {
+	if v := os.Getenv(name); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	return def
+}
 
 func costEnvDuration(name string, def time.Duration) time.Duration {
 	if v := os.Getenv(name); v != "" {
@@ -153,15 +172,24 @@ func costEnvDuration(name string, def time.Duration) time.Duration {
 // scaled is the simulated length of a modeled duration.
 func scaled(d time.Duration) time.Duration { return d / costScale }
 
+// scaledSigned is scaled keeping a negative (off) setting negative.
+func scaledSigned(d time.Duration) time.Duration {
+	if d < 0 {
+		return -1
+	}
+	return scaled(d)
+}
+
 // BenchmarkCostModel100Nodes prints the control-plane cost of a 100-node
 // create and delete, synchronous and detached, and the idle cost of a tenant
 // a month, against the targets.
 func BenchmarkCostModel100Nodes(b *testing.B) {
 	for b.Loop() {
-		syncRun := runCostScenario(b, false)
-		detached := runCostScenario(b, true)
+		syncRun := runCostScenario(b, false, modelAction)
+		detached := runCostScenario(b, true, modelAction)
+		short := runCostScenario(b, true, modelShortAction)
 		idle := idleCost(b)
-		printCostReport(os.Stdout, []*costRun{syncRun, detached}, idle)
+		printCostReport(os.Stdout, []*costRun{syncRun, detached, short}, idle)
 	}
 }
 
@@ -173,16 +201,18 @@ func TestCostModel(t *testing.T) {
 	if os.Getenv("HEDDLE_COST_MODEL") == "" {
 		t.Skip("set HEDDLE_COST_MODEL=1 (or run scripts/cost-model.sh) to run the cost model")
 	}
-	syncRun := runCostScenario(t, false)
-	detached := runCostScenario(t, true)
+	syncRun := runCostScenario(t, false, modelAction)
+	detached := runCostScenario(t, true, modelAction)
+	short := runCostScenario(t, true, modelShortAction)
 	idle := idleCost(t)
-	printCostReport(os.Stdout, []*costRun{syncRun, detached}, idle)
+	printCostReport(os.Stdout, []*costRun{syncRun, detached, short}, idle)
 }
 
 // costRun is what one scenario (create then delete) counted.
 type costRun struct {
 	name       string
 	detached   bool
+	action     time.Duration // every service action's length
 	workTasks  int
 	store      store.Counts
 	bill       billCounts
@@ -198,7 +228,7 @@ type costRun struct {
 }
 
 // runCostScenario runs the create and the delete of costNodes nodes.
-func runCostScenario(tb testing.TB, detached bool) *costRun {
+func runCostScenario(tb testing.TB, detached bool, action time.Duration) *costRun {
 	tb.Helper()
 	ctx := context.Background()
 	mq := memqueue.New(memqueue.Options{})
@@ -208,7 +238,7 @@ func runCostScenario(tb testing.TB, detached bool) *costRun {
 	raw := bundle.db
 	bill := &billingStore{inner: raw}
 	counting := store.NewCounting(bill)
-	exec := &costExec{detached: detached}
+	exec := &costExec{detached: detached, action: action}
 	// The engine's AWS defaults, scaled; TaskLease and Visibility are long
 	// enough that no heartbeat fires in the scaled run (see
 	// modelHeartbeatEvery).
@@ -222,11 +252,12 @@ func runCostScenario(tb testing.TB, detached bool) *costRun {
 		TaskLease:     scaled(10 * time.Minute), // not 90 s: its heartbeat (every TaskLease/3) must not race a 90 s boot waited in place
 
 		DeadlineGrace: scaled(30 * time.Second),
+		FirstPoll:     scaledSigned(modelFirstPoll),
 	}
 	eng := New(counting, cq, exec, cfg)
-	run := &costRun{name: "synchronous", detached: detached, byAction: map[string]int{}}
+	run := &costRun{name: "synchronous", detached: detached, action: action, byAction: map[string]int{}}
 	if detached {
-		run.name = "detached"
+		run.name = fmt.Sprintf("detached, %s scripts", action)
 	}
 
 	// Actions of 2 minutes run on an open session (shell: at most
@@ -389,35 +420,53 @@ func idleCost(tb testing.TB) idleRun {
 // --- the worker Lambda -----------------------------------------------------
 
 // invocation accumulates what the executor did within one worker invocation
-// (the driver puts it in the context HandleBatch passes down).
+// (the driver puts it in the context HandleBatch passes down), per lane:
+// HandleBatch runs a batch's message groups (its nodes) at once, so an
+// invocation lasts as long as its longest lane.
 type invocation struct {
 	mu    sync.Mutex
-	wait  time.Duration // modeled time spent waiting on executors
-	calls int
+	wait  map[string]time.Duration // modeled time spent waiting on executors, by lane
+	calls map[string]int
 	tasks map[string]bool // tasks the executor was called for
 }
 
 type invocationKey struct{}
 
-func (inv *invocation) add(task string, wait time.Duration) {
+// laneOf is the lane of a node's task: its message group without the
+// re-send suffix (keys.go group).
+func laneOf(cluster, node, task string) string {
+	if node == "" {
+		return cluster + "#" + task
+	}
+	return cluster + "#" + node
+}
+
+func (inv *invocation) add(t domain.Task, wait time.Duration) {
 	if inv == nil {
 		return
 	}
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
-	inv.wait += wait
-	inv.calls++
 	if inv.tasks == nil {
-		inv.tasks = map[string]bool{}
+		inv.tasks, inv.wait, inv.calls = map[string]bool{}, map[string]time.Duration{}, map[string]int{}
 	}
-	inv.tasks[task] = true
+	lane := laneOf(t.ClusterID, t.NodeID, t.ID)
+	inv.wait[lane] += wait
+	inv.calls[lane]++
+	inv.tasks[t.ID] = true
 }
 
 // costExec stands in for the provider and the shell automator: every
-// action takes modelAction, waited on (synchronous) or started, watched for
-// QuickWait and then polled every PollInterval (detached).
+// service action takes action, waited on (synchronous) or started, watched
+// in place for QuickWait unless the engine expects it to take longer
+// (Attempt.Expect, as the shell does), and then parked: the engine
+// schedules its polls (estimate.go), the executor asking for PollInterval
+// at most (detached). A detached run's poll state is when it started on
+// the simulated clock; a check finds it over once action has passed in
+// modeled time.
 type costExec struct {
 	detached bool
+	action   time.Duration
 	calls    atomic.Int64 // every Execute
 	starts   atomic.Int64
 	polls    atomic.Int64
@@ -433,11 +482,6 @@ type execCounts struct {
 func (x *costExec) counts() execCounts {
 	return execCounts{calls: x.calls.Load(), starts: x.starts.Load(), polls: x.polls.Load(), heartbeats: x.hbs.Load(), waited: time.Duration(x.waited.Load())}
 }
-
-// pollsNeeded is how many polls find a detached action done: it ends
-// modelAction after its start, and polls come every modelPollEvery after
-// the QuickWait.
-var pollsNeeded = max(1, int(math.Ceil(float64(modelAction-modelQuickWait)/float64(max(modelPollEvery, time.Millisecond)))))
 
 func (x *costExec) Execute(ctx context.Context, a Attempt) Result {
 	inv, _ := ctx.Value(invocationKey{}).(*invocation)
@@ -455,7 +499,7 @@ func (x *costExec) Execute(ctx context.Context, a Attempt) Result {
 	}
 	record := func(w time.Duration) {
 		x.waited.Add(int64(w))
-		inv.add(a.Task.ID, w)
+		inv.add(a.Task, w)
 	}
 	switch a.Task.Action {
 	case domain.ActionCreate, domain.ActionBootstrap:
@@ -477,7 +521,7 @@ func (x *costExec) Execute(ctx context.Context, a Attempt) Result {
 	}
 	if !x.detached {
 		x.starts.Add(1)
-		w, ok := wait(modelAction)
+		w, ok := wait(x.action)
 		record(w)
 		if !ok {
 			return Result{Err: ctx.Err(), ExitCode: -1}
@@ -487,12 +531,34 @@ func (x *costExec) Execute(ctx context.Context, a Attempt) Result {
 	}
 	if a.Poll == "" {
 		x.starts.Add(1)
-		w, ok := wait(modelDetachStart + modelQuickWait)
+		w, ok := wait(modelDetachStart)
 		record(w)
 		if !ok {
 			return Result{Err: ctx.Err(), ExitCode: -1}
 		}
-		return Result{PollAfter: scaled(modelPollEvery), PollState: "0"}
+		began := time.Now()
+		// The shell's in-place wait: QuickWait, or nothing when the engine
+		// expects the run to outlast it; it ends with the run. The
+		// estimate the engine learned here is of the scaled run, whose
+		// own overheads (store and queue calls on this machine) are not
+		// scaled: a few real milliseconds would read as seconds. So once
+		// the engine knows anything, the model takes what it would have
+		// learned on AWS: the start's upload and the run.
+		expect := time.Duration(0)
+		if a.Expect > 0 {
+			expect = modelDetachStart + x.action
+		}
+		if quick := modelQuickWait; quick > 0 && expect <= quick {
+			w, ok := wait(min(quick, x.action))
+			record(w)
+			if !ok {
+				return Result{Err: ctx.Err(), ExitCode: -1}
+			}
+			if x.action <= quick {
+				return Result{Stdout: "ok\n"}
+			}
+		}
+		return Result{PollAfter: scaled(modelPollEvery), PollState: strconv.FormatInt(began.UnixNano(), 10)}
 	}
 	x.polls.Add(1)
 	w, ok := wait(modelPollCheck)
@@ -500,14 +566,14 @@ func (x *costExec) Execute(ctx context.Context, a Attempt) Result {
 	if !ok {
 		return Result{Err: ctx.Err(), ExitCode: -1}
 	}
-	n, err := strconv.Atoi(a.Poll)
+	ns, err := strconv.ParseInt(a.Poll, 10, 64)
 	if err != nil {
 		return Result{Err: fmt.Errorf("bad poll state %q", a.Poll), ExitCode: -1}
 	}
-	if n+1 >= pollsNeeded {
+	if time.Since(time.Unix(0, ns)) >= scaled(x.action) {
 		return Result{Stdout: "ok\n"}
 	}
-	return Result{PollAfter: scaled(modelPollEvery), PollState: strconv.Itoa(n + 1)}
+	return Result{PollAfter: scaled(modelPollEvery), PollState: a.Poll}
 }
 
 // providerCheck models a confirm (boot, then SSH) or a delete (terminate,
@@ -617,13 +683,26 @@ func (m *esmDriver) poll(ctx context.Context) {
 			m.deletes.Add(1) // one DeleteMessageBatch for what was not reported
 		}
 		inv.mu.Lock()
-		steps := int64(inv.calls)
+		laneSteps := maps.Clone(inv.calls)
+		if laneSteps == nil {
+			laneSteps = map[string]int{}
+		}
 		for _, d := range ds {
 			if ref, err := ParseTaskRef(tenant, d.TaskID); err != nil || !inv.tasks[ref.Task] {
-				steps++
+				parts := strings.SplitN(d.Group, "#", 3)
+				lane := d.Group
+				if len(parts) >= 2 {
+					lane = parts[0] + "#" + parts[1]
+				}
+				laneSteps[lane]++
 			}
 		}
-		billed := inv.wait + time.Duration(steps)*modelStepOverhead
+		var steps int64
+		var billed time.Duration
+		for lane, n := range laneSteps {
+			steps += int64(n)
+			billed = max(billed, inv.wait[lane]+time.Duration(n)*modelStepOverhead)
+		}
 		inv.mu.Unlock()
 		billed = min(billed.Round(time.Millisecond), workerTimeout)
 		m.mu.Lock()
@@ -1005,7 +1084,7 @@ func passMiss(v, target float64) string {
 
 func printCostReport(out *os.File, runs []*costRun, idle idleRun) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(out, "\nheddle control-plane cost model: %d-node create + delete, service actions %s, EC2 boot %s + SSH %s, us-east-1 on-demand prices (no free tier)\n", costNodes, modelAction, modelBoot, modelSSH)
+	fmt.Fprintf(out, "\nheddle control-plane cost model: %d-node create + delete, service actions %s (short scripts %s), EC2 boot %s + SSH %s, us-east-1 on-demand prices (no free tier)\n", costNodes, modelAction, modelShortAction, modelBoot, modelSSH)
 	for _, r := range runs {
 		lines, total := scenarioCost(r)
 		fmt.Fprintf(out, "\n== %s: %d work tasks (%s); modeled makespan %s\n", r.name, r.workTasks, describeActions(r.byAction), r.makespan.Round(time.Second))
@@ -1036,12 +1115,17 @@ func printCostReport(out *os.File, runs []*costRun, idle idleRun) {
 assumptions:
   - worker Lambda: arm64, 512 MB; one invocation per batch of up to 10 (the mapping's BatchSize; 1 when
     synchronous, where ten boots waited in place would outlast the 15-minute invocation), %d concurrent
-    (the tenant's worker count); billed time = modeled executor waits + %s per executor call and per delivery that
-    reaches no executor (the handler's DynamoDB/SQS round trips), rounded to the ms; no cold starts (init) billed.
+    (the tenant's worker count); billed time = the batch's longest node (HandleBatch runs a batch's message groups at
+    once): its modeled executor waits + %s per executor call and per delivery that reaches no executor (the
+    handler's DynamoDB/SQS round trips), rounded to the ms; no cold starts (init) billed.
   - synchronous: each action is waited on for %s; one heartbeat per action (engine default every 30 s:
-    one UpdateItem of the task + one ChangeMessageVisibility). detached: start = %s upload + %s QuickWait,
-    then a %s SSH check every %s (shell defaults) until the action is over (%d polls), each a delivery of the
-    task's message (ReceiveMessage, invocation, ChangeMessageVisibility or DeleteMessage).
+    one UpdateItem of the task + one ChangeMessageVisibility). detached: start = %s upload, then the run is
+    watched in place for up to %s (the worker Lambda's QuickWait) unless the engine's estimate says it takes
+    longer; a run still going is parked and a %s SSH check looks at it when the estimate says it is over
+    (the first runs, with no estimate yet: after %s), then after %s doubling up to %s (the shell's PollInterval),
+    each a delivery of the task's message (ReceiveMessage, invocation, ChangeMessageVisibility or DeleteMessage).
+    The estimates are one process's here; on Lambda each warm environment learns its own, so a cold one pays
+    the first runs' in-place wait and short first looks again (a few per environment and service action).
   - node-level actions at EC2's times: create %s (RunInstances accepted), bootstrap %s on one session (both
     synchronous in either scenario); confirm waits %s boot + %s to SSH, delete %s terminate + %s shutdown.
     synchronous: the worker waits them in place (provider actions before issue 15). detached: they are parked
@@ -1058,7 +1142,7 @@ assumptions:
     service's own reads before Submit are not counted; status polling by the client is not counted).
   - not counted: free tiers, storage and backups (PITR), CloudWatch Logs, KMS, the per-deployment KMS key
     ($1/month) and dead-letter alarm, data transfer, the provider's own bills (EC2).
-`, costConcurrency, modelStepOverhead, modelAction, modelDetachStart, modelQuickWait, modelPollCheck, modelPollEvery, pollsNeeded,
+`, costConcurrency, modelStepOverhead, modelAction, modelDetachStart, modelQuickWait, modelPollCheck, modelFirstPoll, modelFirstPoll, modelPollEvery,
 		modelCreateCall, modelBootstrap, modelBoot, modelSSH, modelTerminate, modelShutdown, modelProviderCheck, modelBootEstimate, modelProviderPoll, 2*modelProviderPoll, costScale, idlePollReceives, janitorPerMonth, janitorDuration, sweepQueryPages)
 }
 
@@ -1074,9 +1158,8 @@ func printLevers(out *os.File, r *costRun, total float64) {
 	keysOnly := (r.bill.gsiWRU - float64(r.bill.gsiWrites)) * priceDynamoWRU
 	fmt.Fprintf(out, "   lever: GSI projection KEYS_ONLY (1 WRU per index write): -$%.4f -> $%.4f %s\n", keysOnly, total-keysOnly, passMiss(total-keysOnly, 0.05))
 	if r.detached {
-		qw := float64(r.exec.starts) * modelQuickWait.Seconds() * workerMemoryGB * priceLambdaGBs
-		fmt.Fprintf(out, "   lever: no QuickWait in the worker Lambda (shell QuickWait < 0): -$%.4f -> $%.4f %s; both levers: $%.4f %s\n",
-			qw, total-qw, passMiss(total-qw, 0.05), total-qw-keysOnly, passMiss(total-qw-keysOnly, 0.05))
+		fmt.Fprintf(out, "   the in-place waits and checks: %s of the worker's time over %d starts and %d polls (HEDDLE_COST_QUICK_WAIT=0 prices no in-place wait)\n",
+			r.exec.waited.Round(time.Second), r.exec.starts, r.exec.polls)
 	} else {
 		fmt.Fprintf(out, "   floor: the waits alone (%s, boots included) cost %.1f GB x that = $%.4f of worker time, whatever else changes\n",
 			r.exec.waited.Round(time.Second), workerMemoryGB, r.exec.waited.Seconds()*workerMemoryGB*priceLambdaGBs)

@@ -35,6 +35,11 @@ type Attempt struct {
 	// it started (it must not start it again) and answers the final result
 	// or PollAfter once more.
 	Poll string
+	// Expect is how long the engine expects the action to take, from what
+	// it took before (estimate.go); zero when nothing is known. The shell
+	// automator watches a detached run in place only when it is likely to
+	// end within its QuickWait.
+	Expect time.Duration
 }
 
 // Result is what an attempt did. Err nil means success.
@@ -136,6 +141,11 @@ type Config struct {
 	// DeadlineGrace is added to the action's timeout for the attempt's last
 	// deadline, so the worker's own timeout is recorded before the janitor's.
 	DeadlineGrace time.Duration
+	// FirstPoll is the shortest wait before a look at a parked service
+	// action, and the first step of the polls' backoff (estimate.go);
+	// default a second, the granularity of SQS's visibility. Negative:
+	// poll after the executor's PollAfter, as before issue 35.
+	FirstPoll time.Duration
 	// PollReceives is how many times a message may be delivered before a
 	// parked attempt (see Result.PollAfter) moves its polls to a fresh
 	// message: each poll is a delivery, and SQS moves a message delivered
@@ -230,6 +240,9 @@ func (c Config) withDefaults() Config {
 	if c.DeadlineGrace == 0 {
 		c.DeadlineGrace = 30 * time.Second
 	}
+	if c.FirstPoll == 0 {
+		c.FirstPoll = time.Second
+	}
 	if c.PollReceives == 0 {
 		c.PollReceives = 4
 	}
@@ -274,6 +287,8 @@ type Engine struct {
 	// inlineBatches is the most step-2 transactions Submit writes itself
 	// before it stages the rest (defaultInlineBatches; tests lower it).
 	inlineBatches int
+	// est holds the running estimates of service actions (estimate.go).
+	est estimates
 	// hooks delivers webhooks (SetHooks); nil: none.
 	hooks atomic.Pointer[hooksBox]
 }

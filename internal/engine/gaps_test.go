@@ -373,6 +373,13 @@ func TestAWorkerClaimsOnlyWhatFitsBeforeItsDeadline(t *testing.T) {
 	ds, err := b.q.Receive(b.ctx, tenant, queue.MaxBatch, time.Second, b.eng.cfg.Visibility)
 	require.NoError(t, err)
 	require.Len(t, ds, 2, "each node's create")
+	// Without their groups the two run in one lane, one after the other
+	// (process): the second is later in its lane, as a node's next message
+	// in a batch would be. Each group's first message starts with the
+	// batch, as the batch's first does.
+	for i := range ds {
+		ds[i].Group = ""
+	}
 
 	// 12 minutes left. The first create (12-minute timeout) is taken anyway,
 	// then its confirm (10 minutes) as a continuation; its bootstrap (30
@@ -466,6 +473,9 @@ func TestAnActionNoInvocationCouldFitIsTakenWhileHalfAnInvocationIsLeft(t *testi
 			ds, err := b.q.Receive(b.ctx, tenant, queue.MaxBatch, time.Second, b.eng.cfg.Visibility)
 			require.NoError(t, err)
 			require.Len(t, ds, 2, "each node's create (a 12-minute timeout)")
+			for i := range ds {
+				ds[i].Group = "" // one lane: the second is later in it (see TestAWorkerClaimsOnlyWhatFitsBeforeItsDeadline)
+			}
 
 			ctx, cancel := context.WithTimeout(b.ctx, tt.left)
 			defer cancel()

@@ -293,7 +293,7 @@ func (e *Engine) resend(ctx context.Context, indexed store.Item, readyBefore tim
 		}
 		return err
 	}
-	t.Sends++
+	t.NoteSend(domain.SendLost)
 	t.ReadyAt = e.now()
 	if _, err := e.store.Write(ctx, store.Update(it.Key, store.Condition{Version: it.Version}, taskChanges(it.Key, t))); err != nil {
 		if errors.Is(err, store.ErrConditionFailed) {

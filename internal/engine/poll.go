@@ -32,6 +32,14 @@ type parked struct {
 	// message for the task (a duplicate, a copy the janitor replaced) is
 	// acknowledged, so polls never multiply.
 	Msg string `json:"msg,omitempty"`
+	// Step is the last wait of the polls' backoff (estimate.go); zero
+	// before it starts. Older code ignores it and polls at PollAfter.
+	Step time.Duration `json:"step,omitempty"`
+	// Seen is when the executor last said the run goes on: a run found
+	// ended at the next look ended between the two, and its estimate
+	// learns the middle (not the look's time, or the estimate would grow
+	// to the polls' steps).
+	Seen time.Time `json:"seen,omitzero"`
 }
 
 // parkedOf returns t's parked entry if t is RUNNING and parked for its
@@ -145,16 +153,23 @@ func (e *Engine) poll(ctx context.Context, ref TaskRef, lt loadedTask, d queue.D
 func (e *Engine) park(ctx context.Context, ref TaskRef, lt loadedTask, res Result, d queue.Delivery) (time.Duration, error) {
 	t := lt.task
 	now := e.now()
-	due := now.Add(min(res.PollAfter, queue.MaxVisibility))
+	prev, again := parkedOf(t)
+	delay, step := e.pollDelay(ref.Tenant, t, res.PollAfter, prev, again)
+	due := now.Add(min(delay, queue.MaxVisibility))
 	if end := e.runEnd(t); due.After(end) {
 		// The last poll comes when the timeout ends: it finds the run done,
 		// or the executor stops it.
 		due = maxTime(end, now)
 	}
-	p := parked{Attempt: t.Attempt, State: res.PollState, Due: due, Msg: d.Dedup}
-	rotate := d.Receipt != "" && (d.TaskID != ref.String() || (e.cfg.PollReceives > 0 && d.Received >= e.cfg.PollReceives))
+	p := parked{Attempt: t.Attempt, State: res.PollState, Due: due, Msg: d.Dedup, Step: step, Seen: now}
+	continuation := d.TaskID != ref.String()
+	rotate := d.Receipt != "" && (continuation || (e.cfg.PollReceives > 0 && d.Received >= e.cfg.PollReceives))
 	if rotate {
-		t.Sends++
+		if continuation {
+			t.NoteSend(domain.SendContinuationPolls)
+		} else {
+			t.NoteSend(domain.SendPollReceives)
+		}
 		p.Msg = dedupID(ref, t.Attempt, t.Sends)
 	}
 	setParked(&t, p)
@@ -188,7 +203,7 @@ func (e *Engine) park(ctx context.Context, ref TaskRef, lt loadedTask, res Resul
 func (e *Engine) repoll(ctx context.Context, ref TaskRef, lt loadedTask, p parked, r *JanitorReport) error {
 	t := lt.task
 	now := e.now()
-	t.Sends++
+	t.NoteSend(domain.SendPollLost)
 	p.Msg, p.Due = dedupID(ref, t.Attempt, t.Sends), now
 	setParked(&t, p)
 	t.Deadline = e.lastDeadline(t)

@@ -31,9 +31,10 @@ type pollingExec struct {
 	calls  []string // task#attempt:poll, in order
 	starts chan string
 	// onStart, when set, runs at the start of the first call; onPoll at
-	// every poll.
-	onStart func()
-	onPoll  func(a Attempt)
+	// every poll; onStartAttempt at every start.
+	onStart        func()
+	onPoll         func(a Attempt)
+	onStartAttempt func(a Attempt)
 }
 
 func (p *pollingExec) Execute(ctx context.Context, a Attempt) Result {
@@ -55,6 +56,9 @@ func (p *pollingExec) Execute(ctx context.Context, a Attempt) Result {
 	}
 	switch a.Poll {
 	case "":
+		if p.onStartAttempt != nil {
+			p.onStartAttempt(a)
+		}
 		p.starts <- a.Task.ID
 		if p.onStart != nil {
 			p.onStart()

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/heddle-io/heddle/internal/queue"
@@ -95,8 +97,8 @@ func (e *Engine) workLoop(ctx context.Context, tenant string, p *progress) {
 	}
 }
 
-// process handles a batch of deliveries in order and settles each message.
-// It returns the indexes (ascending) of the messages that must stay in the
+// process handles a batch of deliveries and settles each message. It
+// returns the indexes (ascending) of the messages that must stay in the
 // queue, and the work tasks that succeeded, per job.
 //
 // A message stays when handling it failed (the store could not be reached:
@@ -106,12 +108,17 @@ func (e *Engine) workLoop(ctx context.Context, tenant string, p *progress) {
 // message of the batch that the function does not report, so a delayed
 // message must be reported even though nothing went wrong.
 //
-// FIFO order: once a message of a group stays, every later message of the
-// same group in the batch stays too, unhandled, and is made visible again at
-// once (the group stays blocked behind the earlier message anyway; left
-// in flight, it would hold the group until its own visibility ran out).
-// Other groups go on. A message without a group, a failure, or a worker
-// that is stopping blocks the rest of the batch.
+// Each message group of the batch (a node) is a lane of its own, and the
+// lanes run at once: a batch of ten nodes' creates used to run each node's
+// chain (create, confirm, bootstrap, the start of its first action) after
+// the one before it, so the tenth create waited seconds behind nine others
+// it has nothing to do with (issue 35). FIFO order holds within a lane:
+// once a message of a group stays, every later message of the same group in
+// the batch stays too, unhandled, and is made visible again at once (the
+// group stays blocked behind the earlier message anyway; left in flight, it
+// would hold the group until its own visibility ran out). A batch with a
+// message without a group runs as one lane, in order, and such a message's
+// failure, or a worker that is stopping, blocks the rest of the batch.
 //
 // hold says the batch was received with the queue's own visibility
 // timeout (a Lambda event source mapping's batch): its messages are then
@@ -120,21 +127,79 @@ func (e *Engine) workLoop(ctx context.Context, tenant string, p *progress) {
 // queue's timeout.
 func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery, hold bool) (keep []int, done map[TaskRef]int) {
 	done = map[TaskRef]int{}
-	blocked := map[string]bool{} // groups with a message kept earlier in the batch
-	stopped := false             // every later message is kept, unhandled
-	h := &batchHold{}
+	h := &batchHold{settled: make([]bool, len(ds))}
 	if hold {
 		h = e.holdBatch(ctx, tenant, ds)
 		defer h.stop()
 	}
+	b := &batchRun{done: done}
+	lanes := batchLanes(ds)
+	if len(lanes) == 1 {
+		e.runLane(ctx, tenant, ds, lanes[0], h, b)
+	} else {
+		var wg sync.WaitGroup
+		for _, lane := range lanes {
+			wg.Go(func() { e.runLane(ctx, tenant, ds, lane, h, b) })
+		}
+		wg.Wait()
+	}
+	slices.Sort(b.keep)
+	return b.keep, done
+}
+
+// batchRun is what a batch's lanes share.
+type batchRun struct {
+	mu      sync.Mutex
+	keep    []int
+	done    map[TaskRef]int
+	stopped atomic.Bool // every message not handled yet is kept, unhandled
+}
+
+func (b *batchRun) kept(i int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.keep = append(b.keep, i)
+}
+
+// batchLanes splits a batch into its groups' lanes, each in the batch's
+// order; one lane for all when any message has no group.
+func batchLanes(ds []queue.Delivery) [][]int {
+	var lanes [][]int
+	at := map[string]int{}
 	for i, d := range ds {
-		if stopped || ctx.Err() != nil {
-			stopped = true
-			keep = append(keep, i)
+		if d.Group == "" {
+			all := make([]int, len(ds))
+			for j := range all {
+				all[j] = j
+			}
+			return [][]int{all}
+		}
+		n, ok := at[d.Group]
+		if !ok {
+			n = len(lanes)
+			at[d.Group] = n
+			lanes = append(lanes, nil)
+		}
+		lanes[n] = append(lanes[n], i)
+	}
+	if len(lanes) == 0 {
+		return [][]int{nil}
+	}
+	return lanes
+}
+
+// runLane handles one lane of a batch in order (see process).
+func (e *Engine) runLane(ctx context.Context, tenant string, ds []queue.Delivery, lane []int, h *batchHold, b *batchRun) {
+	blocked := false // a message of this lane was kept
+	for pos, i := range lane {
+		d := ds[i]
+		if b.stopped.Load() || ctx.Err() != nil {
+			b.stopped.Store(true)
+			b.kept(i)
 			continue
 		}
-		if blocked[d.Group] {
-			keep = append(keep, i)
+		if blocked && d.Group != "" {
+			b.kept(i)
 			h.settle(i, func() {
 				if err := e.queue.Extend(ctx, tenant, d.Receipt, 0); err != nil && !errors.Is(err, queue.ErrReceiptInvalid) {
 					e.log.WarnContext(ctx, "releasing a message behind a delayed one failed", "task", d.TaskID, "error", err)
@@ -142,7 +207,7 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 			})
 			continue
 		}
-		disp, err := e.handleRecovered(ctx, tenant, d, i > 0)
+		disp, err := e.handleRecovered(ctx, tenant, d, pos > 0)
 		var failed error // a failure of this message's own, told to its job on its last delivery
 		h.mu.Lock()      // the hold must not touch d while it is settled
 		switch {
@@ -150,8 +215,8 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 			if !errors.Is(err, context.Canceled) {
 				e.log.WarnContext(ctx, "handling a task failed; its message will come back", "tenant", tenant, "task", d.TaskID, "error", err)
 			}
-			keep = append(keep, i)
-			stopped = true
+			b.kept(i)
+			b.stopped.Store(true)
 		case err != nil:
 			// This message's failure is its own (a store error, an item
 			// this worker cannot read): it comes back after a backoff that
@@ -160,8 +225,8 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 			// (deadLettered). Only its group waits behind it; other groups go on.
 			wait := e.backoff(d.Received)
 			e.log.WarnContext(ctx, "handling a task failed; its message comes back after a backoff", "tenant", tenant, "task", d.TaskID, "received", d.Received, "backoff", wait, "error", err)
-			keep = append(keep, i)
-			blocked[d.Group] = true
+			b.kept(i)
+			blocked = true
 			if xerr := e.queue.Extend(ctx, tenant, d.Receipt, wait); xerr != nil && !errors.Is(xerr, queue.ErrReceiptInvalid) {
 				e.log.WarnContext(ctx, "delaying a failed message failed", "task", d.TaskID, "error", xerr)
 			}
@@ -170,18 +235,18 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 			if err := e.queue.Extend(ctx, tenant, d.Receipt, min(disp.Delay, queue.MaxVisibility)); err != nil {
 				e.log.WarnContext(ctx, "delaying a message failed", "task", d.TaskID, "error", err)
 			}
-			keep = append(keep, i)
+			b.kept(i)
 			if d.Group == "" {
-				stopped = true
+				b.stopped.Store(true)
 			} else {
-				blocked[d.Group] = true
+				blocked = true
 			}
 		default:
 			if err := e.queue.Ack(ctx, tenant, d.Receipt); err != nil && !errors.Is(err, queue.ErrReceiptInvalid) {
 				e.log.WarnContext(ctx, "acknowledging a message failed", "task", d.TaskID, "error", err)
 			}
 		}
-		h.from = i + 1
+		h.settled[i] = true
 		h.mu.Unlock()
 		if failed != nil {
 			// Outside the hold's lock: failing a job walks its tasks.
@@ -190,10 +255,11 @@ func (e *Engine) process(ctx context.Context, tenant string, ds []queue.Delivery
 			}
 		}
 		if disp.Done > 0 {
-			done[disp.Job] += disp.Done
+			b.mu.Lock()
+			b.done[disp.Job] += disp.Done
+			b.mu.Unlock()
 		}
 	}
-	return keep, done
 }
 
 // handleRecovered is handle with a panic turned into the message's own
@@ -246,22 +312,22 @@ func sleep(ctx context.Context, d time.Duration) {
 // that long, each blocking its message group (its node) behind it. Held,
 // they come back within Visibility, like a message of `heddle worker`.
 //
-// The messages from index from on are held: at once, then every
+// The messages not settled yet are held: at once, then every
 // Visibility/3. A message is settled (acknowledged, delayed or released)
-// under mu, and from moves past it in the same critical section, so a hold
+// under mu, and marked settled in the same critical section, so a hold
 // never overwrites a settlement. The message being handled is held too
 // (its task's heartbeat does the same once it runs), so no gap opens
 // between the hold and the heartbeat.
 type batchHold struct {
-	mu     sync.Mutex
-	from   int
-	cancel context.CancelFunc
-	done   chan struct{}
+	mu      sync.Mutex
+	settled []bool // by the batch's index
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 func (e *Engine) holdBatch(ctx context.Context, tenant string, ds []queue.Delivery) *batchHold {
 	ctx, cancel := context.WithCancel(ctx)
-	h := &batchHold{cancel: cancel, done: make(chan struct{})}
+	h := &batchHold{settled: make([]bool, len(ds)), cancel: cancel, done: make(chan struct{})}
 	// The first hold is made before any message is handled: a worker
 	// killed at once leaves nothing hidden for the queue's timeout.
 	if !e.holdPass(ctx, tenant, ds, h) {
@@ -291,8 +357,8 @@ func (e *Engine) holdPass(ctx context.Context, tenant string, ds []queue.Deliver
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var receipts []string
-	for _, d := range ds[min(h.from, len(ds)):] {
-		if d.Receipt != "" {
+	for i, d := range ds {
+		if !h.settled[i] && d.Receipt != "" {
 			receipts = append(receipts, d.Receipt)
 		}
 	}
@@ -305,12 +371,12 @@ func (e *Engine) holdPass(ctx context.Context, tenant string, ds []queue.Deliver
 	return true
 }
 
-// settle runs f on message i under the hold's lock and moves past it.
+// settle runs f on message i under the hold's lock and marks it settled.
 func (h *batchHold) settle(i int, f func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	f()
-	h.from = i + 1
+	h.settled[i] = true
 }
 
 // stop ends the hold; the messages still held (kept, unhandled) come back

@@ -99,7 +99,7 @@ func (e *Engine) RetryHolding(ctx context.Context, tenant, cluster, jobID, by st
 		}
 		t.MaxAttempts = t.Attempt + max(t.AttemptsPerRun, 1)
 		t.Status, t.ReadyAt = domain.TaskReady, e.now()
-		t.Sends++
+		t.NoteSend(domain.SendJobRetry)
 		if _, err := e.store.Write(ctx, store.Update(it.Key, store.Condition{Version: it.Version}, taskChanges(it.Key, t))); err != nil {
 			return false, fmt.Errorf("resetting task %s: %w", t.ID, err)
 		}

@@ -277,7 +277,7 @@ func (e *Engine) fail(ctx context.Context, ref TaskRef, lt loadedTask, res Resul
 		// attempt (polls moved to a fresh message, the janitor's re-poll:
 		// both carry the attempt's number), and the queue would drop it
 		// as a duplicate, leaving the retry to the janitor's re-send.
-		t.Sends++
+		t.NoteSend(domain.SendAttemptRetry)
 		_, err := e.store.Write(ctx, store.Update(key, store.Condition{Version: lt.item.Version}, taskChanges(key, t)))
 		if errors.Is(err, store.ErrConditionFailed) {
 			return nil

@@ -208,7 +208,7 @@ func (e *Engine) runClaimed(ctx context.Context, ref TaskRef, claimed loadedTask
 	}
 	lt := claimed
 	var err error
-	in := Attempt{Tenant: tenant, Task: forExecutor(claimed.task), Poll: poll}
+	in := Attempt{Tenant: tenant, Task: forExecutor(claimed.task), Poll: poll, Expect: e.est.expect(tenant, claimed.task)}
 	if claimed.task.NodeID != "" {
 		in.Node, err = e.loadNode(ctx, tenant, ref.Cluster, claimed.task.NodeID)
 		if err != nil {
@@ -260,6 +260,13 @@ func (e *Engine) runClaimed(ctx context.Context, ref TaskRef, claimed loadedTask
 		delay, err := e.park(ctx, ref, claimed, res, d)
 		return nil, delay, err
 	}
+	// What the whole attempt took, polls included: the next look at
+	// this action on this cluster comes when it is likely to have ended.
+	ended := e.now()
+	if p, ok := parkedOf(claimed.task); ok && !p.Seen.IsZero() && p.Seen.Before(ended) {
+		ended = p.Seen.Add(ended.Sub(p.Seen) / 2)
+	}
+	e.est.learn(tenant, lt.task, ended.Sub(e.attemptStart(claimed.task)))
 	ok, next, err := e.succeed(ctx, ref, claimed, res, true)
 	if err != nil || !ok {
 		return nil, 0, err

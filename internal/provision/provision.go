@@ -358,7 +358,7 @@ func (a *attempt) automate(ctx context.Context) engine.Result {
 	// A poll checks a run whose context was expanded and uploaded when it
 	// started: the layout, the config and the fields are not needed again.
 	polling := a.in.Poll != ""
-	base := automator.Request{Target: target, WorkDir: ep.WorkDir, Timeout: a.task.Timeout.Std(), Secrets: a.secrets}
+	base := automator.Request{Target: target, WorkDir: ep.WorkDir, Timeout: a.task.Timeout.Std(), Secrets: a.secrets, Expect: a.in.Expect}
 	var layout *macros.Layout
 	if !polling {
 		if err := a.readLayout(ctx); err != nil {

@@ -59,8 +59,11 @@
 // Start starts the script, waits on it in place for QuickWait (2 s by
 // default; the node's shell waits on the command: most scripts with a long
 // default timeout end within it, and a trip through the queue plus a
-// PollInterval would cost far more) and only then returns Pending; each
-// Check polls once.
+// PollInterval would cost far more) and only then returns Pending, unless
+// the engine expects the run to outlast the wait (Request.Expect, from what
+// the action took before), when it returns Pending at once; each Check
+// polls once. PollAfter is PollInterval: the engine's own schedule looks
+// sooner when its estimate says the run is over (engine, estimate.go).
 //
 // Host keys: the pinned key (recorded by the provider's confirm) is checked
 // on every connection; a changed key fails the task with an error naming the

@@ -56,8 +56,9 @@ type Config struct {
 	PollInterval time.Duration
 	// QuickWait is how long Start watches a detached run in place before
 	// handing it to the engine's polls: most actions end within it, and a
-	// trip through the queue plus a PollInterval would cost more than the
-	// wait. Zero means DefaultQuickWait; negative hands off at once.
+	// trip through the queue plus a poll would cost more than the wait.
+	// A run the engine expects to take longer (Request.Expect) is handed
+	// off at once. Zero means DefaultQuickWait; negative hands off at once.
 	QuickWait time.Duration
 	// Pool keeps SSH connections across tasks; nil: the Shell's own.
 	Pool *sshexec.Pool
@@ -191,9 +192,10 @@ func (s *Shell) Start(ctx context.Context, req automator.Request) automator.Outp
 	}
 	// Watched in place for QuickWait by the start's own session (the node's
 	// shell waits on the command; nothing polls): most actions end within
-	// it, and a trip through the queue plus a PollInterval would cost more
-	// than the wait.
-	out, st, err := r.start(ctx, max(s.cfg.QuickWait, 0))
+	// it, and a trip through the queue plus a poll would cost more than
+	// the wait. An action known to take longer is handed off at once: the
+	// wait would be spent for nothing.
+	out, st, err := r.start(ctx, s.quickWait(req))
 	if err != nil {
 		r.stopCutStart(err)
 		out.Err = describe(err, string(req.Context.Action), req.Context)
@@ -250,6 +252,15 @@ func (s *Shell) prepare(ctx context.Context, req automator.Request) (run, automa
 		return run{}, failed(err), false
 	}
 	return run{shell: s, req: req, body: body, contextDoc: doc, base: attemptBase(req.WorkDir, req.Context)}, automator.Output{}, true
+}
+
+// quickWait is how long Start watches a detached run in place: QuickWait,
+// or nothing when the engine expects the run to outlast it.
+func (s *Shell) quickWait(req automator.Request) time.Duration {
+	if s.cfg.QuickWait < 0 || req.Expect > s.cfg.QuickWait {
+		return 0
+	}
+	return s.cfg.QuickWait
 }
 
 func (s *Shell) detach(req automator.Request) bool {

@@ -448,6 +448,24 @@ func TestDetachedStartFinishesAQuickActionInPlace(t *testing.T) {
 		cancel()
 		out = sh.Check(ended, req)
 		require.Error(t, out.Err, "a check past the deadline stops it")
+
+		// The engine expects this action to take longer than QuickWait (it
+		// did before): no wait in place, though this run would end within it.
+		req = request(b.targets[0], dir, map[string]string{FieldScript: "sleep 0.2; echo quick"})
+		req.Timeout, req.Context.Attempt, req.Expect = time.Minute, 3, 10*time.Second
+		sh = newShell(t, Config{PollInterval: time.Hour, DetachAfter: time.Second, QuickWait: 5 * time.Second})
+		out = sh.Start(runCtx(t, 30*time.Second), req)
+		require.NoError(t, out.Err)
+		require.True(t, out.Pending, "a run expected to outlast QuickWait is handed to the polls at once")
+		checks := 0
+		for out.Pending {
+			time.Sleep(50 * time.Millisecond)
+			out = sh.Check(runCtx(t, 30*time.Second), req)
+			checks++
+			require.Less(t, checks, 1000)
+		}
+		require.NoError(t, out.Err)
+		require.Equal(t, "quick\n", out.Stdout.Text)
 	})
 }
 
