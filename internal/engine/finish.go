@@ -176,9 +176,8 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 			ops = append(ops, verifySchedule(tenant, c, job.Job, effect, final == domain.JobSucceeded, now)...)
 			ops = append(ops, driftSchedule(tenant, c, job.Job, final == domain.JobSucceeded, now)...)
 			ops = append(ops, repairSchedule(tenant, c, drift, now)...)
-		} else {
-			e.log.ErrorContext(ctx, "a job ended without holding its cluster's lock", "job", jobID, "cluster", cluster, "lock", c.ActiveJobID)
 		}
+		heldLock := c.ActiveJobID == jobID
 		ops = append(ops, summary)
 		ops = append(ops, releaseHolds(job.Holds)...)
 		if effect.ReleaseClusters != 0 || effect.ReleaseNodes != 0 {
@@ -191,6 +190,12 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 		}
 		if err != nil {
 			return fmt.Errorf("finishing job %s: %w", jobID, err)
+		}
+		if !heldLock {
+			// Said only once the end committed: a second finisher that
+			// read the job before the first ended it finds the lock
+			// free, and its transaction then fails on the job's version.
+			e.log.ErrorContext(ctx, "a job ended without holding its cluster's lock", "job", jobID, "cluster", cluster, "lock", c.ActiveJobID)
 		}
 		e.log.InfoContext(ctx, "job ended", "tenant", tenant, "cluster", cluster, "job", jobID, "status", final)
 		// The job's delivery records (deadletter.go) describe messages
