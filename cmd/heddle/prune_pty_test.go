@@ -45,7 +45,9 @@ func TestPrunePromptOnATerminal(t *testing.T) {
 		defer tty.Close()
 		var mu sync.Mutex
 		var screen bytes.Buffer
+		read := make(chan struct{}) // closed once the terminal's output is all read
 		go func() {
+			defer close(read)
 			buf := make([]byte, 4096)
 			for {
 				n, err := tty.Read(buf)
@@ -81,6 +83,14 @@ func TestPrunePromptOnATerminal(t *testing.T) {
 		case <-deadline:
 			_ = cmd.Process.Kill()
 			t.Fatalf("apply --prune did not end after %q:\n%s", keys, shown())
+		}
+		// The command's last words may still be in the terminal when it
+		// exits: the reader ends once it has read them all (the terminal
+		// answers EIO when no process holds its other side).
+		select {
+		case <-read:
+		case <-deadline:
+			t.Fatalf("the terminal's output never ended after %q:\n%s", keys, shown())
 		}
 		return shown(), err
 	}
