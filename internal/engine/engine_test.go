@@ -454,11 +454,13 @@ func TestNodeFactsReachLaterTasksAndTheNode(t *testing.T) {
 func TestHeartbeatKeepsALongAttemptAlive(t *testing.T) {
 	t.Parallel()
 	// Each attempt outlives the lease several times over; only the
-	// heartbeat keeps the janitor from taking it for lost.
-	b := setup(t, nil, Config{TaskLease: 150 * time.Millisecond})
+	// heartbeat keeps the janitor from taking it for lost. The lease is
+	// long enough that a loaded machine's scheduling stalls (a 150 ms
+	// lease failed at a load average of 17-24) do not outlast it.
+	b := setup(t, nil, Config{TaskLease: time.Second})
 	job, err := b.eng.Submit(b.ctx, createSubmission(t, "c1", 1, func(pt planner.Task) map[string]string {
 		if pt.Action == domain.ActionInstall {
-			return map[string]string{SimDuration: "600ms"}
+			return map[string]string{SimDuration: "3500ms"}
 		}
 		return nil
 	}))
