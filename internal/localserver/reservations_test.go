@@ -33,6 +33,25 @@ func liveNodes(v clusterView) int {
 	return n
 }
 
+// setupWithVetoHook is a server with a tenant of maxNodes nodes whose
+// pre-start hook refuses every job while refuse is set.
+func setupWithVetoHook(t *testing.T, tenant string, maxNodes int) (b *bundle, refuse *atomic.Bool) {
+	t.Helper()
+	refuse = &atomic.Bool{}
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if refuse.Load() {
+			http.Error(w, "change freeze", http.StatusForbidden)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(hook.Close)
+	b = setupWithWebhooks(t, webhooks.Config{})
+	b.admin = demotest.Tenant(t, b.srv.URL(), b.super, tenant, maxNodes)
+	require.Equal(t, http.StatusCreated, b.call(b.admin, "POST", "/v1/webhooks", map[string]any{"url": hook.URL, "preStart": true}, nil))
+	return b, refuse
+}
+
 // TestAVetoedExpandRetriedCannotBypassTheQuota is issue 28 as it was found,
 // through the API: tenant tiny (3 nodes) with a 2-node demo cluster; a
 // pre-start hook answers 403 to an expand by one (the job fails, its quota
@@ -42,18 +61,7 @@ func liveNodes(v clusterView) int {
 // (4 nodes built, usage 3) and the counters read -1 after the delete.
 func TestAVetoedExpandRetriedCannotBypassTheQuota(t *testing.T) {
 	t.Parallel()
-	var refuse atomic.Bool
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if refuse.Load() {
-			http.Error(w, "change freeze", http.StatusForbidden)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(hook.Close)
-	b := setupWithWebhooks(t, webhooks.Config{})
-	b.admin = demotest.Tenant(t, b.srv.URL(), b.super, "tiny", 3)
-	require.Equal(t, http.StatusCreated, b.call(b.admin, "POST", "/v1/webhooks", map[string]any{"url": hook.URL, "preStart": true}, nil))
+	b, refuse := setupWithVetoHook(t, "tiny", 3)
 
 	var c result
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "C", "template": "web", "size": 2}, &c))

@@ -3,14 +3,9 @@ package localserver
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/heddle-io/heddle/internal/demotest"
-	"github.com/heddle-io/heddle/internal/webhooks"
 )
 
 // TestAVetoedReconfigureLeavesTheConfigAsItWas: a withdrawn job leaves the
@@ -24,18 +19,7 @@ import (
 // job_state, since it would undo that one's config, and changes nothing.
 func TestAVetoedReconfigureLeavesTheConfigAsItWas(t *testing.T) {
 	t.Parallel()
-	var refuse atomic.Bool
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if refuse.Load() {
-			http.Error(w, "change freeze", http.StatusForbidden)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(hook.Close)
-	b := setupWithWebhooks(t, webhooks.Config{})
-	b.admin = demotest.Tenant(t, b.srv.URL(), b.super, "edits", 6)
-	require.Equal(t, http.StatusCreated, b.call(b.admin, "POST", "/v1/webhooks", map[string]any{"url": hook.URL, "preStart": true}, nil))
+	b, refuse := setupWithVetoHook(t, "edits", 6)
 
 	var c result
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "C", "template": "web", "size": 2}, &c))
