@@ -149,7 +149,7 @@ func sameLayout(op domain.Operation) bool {
 // prepare checks the node lists, builds the service graph and lines the nodes
 // of both layouts up in (Num, ID) order.
 func prepare(req *Request, op domain.Operation, oldNodes, newNodes []domain.Node) (*planning, error) {
-	if sameLayout(op) && len(newNodes) == 0 {
+	if (sameLayout(op) || op == domain.OpRepair) && len(newNodes) == 0 {
 		newNodes = oldNodes
 	}
 	// Sized up front: at 10,000 nodes, growing these was most of what
@@ -202,7 +202,8 @@ func prepare(req *Request, op domain.Operation, oldNodes, newNodes []domain.Node
 	if err != nil {
 		return nil, err
 	}
-	p := &planning{op: op, req: req, g: g, force: req.Force, nodes: make([]node, 0, len(pairs))}
+	// A repair deletes only lost machines: nothing is there to stop.
+	p := &planning{op: op, req: req, g: g, force: req.Force || op == domain.OpRepair, nodes: make([]node, 0, len(pairs))}
 	for k := range pairs {
 		pr := &pairs[k]
 		id := pr.new
@@ -351,6 +352,15 @@ func (p *planning) validate() error {
 		if created+deleted > 0 {
 			return invalid("sync-template keeps the nodes: New must have the same nodes as Old")
 		}
+	case domain.OpRepair:
+		// Either a replacement (lost nodes out, new ones in, the nodes
+		// kept unchanged) or a reconfigure of what drifted in place.
+		if len(req.Old) == 0 || added+removed > 0 || (created == 0) != (deleted == 0) {
+			return invalid("repair either replaces nodes (New is Old less the lost nodes plus their replacements, the others unchanged) or leaves the layout as it is")
+		}
+		if created > 0 && len(req.Selected) > 0 {
+			return invalid("a repair that replaces nodes sets up every service of the new nodes; Selected applies to a repair in place")
+		}
 	case domain.OpReconfigure, domain.OpStartServices, domain.OpStopServices,
 		domain.OpRestartServices, domain.OpRollingRestart:
 		if len(req.Old) == 0 {
@@ -364,7 +374,7 @@ func (p *planning) validate() error {
 	}
 	switch op {
 	case domain.OpReconfigure, domain.OpStartServices, domain.OpStopServices,
-		domain.OpRestartServices, domain.OpRollingRestart:
+		domain.OpRestartServices, domain.OpRollingRestart, domain.OpRepair:
 		for i, s := range req.Selected {
 			if _, ok := p.g.index[s]; !ok {
 				return invalid("Selected[%d]: service %q is not on the cluster", i, s)
@@ -377,7 +387,7 @@ func (p *planning) validate() error {
 	}
 	switch op {
 	case domain.OpReconfigure, domain.OpExpand, domain.OpShrink, domain.OpAddServices,
-		domain.OpRemoveServices, domain.OpSyncTemplate:
+		domain.OpRemoveServices, domain.OpSyncTemplate, domain.OpRepair:
 	default:
 		if req.Restart {
 			return invalid("Restart applies to operations that reconfigure (reconfigure, expand, shrink, add-services, remove-services, sync-template), not %s", op)
@@ -445,6 +455,14 @@ func (p *planning) assign() {
 			p.work[i].bootstrap = p.hasServiceWork(i)
 		}
 		return
+	case domain.OpRepair:
+		if !p.replaces() {
+			p.reconfigure(p.selection())
+			for i := range p.nodes {
+				p.work[i].bootstrap = p.hasServiceWork(i)
+			}
+			return
+		}
 	}
 	for i := range p.nodes {
 		n, w := &p.nodes[i], &p.work[i]
@@ -500,6 +518,16 @@ func (p *planning) assign() {
 		}
 	}
 	p.reconfigure(affected)
+}
+
+// replaces reports whether the plan makes or deletes nodes.
+func (p *planning) replaces() bool {
+	for i := range p.nodes {
+		if p.nodes[i].created() || p.nodes[i].deleted() {
+			return true
+		}
+	}
+	return false
 }
 
 // onEveryNode gives every node hosting a service in set the actions, less

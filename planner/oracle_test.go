@@ -34,7 +34,7 @@ type oracle struct {
 func newOracle(req Request) *oracle {
 	o := &oracle{req: req, services: req.Services, oldHost: map[string]map[string]bool{}, newHost: map[string]map[string]bool{}}
 	newNodes := req.New
-	if len(newNodes) == 0 && sameLayout(req.Operation) {
+	if len(newNodes) == 0 && (sameLayout(req.Operation) || req.Operation == domain.OpRepair) {
 		newNodes = req.Old
 	}
 	seen := map[string]bool{}
@@ -292,7 +292,10 @@ func (o *oracle) expected(op domain.Operation, force bool) map[taskKey]bool {
 	case domain.OpRollingRestart:
 		every(o.selection(), domain.ActionStop, domain.ActionStart)
 		return want
-	case domain.OpReconfigure:
+	case domain.OpReconfigure, domain.OpRepair:
+		if op == domain.OpRepair && len(o.created)+len(o.deleted) > 0 {
+			break // a replacement: as any layout change below
+		}
 		reconfigure(o.selection())
 		for k := range want {
 			want[taskKey{k.node, "", domain.ActionBootstrap}] = true
@@ -424,7 +427,7 @@ func (r *reachability) before(a, b string) bool {
 func checkPlan(t testing.TB, req Request, plan *Plan) {
 	t.Helper()
 	o := newOracle(req)
-	checkGraph(t, req, plan, o, req.Operation, req.Force)
+	checkGraph(t, req, plan, o, req.Operation, req.Force || req.Operation == domain.OpRepair)
 	switch req.Operation {
 	case domain.OpCreate, domain.OpExpand:
 		require.NotNil(t, plan.Rollback, "a %s comes with its rollback", req.Operation)
