@@ -358,8 +358,19 @@ func (p *planning) validate() error {
 		if len(req.Old) == 0 || added+removed > 0 || (created == 0) != (deleted == 0) {
 			return invalid("repair either replaces nodes (New is Old less the lost nodes plus their replacements, the others unchanged) or leaves the layout as it is")
 		}
-		if created > 0 && len(req.Selected) > 0 {
-			return invalid("a repair that replaces nodes sets up every service of the new nodes; Selected applies to a repair in place")
+		if created > 0 && (len(req.Selected) > 0 || len(req.StopOn) > 0) {
+			return invalid("a repair that replaces nodes sets up every service of the new nodes; Selected and StopOn apply to a repair in place")
+		}
+		for id, services := range req.StopOn {
+			k := slices.IndexFunc(req.Old, func(n domain.Node) bool { return n.ID == id })
+			if k < 0 {
+				return invalid("StopOn: node %s is not in Old", id)
+			}
+			for _, name := range services {
+				if !slices.Contains(req.Old[k].Services, name) {
+					return invalid("StopOn: node %s does not run service %q", id, name)
+				}
+			}
 		}
 	case domain.OpReconfigure, domain.OpStartServices, domain.OpStopServices,
 		domain.OpRestartServices, domain.OpRollingRestart:
@@ -392,6 +403,9 @@ func (p *planning) validate() error {
 		if req.Restart {
 			return invalid("Restart applies to operations that reconfigure (reconfigure, expand, shrink, add-services, remove-services, sync-template), not %s", op)
 		}
+	}
+	if len(req.StopOn) > 0 && op != domain.OpRepair {
+		return invalid("StopOn applies to repair, not %s", op)
 	}
 	if req.Force && op != domain.OpDelete && op != domain.OpShrink {
 		return invalid("Force applies to delete and shrink, not %s", op)
@@ -457,8 +471,14 @@ func (p *planning) assign() {
 		return
 	case domain.OpRepair:
 		if !p.replaces() {
-			p.reconfigure(p.selection())
+			if len(p.req.Selected) > 0 || len(p.req.StopOn) == 0 {
+				p.reconfigure(p.selection())
+			}
 			for i := range p.nodes {
+				for _, name := range p.req.StopOn[p.nodes[i].id] {
+					// Only the stop: a restart of it here would start it.
+					p.work[i].svc[p.g.index[name]] = doStop
+				}
 				p.work[i].bootstrap = p.hasServiceWork(i)
 			}
 			return

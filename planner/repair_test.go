@@ -65,3 +65,35 @@ func TestRepairRefusesWhatIsNoRepair(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalidRequest, name)
 	}
 }
+
+// A service that runs where heddle stopped it is stopped on that node
+// alone, although the record says it is stopped; nothing else runs there.
+func TestRepairStopsWhatRunsWhereHeddleStoppedIt(t *testing.T) {
+	t.Parallel()
+	old := webNodes(2)
+	stopped := old[2]
+	stopped.ServiceStates = map[string]domain.ServiceState{"nginx": {State: domain.RunStopped}}
+	plan, err := Build(Request{Operation: domain.OpRepair, Old: []domain.Node{stopped}, Services: webServices(),
+		ConfigReferences: webReferences(), StopOn: map[string][]string{"web-1002": {"nginx"}}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"web-1002/bootstrap", "web-1002/nginx/stop"}, ids(plan))
+
+	// Beside a restart of what is down elsewhere, it is still only stopped.
+	plan, err = Build(Request{Operation: domain.OpRepair, Old: []domain.Node{stopped, old[3]}, Services: webServices(),
+		ConfigReferences: webReferences(), Restart: true, Selected: []string{"nginx"}, StopOn: map[string][]string{"web-1002": {"nginx"}}})
+	require.NoError(t, err)
+	got := ids(plan)
+	require.Contains(t, got, "web-1002/nginx/stop")
+	require.NotContains(t, got, "web-1002/nginx/start")
+	require.Subset(t, got, []string{"web-1003/nginx/configure", "web-1003/nginx/stop", "web-1003/nginx/start"})
+
+	for name, stopOn := range map[string]map[string][]string{
+		"a node not given":    {"web-1003": {"nginx"}},
+		"a service not there": {"web-1002": {"mysql"}},
+	} {
+		_, err := Build(Request{Operation: domain.OpRepair, Old: []domain.Node{stopped}, Services: webServices(), StopOn: stopOn})
+		require.ErrorIs(t, err, ErrInvalidRequest, name)
+	}
+	_, err = Build(Request{Operation: domain.OpStopServices, Old: old, Services: webServices(), StopOn: map[string][]string{"web-1002": {"nginx"}}})
+	require.ErrorIs(t, err, ErrInvalidRequest)
+}

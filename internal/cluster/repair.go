@@ -47,7 +47,8 @@ var lostKinds = []domain.DriftKind{domain.DriftUnreachable, domain.DriftMachineG
 
 // inPlaceKinds are repaired on the node: a reconfigure with restart of the
 // affected services brings a stopped service back and applies the
-// configuration the cluster renders.
+// configuration the cluster renders. A service running where heddle
+// stopped it (serviceRunning) is stopped again on its node (StopOn).
 var inPlaceKinds = []domain.DriftKind{domain.DriftServiceDown, domain.DriftConfigStale}
 
 // repairsKey holds when each node of the cluster was last repaired, for the
@@ -154,13 +155,20 @@ func (s *Service) Repair(ctx context.Context, p access.Principal, id string, req
 		op.checks = []store.Op{store.Put(store.Item{Key: repairsKey(p.Tenant, id), Data: mustJSON(last)}, cond)}
 		return s.run(ctx, p, l, op, dryRun)
 	}
-	services := map[string][]string{}
+	services, stopOn := map[string][]string{}, map[string][]string{}
 	for _, f := range d.Findings {
-		if !slices.Contains(inPlaceKinds, f.Kind) || !due(f) {
+		if !live[f.Node] || !due(f) {
 			continue
 		}
-		if !slices.Contains(services[f.Node], f.Service) {
-			services[f.Node] = append(services[f.Node], f.Service)
+		switch {
+		case f.Kind == domain.DriftServiceRunning:
+			if !slices.Contains(stopOn[f.Node], f.Service) {
+				stopOn[f.Node] = append(stopOn[f.Node], f.Service)
+			}
+		case slices.Contains(inPlaceKinds, f.Kind):
+			if !slices.Contains(services[f.Node], f.Service) {
+				services[f.Node] = append(services[f.Node], f.Service)
+			}
 		}
 	}
 	var nodes []domain.Node
@@ -171,17 +179,20 @@ func (s *Service) Repair(ctx context.Context, p access.Principal, id string, req
 				selected = append(selected, svc)
 			}
 		}
-		if len(services[n.ID]) > 0 {
+		if len(services[n.ID])+len(stopOn[n.ID]) > 0 {
 			nodes = append(nodes, n)
 			last[n.ID] = now
 		}
 	}
 	if len(nodes) == 0 {
 		return nil, &StateError{Cluster: id, Status: l.c.Status, Reason: fmt.Sprintf(
-			"the latest drift check (job %s) found nothing heddle repairs on the nodes asked, or they were repaired within the last %s: lost machines are replaced, stopped services restarted and stale configurations applied; a changed host key and a service running where heddle stopped it are only reported", d.JobID, backoff)}
+			"the latest drift check (job %s) found nothing heddle repairs on the nodes asked, or they were repaired within the last %s: lost machines are replaced, services found down restarted, services running where heddle stopped them stopped, and stale configurations applied; a changed host key and a reboot are only reported", d.JobID, backoff)}
 	}
 	slices.Sort(selected)
-	op := operation{req: planner.Request{Operation: domain.OpRepair, Selected: selected, Restart: true, Old: nodes}}
+	if len(stopOn) == 0 {
+		stopOn = nil
+	}
+	op := operation{req: planner.Request{Operation: domain.OpRepair, Selected: selected, Restart: true, Old: nodes, StopOn: stopOn}}
 	op.checks = []store.Op{store.Put(store.Item{Key: repairsKey(p.Tenant, id), Data: mustJSON(last)}, cond)}
 	return s.run(ctx, p, l, op, dryRun)
 }

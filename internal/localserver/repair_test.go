@@ -3,7 +3,10 @@ package localserver
 import (
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -197,4 +200,44 @@ func TestRepairByHandReplacesTheNodesNamed(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "DELETE", "/v1/clusters/"+id+"?force=true", nil, nil))
 	b.settleTo(b.admin, id, "TERMINATED")
 	require.Equal(t, [2]int{0, 0}, b.usage("acme"), "a delete gives every node back")
+}
+
+// TestAutoRepairStopsWhatRunsWhereHeddleStoppedIt: web stopped through
+// heddle and then started by hand on one node is found as serviceRunning
+// there, and the automatic repair stops it on that node alone (its record
+// said stopped, which would have made a plain stop look needless); the
+// next check finds nothing.
+func TestAutoRepairStopsWhatRunsWhereHeddleStoppedIt(t *testing.T) {
+	t.Parallel()
+	b, dir := setupInDir(t)
+	b.admin = demotest.TenantWithCatalog(t, b.srv.URL(), b.super, "acme", 10, "../../docs/examples/drift-catalog.yaml")
+	var created result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters",
+		map[string]any{"name": "stopped", "template": "drift-auto", "size": 2}, &created))
+	id := created.Cluster.ID
+	v := b.settleTo(b.admin, id, "ACTIVE")
+	b.healthAfter(id, "")
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/stop", map[string]any{"services": []string{"web"}}, nil))
+	b.settleTo(b.admin, id, "ACTIVE")
+
+	node := v.Nodes[0].ID
+	home := filepath.Join(localNodes(t, dir)[node].dir, "home", "web")
+	sleeper := exec.Command("sleep", "3600")
+	require.NoError(t, sleeper.Start())
+	t.Cleanup(func() {
+		_ = sleeper.Process.Kill()
+		_ = sleeper.Wait()
+	})
+	require.NoError(t, os.WriteFile(filepath.Join(home, "pid"), []byte(strconv.Itoa(sleeper.Process.Pid)), 0o644))
+
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/drift", nil, nil))
+	found := b.driftAfter(id, "")
+	require.Equal(t, []string{node + " web serviceRunning"}, found.kinds())
+	require.Eventually(t, func() bool { return len(b.repairJobs(id)) == 1 }, 60*time.Second, 100*time.Millisecond)
+	b.settleTo(b.admin, id, "ACTIVE")
+	require.Equal(t, []string{node + "/bootstrap", node + "/web/stop"}, b.jobTaskIDs(id, b.repairJobs(id)[0][0]))
+
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/drift", nil, nil))
+	clean := b.driftAfter(id, found.JobID)
+	require.Zero(t, clean.Drifted, "web is stopped again: %v", clean.kinds())
 }
