@@ -129,6 +129,27 @@ func Build(req Request) (*Plan, error) {
 			return nil, err
 		}
 	}
+	if req.Operation == domain.OpRepair && p.replaces() {
+		// Undo of a replacement: the new nodes are discarded and what read
+		// the layout is reconfigured against the nodes kept. The lost
+		// nodes are in neither list: nothing brings a lost machine back,
+		// and a lost node the job did not delete yet is left as it is.
+		var kept []domain.Node
+		for _, n := range req.New {
+			if slices.ContainsFunc(req.Old, func(o domain.Node) bool { return o.ID == n.ID }) {
+				kept = append(kept, n)
+			}
+		}
+		rp, err := prepare(&req, domain.OpRollback, req.New, kept)
+		if err != nil {
+			return nil, err
+		}
+		rp.force = true
+		rp.prefix = RollbackPrefix
+		if plan.Rollback, err = rp.plan(); err != nil {
+			return nil, err
+		}
+	}
 	return plan, nil
 }
 
@@ -639,6 +660,21 @@ func (p *planning) plan() (*Plan, error) {
 	} else {
 		p.linkDependencies()
 		p.linkReferences()
+	}
+	if p.op == domain.OpRepair {
+		// A lost node's record and machine go once its replacement runs:
+		// a replacement that fails and rolls back leaves it DELETING for
+		// the next repair, not a cluster short of it (or of every node).
+		var made, lost []int32
+		for ni := range p.nodes {
+			if p.nodes[ni].created() && p.nodeTail[ni] >= 0 {
+				made = append(made, p.nodeTail[ni])
+			}
+			if t := p.nodeDelete[ni]; t >= 0 {
+				lost = append(lost, t)
+			}
+		}
+		p.graph.groupEdge("repair:made", made, lost)
 	}
 	tasks, built, err := p.graph.finish(p.prefix)
 	if err != nil {

@@ -380,6 +380,10 @@ func (o *oracle) required(a, b *Task) bool {
 			}
 		}
 	}
+	// A repair deletes a lost node once its replacements run.
+	if o.req.Operation == domain.OpRepair && b.Action == domain.ActionDelete && slices.Contains(o.created, a.NodeID) {
+		return true
+	}
 	// Reconfiguration before a node that hosted a referenced service leaves.
 	if b.Action == domain.ActionDelete && a.Service != "" && o.keeps(a.NodeID, a.Service) {
 		for r := range o.oldHost[b.NodeID] {
@@ -428,11 +432,21 @@ func checkPlan(t testing.TB, req Request, plan *Plan) {
 	t.Helper()
 	o := newOracle(req)
 	checkGraph(t, req, plan, o, req.Operation, req.Force || req.Operation == domain.OpRepair)
-	switch req.Operation {
-	case domain.OpCreate, domain.OpExpand:
+	replaces := req.Operation == domain.OpRepair && len(o.created)+len(o.deleted) > 0
+	switch {
+	case req.Operation == domain.OpCreate || req.Operation == domain.OpExpand || replaces:
 		require.NotNil(t, plan.Rollback, "a %s comes with its rollback", req.Operation)
 		back := req
 		back.Old, back.New, back.Operation = req.New, req.Old, domain.OpRollback
+		if replaces {
+			// Back to the nodes kept: a lost node is not brought back.
+			back.New = nil
+			for _, n := range req.New {
+				if !slices.Contains(o.created, n.ID) {
+					back.New = append(back.New, n)
+				}
+			}
+		}
 		checkGraph(t, back, plan.Rollback, newOracle(back), domain.OpRollback, true)
 		forward := map[string]bool{}
 		for _, task := range plan.Tasks {

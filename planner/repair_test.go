@@ -31,11 +31,19 @@ func TestRepairReplacesALostNodeAndReconfiguresWhatReadsTheLayout(t *testing.T) 
 		require.Contains(t, got, id)
 	}
 	require.Contains(t, deps(t, plan, "web-1004/nginx/start"), "web-1004/php-fpm/start", "nginx needs php-fpm at runtime")
+	require.Contains(t, deps(t, plan, "web-1003/delete"), "web-1004/nginx/start", "the lost node goes once its replacement runs")
 	for _, id := range got {
 		require.NotContains(t, id, "db-1001/", "the database reads nothing the repair changes")
 		require.NotContains(t, id, "web-1002/nginx/stop", "the other web server reads nothing the repair changes")
 	}
-	require.Nil(t, plan.Rollback, "a repair has no rollback: the lost node cannot be brought back")
+	require.NotNil(t, plan.Rollback)
+	undo := ids(plan.Rollback)
+	require.Contains(t, undo, "rollback:web-1004/delete", "the new node is discarded")
+	require.Contains(t, undo, "rollback:lb-1000/haproxy/configure", "what reads the layout is reconfigured against the nodes kept")
+	for _, id := range undo {
+		require.NotContains(t, id, "web-1003", "nothing brings the lost node back")
+		require.NotContains(t, id, "web-1004/nginx/stop", "the new node's services are discarded with it")
+	}
 }
 
 // A repair in place reconfigures and restarts what was named on the nodes

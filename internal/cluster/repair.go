@@ -201,12 +201,15 @@ func (s *Service) Repair(ctx context.Context, p access.Principal, id string, req
 // layouts. Its reservations are an expand's: the new nodes take quota and
 // pool hosts in the job's first transaction (so a tenant at its node
 // limit cannot swap until a node is free: the lost one still counts until
-// its delete task ends); the delete tasks of the lost nodes mark them
-// DELETED and every end of the job gives their quota back
-// (engine.withTaskDeletions), and the pool hold is given back when the job
-// ends, whichever way. There is no rollback: the lost node cannot be
-// brought back, so a failed replacement leaves the cluster INCONSISTENT,
-// with the new nodes counted, for a retry or another operation.
+// its delete task ends). The delete tasks, of the lost nodes forward and
+// of the new ones in a rollback, mark their nodes DELETED and every end of
+// the job gives their quota back (engine.withTaskDeletions: none of its
+// effects names nodes DELETED, so the count is the tasks'); the pool hold
+// is given back when the job ends, whichever way. A failed replacement
+// rolls back: the new nodes are deleted and what reads the layout is
+// reconfigured against the nodes kept; the lost node is not brought back
+// (deleted already, or left DELETING for the next repair), so the cluster
+// is left INCONSISTENT.
 func (s *Service) replacement(l *live, lost []string) (operation, error) {
 	layout, err := solver.Replace(solver.ReplaceRequest{Cluster: l.solverCluster(), Catalog: l.sp.solverCatalog(), NodeIDs: lost})
 	if err != nil {
@@ -220,6 +223,8 @@ func (s *Service) replacement(l *live, lost []string) (operation, error) {
 		takeNodes: len(added),
 		layout:    layout.Groups,
 		onSuccess: engine.Effect{NodeStatus: domain.NodeActive, Nodes: layout.NewNodes},
+		onRollback: engine.Effect{ClusterStatus: domain.ClusterInconsistent,
+			Message: "repair failed; its new nodes were deleted, and the lost ones are not back: expand, or repair again after the next drift check"},
 		sizeField: "nodes",
 	}, nil
 }
@@ -229,13 +234,15 @@ func (s *Service) replacement(l *live, lost []string) (operation, error) {
 const RepairPolicyActor = "policy:administration.repair"
 
 // RepairDue is the janitor's hook for a due automatic repair: in the
-// owner's name, and only while the template still asks for it. A halted
+// policy's name (RepairPolicyActor), and only while the template still asks for it. A halted
 // repair has raised its event; a cluster with nothing to repair has its
 // due repair dropped. A repair it submits, and one it halts, leaves an
 // audit record whose actor is the policy, as a user's request through the
 // API does with the user.
 func (s *Service) RepairDue(ctx context.Context, tenant string, c domain.Cluster) error {
-	p := access.Principal{Tenant: tenant, User: c.Owner, Role: domain.RoleAdmin}
+	// The policy, not the owner, asks: the job's history says so, and a
+	// user's look at the jobs they asked for does not count it.
+	p := access.Principal{Tenant: tenant, User: RepairPolicyActor, Role: domain.RoleAdmin}
 	res, err := s.Repair(ctx, p, c.ID, RepairRequest{}, false)
 	var halted *RepairHaltedError
 	var se *StateError

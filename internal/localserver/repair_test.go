@@ -97,6 +97,7 @@ func TestAutoRepairReplacesALostNode(t *testing.T) {
 	require.Eventually(t, func() bool { return len(b.repairJobs(id)) == 1 }, 60*time.Second, 100*time.Millisecond,
 		"the janitor repairs the cluster: %v", b.jobOps(id))
 	repair := b.repairJobs(id)[0]
+	require.Equal(t, cluster.RepairPolicyActor, repair[1], "the policy asked for it, not the owner")
 	after := b.settleTo(b.admin, id, "ACTIVE")
 	var fresh string
 	for _, n := range after.Nodes {
