@@ -24,3 +24,8 @@ func (s *Server) FindNodes(ctx context.Context) error {
 	}
 	return nil
 }
+
+// LoseModeledNode terminates a latency-provider node outside heddle, by
+// its provider id: the next drift check finds it gone
+// (latency.Latency.Lose). The repair benchmark uses it.
+func (s *Server) LoseModeledNode(providerID string) { s.latency.Lose(providerID) }
