@@ -35,7 +35,7 @@ func TestDocsRepairSteps(t *testing.T) {
 	s := &server{t: t, dir: dir, addr: strings.TrimPrefix(srv.URL(), "http://"), super: super}
 	admin := s.tenant("acme")
 	steps, _ := docSteps(t, "../../docs/operations.md", "Replacing a node by hand")
-	require.Len(t, steps, 9)
+	require.Len(t, steps, 10)
 	clusterID, lost, drifts := "", "", 0
 	for _, line := range steps {
 		line = strings.ReplaceAll(strings.ReplaceAll(line, "CLUSTER_ID", clusterID), "NODE", lost)
