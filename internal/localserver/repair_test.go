@@ -148,13 +148,14 @@ func TestAutoRepairReplacesALostNode(t *testing.T) {
 }
 
 // TestRepairByHandReplacesTheNodesNamed: under repair report nothing is
-// repaired by itself, and heddle clusters repair --nodes replaces the node
-// named. A dry run previews the replacement and changes nothing. A
-// replacement whose job is aborted right away leaves the tenant counting
-// exactly the nodes not DELETED (the new node's quota is taken at
-// submission; the lost node's is given back by whichever end the job
-// reaches, if its delete ran), and a plain delete of the cluster gives
-// everything back.
+// repaired by itself, and a repair by hand names the node to replace. A
+// dry run previews the replacement and takes nothing. The submission takes
+// the new node's quota (the tenant counts 4 nodes: 3 and the replacement); an
+// abort right away rolls the job back, and the rollback's delete of the new
+// node gives its quota back (the lost node, whose delete waits for its
+// replacement, still counts), so the tenant counts exactly the nodes not
+// DELETED whichever way the abort met the job; a forced delete of the
+// cluster then gives every node back.
 func TestRepairByHandReplacesTheNodesNamed(t *testing.T) {
 	t.Parallel()
 	b, dir := setupInDir(t)
