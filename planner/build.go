@@ -129,6 +129,27 @@ func Build(req Request) (*Plan, error) {
 			return nil, err
 		}
 	}
+	if req.Operation == domain.OpRepair && p.replaces() {
+		// Undo of a replacement: the new nodes are discarded and what read
+		// the layout is reconfigured against the nodes kept. The lost
+		// nodes are in neither list: nothing brings a lost machine back,
+		// and a lost node the job did not delete yet is left as it is.
+		var kept []domain.Node
+		for _, n := range req.New {
+			if slices.ContainsFunc(req.Old, func(o domain.Node) bool { return o.ID == n.ID }) {
+				kept = append(kept, n)
+			}
+		}
+		rp, err := prepare(&req, domain.OpRollback, req.New, kept)
+		if err != nil {
+			return nil, err
+		}
+		rp.force = true
+		rp.prefix = RollbackPrefix
+		if plan.Rollback, err = rp.plan(); err != nil {
+			return nil, err
+		}
+	}
 	return plan, nil
 }
 
@@ -149,7 +170,7 @@ func sameLayout(op domain.Operation) bool {
 // prepare checks the node lists, builds the service graph and lines the nodes
 // of both layouts up in (Num, ID) order.
 func prepare(req *Request, op domain.Operation, oldNodes, newNodes []domain.Node) (*planning, error) {
-	if sameLayout(op) && len(newNodes) == 0 {
+	if (sameLayout(op) || op == domain.OpRepair) && len(newNodes) == 0 {
 		newNodes = oldNodes
 	}
 	// Sized up front: at 10,000 nodes, growing these was most of what
@@ -202,7 +223,8 @@ func prepare(req *Request, op domain.Operation, oldNodes, newNodes []domain.Node
 	if err != nil {
 		return nil, err
 	}
-	p := &planning{op: op, req: req, g: g, force: req.Force, nodes: make([]node, 0, len(pairs))}
+	// A repair deletes only lost machines: nothing is there to stop.
+	p := &planning{op: op, req: req, g: g, force: req.Force || op == domain.OpRepair, nodes: make([]node, 0, len(pairs))}
 	for k := range pairs {
 		pr := &pairs[k]
 		id := pr.new
@@ -351,6 +373,26 @@ func (p *planning) validate() error {
 		if created+deleted > 0 {
 			return invalid("sync-template keeps the nodes: New must have the same nodes as Old")
 		}
+	case domain.OpRepair:
+		// Either a replacement (lost nodes out, new ones in, the nodes
+		// kept unchanged) or a reconfigure of what drifted in place.
+		if len(req.Old) == 0 || added+removed > 0 || (created == 0) != (deleted == 0) {
+			return invalid("repair either replaces nodes (New is Old less the lost nodes plus their replacements, the others unchanged) or leaves the layout as it is")
+		}
+		if created > 0 && (len(req.Selected) > 0 || len(req.StopOn) > 0) {
+			return invalid("a repair that replaces nodes sets up every service of the new nodes; Selected and StopOn apply to a repair in place")
+		}
+		for id, services := range req.StopOn {
+			k := slices.IndexFunc(req.Old, func(n domain.Node) bool { return n.ID == id })
+			if k < 0 {
+				return invalid("StopOn: node %s is not in Old", id)
+			}
+			for _, name := range services {
+				if !slices.Contains(req.Old[k].Services, name) {
+					return invalid("StopOn: node %s does not run service %q", id, name)
+				}
+			}
+		}
 	case domain.OpReconfigure, domain.OpStartServices, domain.OpStopServices,
 		domain.OpRestartServices, domain.OpRollingRestart:
 		if len(req.Old) == 0 {
@@ -364,7 +406,7 @@ func (p *planning) validate() error {
 	}
 	switch op {
 	case domain.OpReconfigure, domain.OpStartServices, domain.OpStopServices,
-		domain.OpRestartServices, domain.OpRollingRestart:
+		domain.OpRestartServices, domain.OpRollingRestart, domain.OpRepair:
 		for i, s := range req.Selected {
 			if _, ok := p.g.index[s]; !ok {
 				return invalid("Selected[%d]: service %q is not on the cluster", i, s)
@@ -377,11 +419,14 @@ func (p *planning) validate() error {
 	}
 	switch op {
 	case domain.OpReconfigure, domain.OpExpand, domain.OpShrink, domain.OpAddServices,
-		domain.OpRemoveServices, domain.OpSyncTemplate:
+		domain.OpRemoveServices, domain.OpSyncTemplate, domain.OpRepair:
 	default:
 		if req.Restart {
 			return invalid("Restart applies to operations that reconfigure (reconfigure, expand, shrink, add-services, remove-services, sync-template), not %s", op)
 		}
+	}
+	if len(req.StopOn) > 0 && op != domain.OpRepair {
+		return invalid("StopOn applies to repair, not %s", op)
 	}
 	if req.Force && op != domain.OpDelete && op != domain.OpShrink {
 		return invalid("Force applies to delete and shrink, not %s", op)
@@ -445,6 +490,20 @@ func (p *planning) assign() {
 			p.work[i].bootstrap = p.hasServiceWork(i)
 		}
 		return
+	case domain.OpRepair:
+		if !p.replaces() {
+			if len(p.req.Selected) > 0 || len(p.req.StopOn) == 0 {
+				p.reconfigure(p.selection())
+			}
+			for i := range p.nodes {
+				for _, name := range p.req.StopOn[p.nodes[i].id] {
+					// Only the stop: a restart of it here would start it.
+					p.work[i].svc[p.g.index[name]] = doStop
+				}
+				p.work[i].bootstrap = p.hasServiceWork(i)
+			}
+			return
+		}
 	}
 	for i := range p.nodes {
 		n, w := &p.nodes[i], &p.work[i]
@@ -500,6 +559,16 @@ func (p *planning) assign() {
 		}
 	}
 	p.reconfigure(affected)
+}
+
+// replaces reports whether the plan makes or deletes nodes.
+func (p *planning) replaces() bool {
+	for i := range p.nodes {
+		if p.nodes[i].created() || p.nodes[i].deleted() {
+			return true
+		}
+	}
+	return false
 }
 
 // onEveryNode gives every node hosting a service in set the actions, less
@@ -591,6 +660,21 @@ func (p *planning) plan() (*Plan, error) {
 	} else {
 		p.linkDependencies()
 		p.linkReferences()
+	}
+	if p.op == domain.OpRepair {
+		// A lost node's record and machine go once its replacement runs:
+		// a replacement that fails and rolls back leaves it DELETING for
+		// the next repair, not a cluster short of it (or of every node).
+		var made, lost []int32
+		for ni := range p.nodes {
+			if p.nodes[ni].created() && p.nodeTail[ni] >= 0 {
+				made = append(made, p.nodeTail[ni])
+			}
+			if t := p.nodeDelete[ni]; t >= 0 {
+				lost = append(lost, t)
+			}
+		}
+		p.graph.groupEdge("repair:made", made, lost)
 	}
 	tasks, built, err := p.graph.finish(p.prefix)
 	if err != nil {

@@ -34,7 +34,7 @@ type oracle struct {
 func newOracle(req Request) *oracle {
 	o := &oracle{req: req, services: req.Services, oldHost: map[string]map[string]bool{}, newHost: map[string]map[string]bool{}}
 	newNodes := req.New
-	if len(newNodes) == 0 && sameLayout(req.Operation) {
+	if len(newNodes) == 0 && (sameLayout(req.Operation) || req.Operation == domain.OpRepair) {
 		newNodes = req.Old
 	}
 	seen := map[string]bool{}
@@ -292,7 +292,10 @@ func (o *oracle) expected(op domain.Operation, force bool) map[taskKey]bool {
 	case domain.OpRollingRestart:
 		every(o.selection(), domain.ActionStop, domain.ActionStart)
 		return want
-	case domain.OpReconfigure:
+	case domain.OpReconfigure, domain.OpRepair:
+		if op == domain.OpRepair && len(o.created)+len(o.deleted) > 0 {
+			break // a replacement: as any layout change below
+		}
 		reconfigure(o.selection())
 		for k := range want {
 			want[taskKey{k.node, "", domain.ActionBootstrap}] = true
@@ -377,6 +380,10 @@ func (o *oracle) required(a, b *Task) bool {
 			}
 		}
 	}
+	// A repair deletes a lost node once its replacements run.
+	if o.req.Operation == domain.OpRepair && b.Action == domain.ActionDelete && slices.Contains(o.created, a.NodeID) {
+		return true
+	}
 	// Reconfiguration before a node that hosted a referenced service leaves.
 	if b.Action == domain.ActionDelete && a.Service != "" && o.keeps(a.NodeID, a.Service) {
 		for r := range o.oldHost[b.NodeID] {
@@ -424,12 +431,22 @@ func (r *reachability) before(a, b string) bool {
 func checkPlan(t testing.TB, req Request, plan *Plan) {
 	t.Helper()
 	o := newOracle(req)
-	checkGraph(t, req, plan, o, req.Operation, req.Force)
-	switch req.Operation {
-	case domain.OpCreate, domain.OpExpand:
+	checkGraph(t, req, plan, o, req.Operation, req.Force || req.Operation == domain.OpRepair)
+	replaces := req.Operation == domain.OpRepair && len(o.created)+len(o.deleted) > 0
+	switch {
+	case req.Operation == domain.OpCreate || req.Operation == domain.OpExpand || replaces:
 		require.NotNil(t, plan.Rollback, "a %s comes with its rollback", req.Operation)
 		back := req
 		back.Old, back.New, back.Operation = req.New, req.Old, domain.OpRollback
+		if replaces {
+			// Back to the nodes kept: a lost node is not brought back.
+			back.New = nil
+			for _, n := range req.New {
+				if !slices.Contains(o.created, n.ID) {
+					back.New = append(back.New, n)
+				}
+			}
+		}
 		checkGraph(t, back, plan.Rollback, newOracle(back), domain.OpRollback, true)
 		forward := map[string]bool{}
 		for _, task := range plan.Tasks {

@@ -36,6 +36,11 @@ type Request struct {
 	// and what depends on them at runtime (reconfigure, expand, shrink,
 	// add-services, remove-services, sync-template).
 	Restart bool
+	// StopOn maps a node of Old to services a repair in place stops there
+	// whatever the node's record says: heddle stopped them, and they run
+	// (serviceRunning drift). The record's "stopped" would make the stop
+	// look needless; here it is the point.
+	StopOn map[string][]string
 	// Force makes delete and shrink delete nodes without stopping and removing
 	// their services first.
 	Force bool

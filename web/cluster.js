@@ -40,7 +40,8 @@ export function renderCluster(view, { id }) {
       if (view.stopped) return;
       replace(top, clusterInfo(c));
       replace(live, progressCard(c), healthCard(c, () => run('Verify', () => post(`${base}/verify`, {}))),
-        driftCard(c, () => run('Drift check', () => post(`${base}/drift`, {}))),
+        driftCard(c, () => run('Drift check', () => post(`${base}/drift`, {})),
+          () => run('Repair', () => post(`${base}/repair`, {}))),
         nodeGroups(c), jobList(id, jobs.items || []), eventList(evs));
     } catch (err) {
       if (!view.stopped) replace(top, errorBox(err));

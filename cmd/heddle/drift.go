@@ -101,7 +101,7 @@ func driftSummary(d *domain.ClusterDrift) string {
 func newClustersRepairCommand(a *app) *cobra.Command {
 	var req cluster.RepairRequest
 	cmd := newMutationCommand(a, "repair", "repair ID",
-		"Repair what the latest drift check found: restart stopped services and reconfigure stale nodes (within the template's maxUnhealthy)", &req, nil)
+		"Repair what the latest drift check found: replace lost nodes, or restart stopped services and reconfigure stale nodes (within the template's maxUnhealthy)", &req, nil)
 	cmd.Flags().StringSliceVar(&req.Nodes, "nodes", nil, "the drifted nodes to repair (default: all)")
 	return cmd
 }

@@ -139,7 +139,7 @@ func hasChecks(sp *spec, nodes []domain.Node) bool {
 }
 
 // verifiesAfter lists the operations whose success makes a verification due.
-var verifiesAfter = []domain.Operation{domain.OpCreate, domain.OpExpand, domain.OpShrink}
+var verifiesAfter = []domain.Operation{domain.OpCreate, domain.OpExpand, domain.OpShrink, domain.OpRepair}
 
 func verifiesAfterOp(op domain.Operation) bool { return slices.Contains(verifiesAfter, op) }
 

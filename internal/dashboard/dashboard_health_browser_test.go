@@ -86,7 +86,8 @@ func TestDashboardWebhooksInBrowser(t *testing.T) {
 
 // TestDashboardShowsDriftInBrowser: the cluster page shows the latest
 // drift check, "Check drift now" runs another, and what it finds is listed
-// per node with its kind.
+// per node with its kind; "Repair" runs a repair, listed in the job history
+// as its own operation, after which a check finds nothing.
 func TestDashboardShowsDriftInBrowser(t *testing.T) {
 	ctx, problems := browser(t)
 	s := startServer(t)
@@ -126,5 +127,13 @@ func TestDashboardShowsDriftInBrowser(t *testing.T) {
 			const cell = document.querySelector('tr[data-cluster=%q] td.drift .status');
 			return !!cell && cell.dataset.status === 'DRIFTED';
 		})()`, id)))
+	// Repair: its own operation in the job history.
+	step("repair", chromedp.Navigate(s.srv.URL()+"/#/clusters/"+id),
+		until(`!!document.querySelector('#drift-repair')`), chromedp.Click(css("#drift-repair")),
+		until(`[...document.querySelectorAll('#jobs td')].some((td) => td.textContent === 'repair')`),
+		until(`(() => { const p = document.querySelector('#progress'); return !!p && p.dataset.operation === 'repair' && p.dataset.status === 'SUCCEEDED'; })()`))
+	step("repaired", chromedp.Click(css("#drift-check")),
+		until(`(() => { const c = document.querySelector('#drift'); return !!c && c.dataset.drifted === '0'; })()`),
+		until(`!document.querySelector('#drift-repair')`))
 	require.Empty(t, problems())
 }

@@ -202,6 +202,12 @@ const (
 	// (machines, services, applied configuration) and records the drift it
 	// finds (drift.go); it changes nothing.
 	OpDrift Operation = "drift"
+	// OpRepair repairs what a drift check found (cluster service,
+	// repair.go): it replaces lost nodes (their records and machines go,
+	// new ones are made and set up, and what reads the layout is
+	// reconfigured), or it reconfigures and restarts the services found
+	// down or stale on the nodes they drifted on.
+	OpRepair Operation = "repair"
 )
 
 // JobStatus is a job's lifecycle.

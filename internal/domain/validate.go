@@ -421,7 +421,7 @@ var (
 	jobStatuses     = []JobStatus{JobPending, JobRunning, JobPaused, JobSucceeded, JobFailed, JobAborted, JobFailing, JobRollingBack}
 	taskStatuses    = []TaskStatus{TaskBlocked, TaskReady, TaskRunning, TaskSucceeded, TaskFailed, TaskCanceled}
 	operations      = []Operation{OpCreate, OpDelete, OpExpand, OpShrink, OpReconfigure, OpAddServices, OpRemoveServices,
-		OpStartServices, OpStopServices, OpRestartServices, OpRollingRestart, OpSyncTemplate, OpRollback, OpVerify, OpDrift}
+		OpStartServices, OpStopServices, OpRestartServices, OpRollingRestart, OpSyncTemplate, OpRollback, OpVerify, OpDrift, OpRepair}
 	// taskActions are the actions a work task may carry: the node-level ones
 	// and every service action.
 	taskActions = append([]Action{ActionCreate, ActionConfirm, ActionBootstrap, ActionDelete, ActionProbe}, ServiceActions...)

@@ -420,12 +420,12 @@ func TestAutoRepairWithinMaxUnhealthy(t *testing.T) {
 	require.Equal(t, []string{rv.Nodes[0].ID + " web serviceDown"}, reported.kinds())
 
 	// The janitor repairs the auto cluster: a reconfigure with restart.
-	require.Eventually(t, func() bool { return slices.Contains(b.jobOps(auto), "reconfigure") }, 60*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return slices.Contains(b.jobOps(auto), "repair") }, 60*time.Second, 100*time.Millisecond)
 	b.settleTo(b.admin, auto, "ACTIVE")
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+auto+"/drift", nil, nil))
 	repaired := b.driftAfter(auto, found.JobID)
 	require.Zero(t, repaired.Drifted, "web runs again: %v", repaired.kinds())
-	require.NotContains(t, b.jobOps(report), "reconfigure", "report only: nothing repaired")
+	require.NotContains(t, b.jobOps(report), "repair", "report only: nothing repaired")
 
 	// Two nodes drifted, more than maxUnhealthy 1: nothing is repaired.
 	killWeb(t, dir, av.Nodes[1].ID)

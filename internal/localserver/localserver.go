@@ -93,6 +93,7 @@ type Server struct {
 	listener net.Listener
 	done     chan error
 	local    *local.Local
+	latency  *latency.Latency
 	shell    *shell.Shell
 	ssh      *sshexec.Pool
 	access   *access.Access
@@ -175,7 +176,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	// Simulated latencies, for measuring what heddle does around a cloud's
 	// boot times on this machine (docs/performance.md).
-	if err := registry.Register(latency.Type(), latency.New(latency.Config{})); err != nil {
+	s.latency = latency.New(latency.Config{})
+	if err := registry.Register(latency.Type(), s.latency); err != nil {
 		return fail(err)
 	}
 	// One connection pool for the shell automator and the providers'

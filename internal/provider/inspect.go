@@ -22,3 +22,11 @@ const (
 type Inspector interface {
 	Inspect(ctx context.Context, req Request) (MachineState, string, error)
 }
+
+// Modeled is what a provider whose nodes are models implements: no
+// machine is behind their addresses (the latency provider's are in the
+// benchmarking range), so nothing may dial them. A drift probe takes its
+// Inspect answer as all there is to know.
+type Modeled interface {
+	Modeled()
+}

@@ -55,6 +55,9 @@ func (a *attempt) probe(ctx context.Context) engine.Result {
 				return engine.Result{Drift: domain.DriftMachineStopped, Stdout: detail + "\n"}
 			}
 		}
+		if _, ok := impl.(provider.Modeled); ok {
+			return engine.Result{Stdout: "a modeled node: the provider's answer is all there is to know\n"}
+		}
 	}
 	ep, err := provider.EndpointOf(a.node)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -50,6 +51,9 @@ type fakeEC2 struct {
 	// throttleLeft is how many more calls of an action EC2 refuses with
 	// RequestLimitExceeded.
 	throttleLeft map[string]int
+	// describeFixture, when set, names a file of testdata/ that answers
+	// every DescribeInstances as it is, instead of the model's instances.
+	describeFixture string
 }
 
 type fakeError struct{ code, message string }
@@ -137,6 +141,15 @@ func (f *fakeEC2) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "RunInstances":
 		f.runInstances(w, form)
 	case "DescribeInstances":
+		if f.describeFixture != "" {
+			body, err := os.ReadFile(filepath.Join("testdata", f.describeFixture))
+			if err != nil {
+				f.t.Errorf("fixture %s: %v", f.describeFixture, err)
+			}
+			w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+			_, _ = w.Write(body)
+			break
+		}
 		f.describeInstances(w, form)
 	case "TerminateInstances":
 		f.terminateInstances(w, form)

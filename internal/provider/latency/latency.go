@@ -135,9 +135,42 @@ type Latency struct {
 	// byToken is the model cloud's idempotency record: a repeated create
 	// returns the node the first one accepted.
 	byToken map[string]string
+	// lost are the provider ids of the nodes Lose terminated outside
+	// heddle.
+	lost map[string]bool
 }
 
-var _ provider.Provider = (*Latency)(nil)
+var (
+	_ provider.Provider  = (*Latency)(nil)
+	_ provider.Inspector = (*Latency)(nil)
+	_ provider.Modeled   = (*Latency)(nil)
+)
+
+// Modeled: the nodes' addresses lead nowhere.
+func (*Latency) Modeled() {}
+
+// Lose terminates a node outside heddle, as someone with the cloud's
+// console would: a drift check's Inspect finds it gone. Benchmarks of
+// repair use it; heddle never calls it.
+func (l *Latency) Lose(providerID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lost[providerID] = true
+}
+
+// Inspect answers whether a node is there: gone once Lose terminated it,
+// else running (a booting node runs, as EC2's pending counts as there).
+func (l *Latency) Inspect(_ context.Context, req provider.Request) (provider.MachineState, string, error) {
+	if _, err := accepted(req.Node.ProviderID); err != nil {
+		return provider.MachineGone, fmt.Sprintf("node %s was never accepted by the provider", req.Node.ID), nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost[req.Node.ProviderID] {
+		return provider.MachineGone, fmt.Sprintf("node %s (%s) was terminated outside heddle", req.Node.ID, req.Node.ProviderID), nil
+	}
+	return provider.MachineRunning, "", nil
+}
 
 // New returns the provider.
 func New(cfg Config) *Latency {
@@ -150,7 +183,7 @@ func New(cfg Config) *Latency {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
 	}
-	return &Latency{cfg: cfg, byToken: map[string]string{}}
+	return &Latency{cfg: cfg, byToken: map[string]string{}, lost: map[string]bool{}}
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

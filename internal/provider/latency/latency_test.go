@@ -193,3 +193,29 @@ func TestDeleteOfANodeNeverMade(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, n.ProviderID, "the other nodes are untouched")
 }
+
+// TestInspectFindsWhatWasLost: a node runs until Lose terminates it
+// outside heddle; a node the provider never accepted is gone.
+func TestInspectFindsWhatWasLost(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	req := request("c1-1000", fields)
+	n, err := f.p.Create(ctx, req)
+	require.NoError(t, err)
+	req.Node.ProviderID = n.ProviderID
+	state, _, err := f.p.Inspect(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, provider.MachineRunning, state)
+
+	f.p.Lose(n.ProviderID)
+	state, detail, err := f.p.Inspect(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, provider.MachineGone, state)
+	require.Contains(t, detail, "terminated outside heddle")
+
+	state, detail, err = f.p.Inspect(ctx, request("c1-1001", fields))
+	require.NoError(t, err)
+	require.Equal(t, provider.MachineGone, state)
+	require.Contains(t, detail, "never accepted")
+}
