@@ -345,7 +345,10 @@ func (p *planning) validate() error {
 			return invalid("create needs an empty Old and the nodes to create in New")
 		}
 	case domain.OpDelete:
-		if len(req.New) > 0 || len(req.Old) == 0 {
+		// An empty Old is a cluster whose nodes are all gone already (a
+		// delete aborted after its last node's delete task): its delete
+		// has nothing to do but end it, and must not be refused.
+		if len(req.New) > 0 {
 			return invalid("delete needs the cluster's nodes in Old and an empty New")
 		}
 	case domain.OpExpand:

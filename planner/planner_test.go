@@ -341,3 +341,17 @@ func TestBuildErrorsAreTyped(t *testing.T) {
 	_, err := Build(Request{Operation: domain.OpCreate})
 	require.True(t, errors.Is(err, ErrInvalidRequest))
 }
+
+// TestDeleteOfAClusterWithNoNodesLeft: a cluster whose nodes are all
+// DELETED already (a delete aborted after its last node's delete task)
+// is still ACTIVE or INCONSISTENT, and its documented way out, a plain
+// delete, must plan: nothing to run, so the job ends it at once. Before,
+// the planner refused the request and the delete answered 500 (the
+// operations model, seed 12583033194065566653).
+func TestDeleteOfAClusterWithNoNodesLeft(t *testing.T) {
+	t.Parallel()
+	plan, err := Build(Request{Operation: domain.OpDelete})
+	require.NoError(t, err)
+	require.Empty(t, plan.Tasks)
+	require.Nil(t, plan.Rollback)
+}
