@@ -142,7 +142,8 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 		ops := []store.Op{store.Update(lj.item.Key, store.Condition{Version: lj.item.Version},
 			store.Changes{Status: &finalStatus, Data: mustJSON(job), ClearIndex: true})}
 		ops = append(ops, jobEvent(tenant, job.Job, from, now))
-		if c.ActiveJobID == jobID {
+		heldLock := c.ActiveJobID == jobID
+		if heldLock {
 			prev := c.Status
 			c.ActiveJobID = ""
 			c.Status = effect.ClusterStatus
@@ -177,7 +178,6 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 			ops = append(ops, driftSchedule(tenant, c, job.Job, final == domain.JobSucceeded, now)...)
 			ops = append(ops, repairSchedule(tenant, c, drift, now)...)
 		}
-		heldLock := c.ActiveJobID == jobID
 		ops = append(ops, summary)
 		ops = append(ops, releaseHolds(job.Holds)...)
 		if effect.ReleaseClusters != 0 || effect.ReleaseNodes != 0 {
