@@ -10,7 +10,7 @@ import (
 	"github.com/heddle-io/heddle/internal/access"
 	"github.com/heddle-io/heddle/internal/catalog"
 	"github.com/heddle-io/heddle/internal/domain"
-		"github.com/heddle-io/heddle/planner"
+	"github.com/heddle-io/heddle/planner"
 )
 
 // A rollback to revision N is a forward change to old content: it plans
