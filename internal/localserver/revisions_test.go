@@ -1,0 +1,128 @@
+package localserver
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/demotest"
+	"github.com/heddle-io/heddle/internal/domain"
+	"github.com/heddle-io/heddle/internal/webhooks"
+)
+
+// TestAVetoedJobsRevisionIsWithdrawn: a job a pre-start hook refuses
+// never took effect, so its revision is kept but marked withdrawn, the
+// cluster goes back to the revision before, and a rollback to it is
+// refused with 409 on the field revision; the retry, accepted, records a
+// new revision with the same definition (numbers are never given twice).
+// Then a rollback to revision 1 brings the config back and records one
+// more, and the revisions page with cursors.
+func TestAVetoedJobsRevisionIsWithdrawn(t *testing.T) {
+	t.Parallel()
+	var refuse atomic.Bool
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if refuse.Load() {
+			http.Error(w, "change freeze", http.StatusForbidden)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(hook.Close)
+	b := setupWithWebhooks(t, webhooks.Config{})
+	b.admin = demotest.Tenant(t, b.srv.URL(), b.super, "revs", 6)
+	require.Equal(t, http.StatusCreated, b.call(b.admin, "POST", "/v1/webhooks", map[string]any{"url": hook.URL, "preStart": true}, nil))
+
+	var c result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "R", "template": "web", "size": 2}, &c))
+	id := c.Cluster.ID
+	b.settleTo(b.admin, id, "ACTIVE")
+	cluster := func() domain.Cluster {
+		var v domain.Cluster
+		require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id, nil, &v))
+		return v
+	}
+	revision := func(n int64) domain.Revision {
+		var r domain.Revision
+		require.Equal(t, http.StatusOK, b.call(b.admin, "GET", fmt.Sprintf("/v1/clusters/%s/revisions/%d", id, n), nil, &r))
+		return r
+	}
+	require.EqualValues(t, 1, cluster().Revision)
+	r1 := revision(1)
+	require.Equal(t, domain.OpCreate, r1.Operation)
+	require.Equal(t, 2, r1.Def.Size)
+
+	refuse.Store(true)
+	var vetoed result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/reconfigure", map[string]any{"config": map[string]any{"greeting": "vetoed"}}, &vetoed))
+	v := b.settleTo(b.admin, id, "ACTIVE")
+	require.Equal(t, "FAILED", v.Progress.Status)
+	now := cluster()
+	require.EqualValues(t, 1, now.Revision, "the veto put the cluster back at revision 1")
+	require.EqualValues(t, 2, now.LastRevision)
+	r2 := revision(2)
+	require.True(t, r2.Withdrawn)
+	require.EqualValues(t, 1, r2.Previous)
+	require.Equal(t, vetoed.Job.ID, r2.JobID)
+	var e errorBody
+	require.Equal(t, http.StatusConflict, b.call(b.admin, "POST", "/v1/clusters/"+id+"/rollback", map[string]any{"revision": 2}, &e))
+	require.Equal(t, "revision", e.Error.Details[0].Field)
+	require.Contains(t, e.Error.Message, "withdrawn")
+	require.EqualValues(t, 1, cluster().Revision, "the refused rollback changed nothing")
+
+	refuse.Store(false)
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/jobs/"+vetoed.Job.ID+"/retry", nil, nil))
+	require.Equal(t, "SUCCEEDED", b.settleTo(b.admin, id, "ACTIVE").Progress.Status)
+	require.EqualValues(t, 3, cluster().Revision)
+	r3 := revision(3)
+	require.False(t, r3.Withdrawn)
+	require.Equal(t, r2.Digest, r3.Digest, "the retry records the withdrawn definition again")
+	require.Equal(t, vetoed.Job.ID, r3.JobID)
+	require.True(t, revision(2).Withdrawn, "the withdrawn revision stays as it was")
+
+	// Back to revision 1: one step, the config.
+	var rb struct {
+		result
+		Rollback struct {
+			Steps []struct {
+				Operation string `json:"operation"`
+			} `json:"steps"`
+			Done bool `json:"done"`
+		} `json:"rollback"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/clusters/"+id+"/rollback?dryRun=true", map[string]any{"revision": 1}, &rb))
+	require.Len(t, rb.Rollback.Steps, 1)
+	require.Equal(t, "reconfigure", rb.Rollback.Steps[0].Operation)
+	require.NotNil(t, rb.Preview, "the step's plan preview")
+	require.EqualValues(t, 3, cluster().Revision, "the dry run changed nothing")
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/rollback", map[string]any{"revision": 1}, &rb))
+	require.Equal(t, "SUCCEEDED", b.settleTo(b.admin, id, "ACTIVE").Progress.Status)
+	now = cluster()
+	require.EqualValues(t, 4, now.Revision)
+	require.Equal(t, r1.Digest, domain.ClusterDefinition{Template: now.Template, Services: now.Services, Config: now.Config, Size: now.NodeCount}.Digest())
+	require.EqualValues(t, 1, revision(4).RollbackOf)
+	rb.Rollback.Steps, rb.Rollback.Done = nil, false
+	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/clusters/"+id+"/rollback", map[string]any{"revision": 1}, &rb))
+	require.True(t, rb.Rollback.Done)
+	require.EqualValues(t, 4, cluster().Revision, "nothing left to do records nothing")
+
+	// The history pages newest first.
+	var page struct {
+		Items      []domain.Revision `json:"items"`
+		NextCursor string            `json:"nextCursor"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id+"/revisions?limit=3", nil, &page))
+	require.Len(t, page.Items, 3)
+	require.EqualValues(t, []int64{4, 3, 2}, []int64{page.Items[0].Number, page.Items[1].Number, page.Items[2].Number})
+	require.NotEmpty(t, page.NextCursor)
+	next := page.NextCursor
+	page.NextCursor = ""
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id+"/revisions?limit=3&cursor="+next, nil, &page))
+	require.Len(t, page.Items, 1)
+	require.EqualValues(t, 1, page.Items[0].Number)
+	require.Empty(t, page.NextCursor)
+	require.Equal(t, http.StatusBadRequest, b.call(b.admin, "GET", "/v1/clusters/"+id+"/revisions?bogus=1", nil, &e))
+}
