@@ -126,3 +126,89 @@ func TestAVetoedJobsRevisionIsWithdrawn(t *testing.T) {
 	require.Empty(t, page.NextCursor)
 	require.Equal(t, http.StatusBadRequest, b.call(b.admin, "GET", "/v1/clusters/"+id+"/revisions?bogus=1", nil, &e))
 }
+
+// TestRollbackAcrossASyncAndTheQuota: a rollback to a revision of an
+// older template version and more nodes is refused while the quota does
+// not cover the nodes (409 quota_exceeded, nothing changed, no job), and
+// once it does runs two steps, a sync back to version 1 and an expand,
+// after which the cluster has that revision's definition.
+func TestRollbackAcrossASyncAndTheQuota(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.tenant(6)
+	var c result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "S", "template": "web", "size": 2}, &c))
+	id := c.Cluster.ID
+	b.settleTo(b.admin, id, "ACTIVE")
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/expand", map[string]any{"count": 2}, nil))
+	b.settleTo(b.admin, id, "ACTIVE") // revision 2: four nodes on version 1
+	var tmpl map[string]any
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clustertemplates/web", nil, &tmpl))
+	tmpl["description"] = "version two"
+	delete(tmpl, "version")
+	delete(tmpl, "createdAt")
+	delete(tmpl, "updatedAt")
+	require.Equal(t, http.StatusOK, b.call(b.admin, "PUT", "/v1/clustertemplates/web", tmpl, nil))
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/sync", map[string]any{}, nil))
+	b.settleTo(b.admin, id, "ACTIVE") // revision 3: version 2
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/shrink", map[string]any{"count": 2}, nil))
+	b.settleTo(b.admin, id, "ACTIVE") // revision 4: two nodes
+
+	var other result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "O", "template": "web", "size": 3}, &other))
+	b.settleTo(b.admin, other.Cluster.ID, "ACTIVE") // 5 of 6 nodes in use
+
+	cluster := func() domain.Cluster {
+		var v domain.Cluster
+		require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id, nil, &v))
+		return v
+	}
+	before := cluster()
+	require.EqualValues(t, 4, before.Revision)
+	require.Equal(t, 2, before.Template.Version)
+	var e errorBody
+	require.Equal(t, http.StatusConflict, b.call(b.admin, "POST", "/v1/clusters/"+id+"/rollback", map[string]any{"revision": 2}, &e))
+	require.Equal(t, "quota_exceeded", e.Error.Code)
+	after := cluster()
+	require.Equal(t, before.Version, after.Version, "the refusal changed nothing, not even the sync step")
+	require.Equal(t, before.LatestJobID, after.LatestJobID)
+
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "DELETE", "/v1/clusters/"+other.Cluster.ID, nil, nil))
+	b.settle(b.admin, other.Cluster.ID)
+	type plan struct {
+		result
+		Rollback struct {
+			Steps []struct {
+				Operation       string `json:"operation"`
+				TemplateVersion int    `json:"templateVersion"`
+				Count           int    `json:"count"`
+			} `json:"steps"`
+			Done bool `json:"done"`
+		} `json:"rollback"`
+	}
+	var dry plan
+	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/clusters/"+id+"/rollback?dryRun=true", map[string]any{"revision": 2}, &dry))
+	require.Len(t, dry.Rollback.Steps, 2)
+	require.Equal(t, "sync-template", dry.Rollback.Steps[0].Operation)
+	require.Equal(t, 1, dry.Rollback.Steps[0].TemplateVersion)
+	require.Equal(t, "expand", dry.Rollback.Steps[1].Operation)
+	require.Equal(t, 2, dry.Rollback.Steps[1].Count)
+	for step := 0; ; step++ {
+		require.Less(t, step, 3, "two steps, then done")
+		var p plan
+		code := b.call(b.admin, "POST", "/v1/clusters/"+id+"/rollback", map[string]any{"revision": 2}, &p)
+		if code == http.StatusOK {
+			require.True(t, p.Rollback.Done)
+			break
+		}
+		require.Equal(t, http.StatusAccepted, code)
+		require.Equal(t, "SUCCEEDED", b.settleTo(b.admin, id, "ACTIVE").Progress.Status)
+	}
+	now := cluster()
+	require.EqualValues(t, 6, now.Revision)
+	require.Equal(t, 1, now.Template.Version)
+	require.Equal(t, 4, now.NodeCount)
+	var r2 domain.Revision
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id+"/revisions/2", nil, &r2))
+	require.Equal(t, r2.Digest, domain.ClusterDefinition{Template: now.Template, Services: now.Services, Config: now.Config, Size: now.NodeCount}.Digest())
+}
