@@ -114,7 +114,7 @@ func (s *Service) Rollback(ctx context.Context, p access.Principal, id string, r
 	}
 	if rev.Withdrawn {
 		return nil, &RevisionError{Field: "revision", Conflict: true,
-			Message: fmt.Sprintf("revision %d was withdrawn before its job started (job %s); it never took effect, so there is nothing to go back to", rev.Number, rev.JobID)}
+			Message: fmt.Sprintf("revision %d was withdrawn (job %s was vetoed, undone or rolled back); it never took effect, so there is nothing to go back to", rev.Number, rev.JobID)}
 	}
 	l, err := s.loadLive(ctx, p, id)
 	if err != nil {

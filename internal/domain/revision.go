@@ -63,10 +63,11 @@ type Revision struct {
 	// RollbackOf is the revision a rollback step brings the cluster back
 	// to (0: not a rollback).
 	RollbackOf int64 `json:"rollbackOf,omitempty"`
-	// Withdrawn marks a revision whose job was withdrawn before it
-	// started (a pre-start hook refused it, or the janitor undid its
-	// submission): it never took effect, and the cluster went back to
-	// Previous. It stays in the history so that numbers are never
-	// reused; a retry of the job records a new revision.
+	// Withdrawn marks a revision that never took effect: its job was
+	// withdrawn before it started (a pre-start hook refused it, or the
+	// janitor undid its submission; a retry of the job records a new
+	// revision), or its rollback plan undid it (a failed create or
+	// expand). The cluster went back to Previous. It stays in the history
+	// so that numbers are never reused.
 	Withdrawn bool `json:"withdrawn,omitempty"`
 }

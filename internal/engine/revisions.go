@@ -22,7 +22,9 @@ import (
 // revision stays, rather than being deleted, because a number once shown
 // to a user (the job's answer, the history) must never name other content
 // later; a retry of the job records a new revision with the same
-// definition (resubmit).
+// definition (resubmit). A job whose rollback plan ran (a create's or an
+// expand's, finish.go) did not take effect either: its end marks its
+// revision withdrawn the same way; such a job is never retried.
 //
 // One item per revision, holding the definition without the resolved
 // template (a reference and version the catalog resolves again): it is
@@ -76,10 +78,11 @@ func (e *Engine) loadRevision(ctx context.Context, tenant, cluster string, n int
 	return it, r, nil
 }
 
-// withdrawRevision marks the revision of a withdrawn job withdrawn and
-// puts c back at the revision before it; for the withdrawal's
-// transaction, which holds the cluster (so nothing else writes the
-// revision meanwhile).
+// withdrawRevision marks the revision of a withdrawn job (or of one whose
+// rollback plan ran: a rolled-back job cannot be retried) withdrawn and
+// puts c back at the revision before it; for the transaction that ends
+// the job, which holds the cluster (so nothing else writes the revision
+// meanwhile).
 func (e *Engine) withdrawRevision(ctx context.Context, tenant string, c *domain.Cluster, job jobRecord) ([]store.Op, error) {
 	if job.Revision == 0 {
 		return nil, nil
