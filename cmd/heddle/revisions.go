@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -106,9 +105,7 @@ func (a *app) revisionDiff(cmd *cobra.Command, clusterID string, from, to int64)
 	if err != nil {
 		return err
 	}
-	get := func(n int64) (*domain.Revision, error) {
-		return client.Send[domain.Revision](cmd.Context(), c, http.MethodGet, clusterPath(clusterID, "revisions", fmt.Sprint(n)), nil, nil)
-	}
+	get := func(n int64) (*domain.Revision, error) { return c.GetRevision(cmd.Context(), clusterID, n) }
 	a1, err := get(from)
 	if err != nil {
 		return err
@@ -196,11 +193,7 @@ differs. --dry-run previews the first step and lists the plan.`,
 			}
 			out := cmd.OutOrStdout()
 			send := func(ctx context.Context) (*client.Result, error) {
-				q := url.Values{}
-				if dryRun {
-					q.Set("dryRun", "true")
-				}
-				return client.Send[client.Result](ctx, c, http.MethodPost, clusterPath(args[0], "rollback"), q, req)
+				return c.Rollback(ctx, args[0], req, client.Mutate{DryRun: dryRun})
 			}
 			for step := 0; ; step++ {
 				var ans answer

@@ -2,15 +2,12 @@ package opsmodel
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	"pgregory.net/rapid"
 
 	"github.com/heddle-io/heddle/client"
-	"github.com/heddle-io/heddle/internal/cluster"
 	"github.com/heddle-io/heddle/internal/domain"
 )
 
@@ -71,18 +68,14 @@ func (w *world) rollback(t *rapid.T) {
 func (w *world) sendRollback(to int64, id string, dry bool) (*client.Result, error) {
 	ctx, cancel := callCtx()
 	defer cancel()
-	q := url.Values{}
-	if dry {
-		q.Set("dryRun", "true")
-	}
-	return client.Send[client.Result](ctx, w.admin, http.MethodPost, "/v1/clusters/"+id+"/rollback", q, cluster.RollbackRequest{Revision: to})
+	return w.admin.Rollback(ctx, id, client.RollbackRequest{Revision: to}, client.Mutate{DryRun: dry})
 }
 
 // checkRolledBack: the invariant of a successful rollback to n.
 func (w *world) checkRolledBack(t *rapid.T, id string, n int64) {
 	ctx, cancel := callCtx()
 	defer cancel()
-	rev, err := client.Send[domain.Revision](ctx, w.admin, http.MethodGet, fmt.Sprintf("/v1/clusters/%s/revisions/%d", id, n), nil, nil)
+	rev, err := w.admin.GetRevision(ctx, id, n)
 	if err != nil {
 		t.Fatalf("reading revision %d of cluster %s: %v", n, id, err)
 	}
@@ -99,7 +92,7 @@ func (w *world) checkRolledBack(t *rapid.T, id string, n int64) {
 func (w *world) checkHistory(t *rapid.T, id string, last int64) {
 	ctx, cancel := callCtx()
 	defer cancel()
-	revs, err := client.Collect(client.Each[domain.Revision](ctx, w.admin, "/v1/clusters/"+id+"/revisions", nil, 0))
+	revs, err := client.Collect(w.admin.Revisions(ctx, id))
 	if err != nil {
 		t.Fatalf("listing cluster %s's revisions: %v", id, err)
 	}
