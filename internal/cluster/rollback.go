@@ -76,6 +76,9 @@ func (s *Service) Revision(ctx context.Context, p access.Principal, id string, n
 	if err != nil {
 		return domain.Revision{}, err
 	}
+	if c.LastRevision == 0 {
+		return domain.Revision{}, &RevisionError{Field: field, Message: fmt.Sprintf("cluster %s has no revisions: its definition was last changed by a heddle release that kept none", c.Name)}
+	}
 	if n < 1 || n > c.LastRevision {
 		return domain.Revision{}, &RevisionError{Field: field, Message: fmt.Sprintf("cluster %s has revisions 1 to %d; list them with `heddle clusters history %s`", c.Name, c.LastRevision, c.Name)}
 	}
