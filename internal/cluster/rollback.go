@@ -123,7 +123,7 @@ func (s *Service) Rollback(ctx context.Context, p access.Principal, id string, r
 	if err != nil {
 		return nil, err
 	}
-	steps, err := s.rollbackSteps(ctx, p, l, rev)
+	steps, quota, err := s.rollbackSteps(ctx, p, l, rev, dryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -137,12 +137,17 @@ func (s *Service) Rollback(ctx context.Context, p access.Principal, id string, r
 		return nil, err
 	}
 	res.Rollback = plan
+	if res.Refusal == nil {
+		res.Refusal = quota // a later step's nodes, as the real request would be refused
+	}
 	return res, nil
 }
 
 // rollbackSteps plans the steps from l to rev, refusing when rev cannot
-// be built again.
-func (s *Service) rollbackSteps(ctx context.Context, p access.Principal, l *live, rev domain.Revision) ([]RollbackStep, error) {
+// be built again; on a dry run the quota's refusal of the nodes it adds
+// is answered as a Refusal, as any dry run answers it.
+func (s *Service) rollbackSteps(ctx context.Context, p access.Principal, l *live, rev domain.Revision, dryRun bool) ([]RollbackStep, *Refusal, error) {
+	var quota *Refusal
 	var steps []RollbackStep
 	want := rev.Def
 	var remove, add []string
@@ -161,27 +166,27 @@ func (s *Service) rollbackSteps(ctx context.Context, p access.Principal, l *live
 	}
 	if want.Template.Version != l.c.Template.Version || want.Template.Name != l.c.Template.Name {
 		if want.Template.Name != l.c.Template.Name {
-			return nil, &RevisionError{Field: "revision", Conflict: true,
+			return nil, nil, &RevisionError{Field: "revision", Conflict: true,
 				Message: fmt.Sprintf("revision %d used template %s, this cluster now uses %s; a cluster cannot change template", rev.Number, want.Template.Name, l.c.Template.Name)}
 		}
 		if _, err := s.cfg.Catalog.Resolve(ctx, p.Tenant, want.Template.Name, want.Template.Version); err != nil {
 			if errors.Is(err, catalog.ErrNotFound) {
-				return nil, &RevisionError{Field: "revision", Conflict: true,
+				return nil, nil, &RevisionError{Field: "revision", Conflict: true,
 					Message: fmt.Sprintf("revision %d used version %d of template %s, which the catalog no longer has; put it back or roll back to another revision", rev.Number, want.Template.Version, want.Template.Name)}
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		steps = append(steps, RollbackStep{Operation: domain.OpSyncTemplate, TemplateVersion: want.Template.Version})
 	}
 	if len(add) > 0 {
 		_, next, err := s.specFromCatalog(ctx, p.Tenant)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, sv := range add {
 			if _, ok := next.Services[sv]; !ok {
 				if _, ok := l.sp.Services[sv]; !ok {
-					return nil, &RevisionError{Field: "revision", Conflict: true,
+					return nil, nil, &RevisionError{Field: "revision", Conflict: true,
 						Message: fmt.Sprintf("revision %d ran service %s, which the catalog no longer has; put it back or roll back to another revision", rev.Number, sv)}
 				}
 			}
@@ -193,14 +198,19 @@ func (s *Service) rollbackSteps(ctx context.Context, p access.Principal, l *live
 	}
 	switch n := len(l.nodes); {
 	case want.Size > n:
-		if err := s.checkQuota(ctx, p.Tenant, 0, want.Size-n); err != nil {
-			return nil, err
+		if dryRun {
+			var err error
+			if quota, err = s.foresee(ctx, p.Tenant, 0, want.Size-n); err != nil {
+				return nil, nil, err
+			}
+		} else if err := s.checkQuota(ctx, p.Tenant, 0, want.Size-n); err != nil {
+			return nil, nil, err
 		}
 		steps = append(steps, RollbackStep{Operation: domain.OpExpand, Count: want.Size - n})
 	case want.Size < n:
 		steps = append(steps, RollbackStep{Operation: domain.OpShrink, Count: n - want.Size})
 	}
-	return steps, nil
+	return steps, quota, nil
 }
 
 // runRollbackStep runs (or previews) one step through the operation it

@@ -166,6 +166,17 @@ func TestRollbackAcrossASyncAndTheQuota(t *testing.T) {
 	before := cluster()
 	require.EqualValues(t, 4, before.Revision)
 	require.Equal(t, 2, before.Template.Version)
+	// The dry run previews the first step (the sync) and answers the
+	// expand's refusal, as any dry run does; the real request is refused.
+	var foreseen struct {
+		Refusal struct {
+			Code  string `json:"code"`
+			Asked int    `json:"asked"`
+		} `json:"refusal"`
+	}
+	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/clusters/"+id+"/rollback?dryRun=true", map[string]any{"revision": 2}, &foreseen))
+	require.Equal(t, "quota_exceeded", foreseen.Refusal.Code)
+	require.Equal(t, 2, foreseen.Refusal.Asked)
 	var e errorBody
 	require.Equal(t, http.StatusConflict, b.call(b.admin, "POST", "/v1/clusters/"+id+"/rollback", map[string]any{"revision": 2}, &e))
 	require.Equal(t, "quota_exceeded", e.Error.Code)
