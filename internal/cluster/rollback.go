@@ -179,16 +179,20 @@ func (s *Service) rollbackSteps(ctx context.Context, p access.Principal, l *live
 		steps = append(steps, RollbackStep{Operation: domain.OpSyncTemplate, TemplateVersion: want.Template.Version})
 	}
 	if len(add) > 0 {
-		_, next, err := s.specFromCatalog(ctx, p.Tenant)
-		if err != nil {
-			return nil, nil, err
+		// add-services takes definitions from the cluster's spec, which a
+		// sync step before it replaces with the catalog's.
+		from := l.sp.Services
+		if len(steps) > 0 && steps[len(steps)-1].Operation == domain.OpSyncTemplate {
+			_, next, err := s.specFromCatalog(ctx, p.Tenant)
+			if err != nil {
+				return nil, nil, err
+			}
+			from = next.Services
 		}
 		for _, sv := range add {
-			if _, ok := next.Services[sv]; !ok {
-				if _, ok := l.sp.Services[sv]; !ok {
-					return nil, nil, &RevisionError{Field: "revision", Conflict: true,
-						Message: fmt.Sprintf("revision %d ran service %s, which the catalog no longer has; put it back or roll back to another revision", rev.Number, sv)}
-				}
+			if _, ok := from[sv]; !ok {
+				return nil, nil, &RevisionError{Field: "revision", Conflict: true,
+					Message: fmt.Sprintf("revision %d ran service %s, which neither the cluster's definitions nor the catalog have any more; put it back in the catalog and sync, or roll back to another revision", rev.Number, sv)}
 			}
 		}
 		steps = append(steps, RollbackStep{Operation: domain.OpAddServices, Services: add})
