@@ -36,6 +36,11 @@ type (
 	// ImportResult is what importing a catalog document created, updated
 	// and left unchanged.
 	ImportResult = catalog.ImportResult
+	// Revision is one numbered change of a cluster's definition.
+	Revision = domain.Revision
+	// ClusterDefinition is what a revision records: template and
+	// version, services, config, size.
+	ClusterDefinition = domain.ClusterDefinition
 	// ErrorDetail is the API's error envelope.
 	ErrorDetail = api.ErrorDetail
 
@@ -49,6 +54,7 @@ type (
 	ServiceActionRequest  = cluster.ServiceActionRequest
 	ExtendRequest         = cluster.ExtendRequest
 	ManageRequest         = cluster.ManageRequest
+	RollbackRequest       = cluster.RollbackRequest
 )
 
 // Page is one page of a listing; NextCursor is empty on the last.

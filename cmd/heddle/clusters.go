@@ -49,6 +49,8 @@ func newClustersCommand(a *app) *cobra.Command {
 		newClustersDriftCommand(a),
 		newClustersRepairCommand(a),
 		newClustersEventsCommand(a),
+		newClustersHistoryCommand(a),
+		newClustersRollbackCommand(a),
 	)
 	// Every command but create and list acts on one cluster, named by its
 	// first argument: an id or a name.

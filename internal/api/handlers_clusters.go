@@ -43,8 +43,13 @@ func describeCluster(err error) (ErrorDetail, bool) {
 		state    *cluster.StateError
 		cycle    *planner.CycleError
 		halted   *cluster.RepairHaltedError
+		revErr   *cluster.RevisionError
 	)
 	switch {
+	case errors.As(err, &revErr) && revErr.Conflict:
+		return ErrorDetail{Status: http.StatusConflict, Code: CodeConflict, Message: revErr.Error(), Details: revErr.Problems()}, true
+	case errors.As(err, &revErr):
+		return ErrorDetail{Status: http.StatusNotFound, Code: CodeNotFound, Message: revErr.Error(), Details: revErr.Problems()}, true
 	case errors.As(err, &halted):
 		return ErrorDetail{Status: http.StatusConflict, Code: CodeRepairHalted, Message: halted.Error()}, true
 	case errors.As(err, &noLayout):
@@ -170,7 +175,8 @@ func notFoundFirst(r *http.Request, svc *cluster.Service, p access.Principal, id
 // writeResult answers a mutation: 202 with the job and a Location to watch
 // it, or 200 with the preview of a dry run.
 func writeResult(w http.ResponseWriter, res *cluster.Result) {
-	if res.DryRun {
+	if res.DryRun || res.Job == nil { // a dry run, or a rollback with nothing left to do
+
 		writeJSON(w, http.StatusOK, res)
 		return
 	}

@@ -56,6 +56,7 @@ var idempotentRoutes = map[string]bool{
 	"POST /v1/clusters/{cluster}/verify":           true,
 	"POST /v1/clusters/{cluster}/drift":            true,
 	"POST /v1/clusters/{cluster}/repair":           true,
+	"POST /v1/clusters/{cluster}/rollback":         true,
 	"POST /v1/clusters/{cluster}/lease":            true,
 	"POST /v1/clusters/{cluster}/jobs/{job}/retry": true,
 	"POST /v1/catalog":                             true,

@@ -307,7 +307,7 @@ func TestDocumentedRulesAreTheHandlers(t *testing.T) {
 	pagings := map[string]Paging{
 		"GET /v1/tenants": listPaging, "GET /v1/users": listPaging, "GET /v1/users/{user}/keys": listPaging,
 		"GET /v1/issuers": listPaging, "GET /v1/clusters": listPaging, "GET /v1/clusters/{cluster}/jobs": listPaging,
-		"GET /v1/audit": listPaging, "GET /v1/providers/{provider}/hosts": listPaging,
+		"GET /v1/audit": listPaging, "GET /v1/providers/{provider}/hosts": listPaging, "GET /v1/clusters/{cluster}/revisions": listPaging,
 		"GET /v1/{kind}": entityPaging, "GET /v1/{kind}/{name}/versions": entityPaging,
 		"GET /v1/clusters/{cluster}/nodes": nodePaging, "GET /v1/clusters/{cluster}/jobs/{job}/tasks": taskPaging,
 		"GET /v1/catalog": catalogPaging, "GET /v1/clusters/{cluster}/events": eventPaging,

@@ -93,6 +93,8 @@ type Result struct {
 	// Refusal, on a dry run, says why the request would be refused if it
 	// were sent for real (the tenant's quota); nil when it would be taken.
 	Refusal *Refusal `json:"refusal,omitempty"`
+	// Rollback, for a rollback, is its plan (rollback.go).
+	Rollback *RollbackPlan `json:"rollback,omitempty"`
 }
 
 // Refusal is a refusal a dry run foresees: the error code and sentence the

@@ -95,6 +95,17 @@ type operation struct {
 	sizeField string
 }
 
+// revise is the revision op records: one when it changes the cluster's
+// definition or its size (a delete ends the cluster instead; a repair
+// replaces nodes one for one).
+func (op operation) revise(ctx context.Context, size int) *engine.Revise {
+	next := size + len(op.newNodes) - len(op.retiring)
+	if op.req.Operation == domain.OpDelete || (op.edit == nil && next == size) {
+		return nil
+	}
+	return &engine.Revise{Size: next, RollbackOf: rollbackTarget(ctx)}
+}
+
 // applyEdit is base with op's edit made, and the edit as the engine keeps
 // it for a withdrawal to undo (nil when op changes no definition).
 func (op operation) applyEdit(base domain.Cluster) (domain.Cluster, *engine.ClusterEdit) {
@@ -183,6 +194,7 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 			OnFailure: engine.Effect{ClusterStatus: domain.ClusterInconsistent,
 				Message: fmt.Sprintf("%s failed; retry the job or run another operation to repair the cluster", op.req.Operation)},
 			OnRollback: op.onRollback,
+			Revise:     op.revise(ctx, len(l.nodes)),
 		}, hold)
 		if err == nil || attempt == 2 || !errors.Is(err, engine.ErrClusterBusy) {
 			break

@@ -61,6 +61,7 @@ func createSubmission(tenant string, c domain.Cluster, user string, sp *spec, la
 	return engine.Submission{
 		Tenant: tenant, Cluster: c, Create: true, ClusterStatus: domain.ClusterPending,
 		NewNodes: layout.Nodes, Operation: domain.OpCreate, RequestedBy: user, Plan: plan,
+		Revise:    &engine.Revise{Size: len(layout.Nodes)},
 		OnSuccess: engine.Effect{ClusterStatus: domain.ClusterActive, NodeStatus: domain.NodeActive, Nodes: ids, Verify: hasChecks(sp, layout.Nodes)},
 		OnFailure: engine.Effect{ClusterStatus: domain.ClusterFailed},
 		OnRollback: engine.Effect{ClusterStatus: domain.ClusterTerminated, Message: "create failed; everything it made was deleted",

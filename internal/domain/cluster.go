@@ -176,6 +176,11 @@ type Cluster struct {
 	// ("apply" for a cluster `heddle apply` made or adopted); others leave
 	// such a cluster's shape to it. Empty: managed by hand.
 	ManagedBy string `json:"managedBy,omitempty"`
+	// Revision is the cluster's current revision (revisions.go in the
+	// engine); LastRevision the highest number given, withdrawn ones
+	// included, so that a number is never given twice.
+	Revision     int64 `json:"revision,omitempty"`
+	LastRevision int64 `json:"lastRevision,omitempty"`
 }
 
 // Operation is what a job does to a cluster.

@@ -144,6 +144,15 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 		ops = append(ops, jobEvent(tenant, job.Job, from, now))
 		heldLock := c.ActiveJobID == jobID
 		if heldLock {
+			if how == endRolledBack {
+				// Its rollback plan undid it (a create's or an expand's
+				// new nodes are gone): its revision never took effect.
+				rev, err := e.withdrawRevision(ctx, tenant, &c, job)
+				if err != nil {
+					return err
+				}
+				ops = append(ops, rev...)
+			}
 			prev := c.Status
 			c.ActiveJobID = ""
 			c.Status = effect.ClusterStatus

@@ -452,6 +452,11 @@ func (e *Engine) failPending(ctx context.Context, tenant, cluster string, lj loa
 			return err
 		}
 		ops = append(ops, edit.editOps(&c, true)...)
+		rev, err := e.withdrawRevision(ctx, tenant, &c, job)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, rev...)
 		prev := c.Status
 		c.ActiveJobID = ""
 		c.Status, c.StatusMessage = job.PrevStatus, job.StatusMessage

@@ -78,6 +78,9 @@ type jobRecord struct {
 	// AwaitingPreStart, on a PENDING job, says its pre-start hooks were
 	// asked (hooks.go): a worker starts or fails it when they answer.
 	AwaitingPreStart bool `json:"awaitingPreStart,omitempty"`
+	// Revision is the cluster revision the job records (revisions.go); 0
+	// when it changes no definition.
+	Revision int64 `json:"revision,omitempty"`
 	// PreStartAskedAt is when the hooks were asked for this submission,
 	// or asked again by a process whose in-process queue was lost with
 	// its last run; the janitor's "not asked in time" counts from it.

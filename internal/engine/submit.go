@@ -73,6 +73,9 @@ type Submission struct {
 	// definition (Cluster carries After): kept so that a withdrawal puts
 	// Before back and a retry writes After again (clusteredit.go).
 	Edit *ClusterEdit
+	// Revise, when set, records a revision of the cluster's definition
+	// (as Cluster carries it) with the job (revisions.go).
+	Revise *Revise
 	// Checks are extra conditions for the first transaction, on unscoped keys
 	// (for example that the catalog is still at the revision the plan read).
 	Checks []store.Op
@@ -261,6 +264,10 @@ func (e *Engine) stepOne(ctx context.Context, sub Submission, job *jobRecord, co
 	cluster.NodeCount += job.AddedNodeCount
 	job.RunningStatus = cluster.Status
 	now := job.CreatedAt
+	var revision []store.Op
+	if sub.Revise != nil {
+		revision = append(revision, revisionPut(sub.Tenant, newRevision(&cluster, job, definitionOf(cluster, sub.Revise.Size), sub.Revise.RollbackOf, now)))
+	}
 	// Every job carries its format (format.go) beside its own counters.
 	jobCounters := map[string]int64{counterFormat: FormatVersion}
 	for k, v := range counters {
@@ -276,6 +283,7 @@ func (e *Engine) stepOne(ctx context.Context, sub Submission, job *jobRecord, co
 			Counters: jobCounters, Index: jobIndex(job.ID, job.CreatedAt)}, store.Condition{MustNotExist: true}),
 	}
 	ops = append(ops, extra...)
+	ops = append(ops, revision...)
 	if sub.Edit != nil {
 		ops = append(ops, editOp(sub.Tenant, job.ID, sub.Edit))
 	}

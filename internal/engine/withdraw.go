@@ -115,6 +115,10 @@ func (e *Engine) resubmit(ctx context.Context, tenant, cluster, jobID string, ho
 		job.SubmittedAt = now
 		job.Retries++
 		job.Holds = h.Items // the withdrawal gave the old ones back
+		revision, err := e.reviseAgain(ctx, tenant, &c, &job, now)
+		if err != nil {
+			return domain.Job{}, err
+		}
 		pending := string(domain.JobPending)
 		ops := []store.Op{store.Update(lj.item.Key, store.Condition{Version: lj.item.Version, StatusIn: []string{string(domain.JobFailed)}},
 			store.Changes{Status: &pending, Data: mustJSON(job), Index: jobIndex(jobID, now)})}
@@ -150,6 +154,7 @@ func (e *Engine) resubmit(ctx context.Context, tenant, cluster, jobID string, ho
 		ops = append(ops, h.Take...)
 		holdEnd := len(ops)
 		ops = append(ops, editPuts...)
+		ops = append(ops, revision...)
 		ops = append(ops, jobEvent(tenant, job.Job, domain.JobFailed, now))
 		ops = append(ops, clusterEvent(tenant, c, prevCluster, jobID, now)...)
 		err = e.store.Transact(ctx, ops)

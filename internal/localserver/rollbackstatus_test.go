@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heddle-io/heddle/internal/domain"
 )
 
 // TestARolledBackExpandKeepsAnInconsistentCluster: an add-services that
@@ -44,6 +46,16 @@ func TestARolledBackExpandKeepsAnInconsistentCluster(t *testing.T) {
 	require.Contains(t, v.StatusMessage, "rolled back")
 	require.Equal(t, 1, liveNodes(v), "the rollback deleted the new node")
 	require.Equal(t, [2]int{1, 1}, b.usage("acme"))
+	// The expand's revision never took effect: withdrawn, the cluster
+	// back at add-services' (revisions.go).
+	var cl domain.Cluster
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id, nil, &cl))
+	require.EqualValues(t, 2, cl.Revision)
+	require.EqualValues(t, 3, cl.LastRevision)
+	var r3 domain.Revision
+	require.Equal(t, http.StatusOK, b.call(b.admin, "GET", "/v1/clusters/"+id+"/revisions/3", nil, &r3))
+	require.True(t, r3.Withdrawn)
+	require.Equal(t, domain.OpExpand, r3.Operation)
 
 	require.NoError(t, os.WriteFile(faults, []byte("ok"), 0o600))
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "DELETE", "/v1/clusters/"+id, nil, nil))

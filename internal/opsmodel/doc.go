@@ -23,7 +23,8 @@
 // of one name, a catalog import racing a create, delete (plain and
 // forced), expand, shrink (plain and forced), start, stop, restart,
 // rolling restart, reconfigure (with and without restart), add and remove
-// a service, sync to the latest template version, lease extension, abort,
+// a service, sync to the latest template version, a rollback to a revision drawn
+// from the cluster's history (every step of it, each job awaited), lease extension, abort,
 // pause, resume and retry of a cluster's latest job, the faults mode, the
 // hook's veto, a restart of the server on its data directory, a wait, and
 // settle (wait for every job to end, resuming the paused ones).
@@ -36,7 +37,11 @@
 // unique, every cluster listed was made by an accepted create and every
 // accepted one is listed, a refused request (any 4xx, with a code and a
 // sentence; a 5xx fails the check) started no job of the user's, made no
-// cluster, moved no lease.
+// cluster, moved no lease. A rollback step reads the cluster's history: its
+// revisions are numbered once each, newest first, up to its last; and once
+// the server answers that the rollback to N is done, the cluster's
+// definition (template version, services, config, node count) has
+// revision N's digest.
 //
 // At quiescence (settle, and the end of each check): every job of every
 // cluster is terminal, the node counter equals the clusters' node counts

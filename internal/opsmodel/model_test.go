@@ -333,6 +333,7 @@ func (w *world) actions() map[string]func(*rapid.T) {
 			}
 			w.restart(t)
 		},
+		"rollback": w.rollback,
 		"wait": func(t *rapid.T) {
 			time.Sleep(time.Duration(rapid.IntRange(1, 10).Draw(t, "tenths")) * 100 * time.Millisecond)
 		},
