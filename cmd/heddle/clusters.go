@@ -48,6 +48,8 @@ func newClustersCommand(a *app) *cobra.Command {
 		newClustersVerifyCommand(a),
 		newClustersDriftCommand(a),
 		newClustersRepairCommand(a),
+		newClustersAutoscaleCommand(a),
+		newClustersMetricsCommand(a),
 		newClustersEventsCommand(a),
 	)
 	// Every command but create and list acts on one cluster, named by its
