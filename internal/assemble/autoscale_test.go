@@ -53,16 +53,19 @@ func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return 
 func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 type scaler struct {
-	t     *testing.T
+	t     testing.TB
 	p     Parts
 	svc   *Services
 	clock *clock
 	who   access.Principal
 }
 
-func newScaler(t *testing.T, maxNodes int) *scaler {
+func newScaler(t testing.TB, maxNodes int, wrap ...func(Parts) Parts) *scaler {
 	t.Helper()
 	p := parts(t)
+	for _, w := range wrap {
+		p = w(p)
+	}
 	sh := shell.New(shell.Config{})
 	t.Cleanup(sh.Close)
 	p.Automators = map[string]automator.Automator{shell.Type: sh}
@@ -71,7 +74,7 @@ func newScaler(t *testing.T, maxNodes int) *scaler {
 	svc, err := Build(p)
 	require.NoError(t, err)
 	ctx := context.Background()
-	_, _, err = svc.Access.CreateTenant(ctx, domain.Tenant{ID: "acme", Workers: 1, MaxClusters: 2, MaxNodes: maxNodes}, "")
+	_, _, err = svc.Access.CreateTenant(ctx, domain.Tenant{ID: "acme", Workers: 1, MaxClusters: 20, MaxNodes: maxNodes}, "")
 	require.NoError(t, err)
 	require.NoError(t, p.Queue.(*memqueue.Queue).CreateTenantQueue(ctx, "acme"))
 	doc, err := catalog.DecodeDocument([]byte(autoscaleCatalog))
