@@ -264,3 +264,21 @@ func TestAutoscaleOverrideStaysWithinTheTemplate(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, v.Metrics, "a refused push records nothing")
 }
+
+// A value pushed while the create runs is kept when the create's end arms
+// the policy, and its first evaluation, due at once, reads it.
+func TestAutoscaleKeepsWhatWasPushedDuringTheCreate(t *testing.T) {
+	t.Parallel()
+	s := newScaler(t, 10)
+	ctx := context.Background()
+	res, err := s.svc.Clusters.Create(ctx, s.who, cluster.CreateRequest{Name: "shop", Template: "elastic", Size: 1}, false)
+	require.NoError(t, err)
+	id := res.Cluster.ID
+	_, err = s.svc.Clusters.PushMetrics(ctx, s.who, id, cluster.MetricsRequest{Metrics: []cluster.MetricValue{{Name: "queue_depth", Value: 20}}})
+	require.NoError(t, err)
+	s.work(id)
+	v := s.pass(id, -1, time.Second)
+	require.Len(t, v.Decisions, 1, "%+v", v.Last)
+	require.Equal(t, 2, v.Decisions[0].To)
+	require.Equal(t, 20.0, v.Metrics["queue_depth"].Value)
+}

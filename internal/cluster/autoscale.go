@@ -80,6 +80,9 @@ func (s *Service) loadAutoscale(ctx context.Context, tenant, id string) (*store.
 	if err != nil {
 		return nil, st, fmt.Errorf("reading the autoscale state of cluster %s: %w", id, err)
 	}
+	if len(it.Data) == 0 {
+		return &it, st, nil // armed by the create's end, nothing written yet
+	}
 	if err := json.Unmarshal(it.Data, &st); err != nil {
 		return nil, st, fmt.Errorf("decoding the autoscale state of cluster %s: %w", id, err)
 	}

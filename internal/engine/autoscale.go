@@ -44,8 +44,10 @@ func autoscaleSchedule(tenant string, c domain.Cluster, job domain.Job, succeede
 	if job.Operation != domain.OpCreate || !succeeded || c.Resolved == nil || c.Resolved.Administration.Autoscale == nil {
 		return nil
 	}
-	return []store.Op{store.Put(store.Item{Key: key, Data: []byte(`{}`), Index: AutoscaleIndex(tenant, c.ID, now.Add(AutoscaleEvery))},
-		store.Condition{})}
+	// An update, not a put: a push or an override made while the create
+	// ran is kept (an update of a missing item creates it, with no body).
+	// Due now: the first evaluation reads what was pushed meanwhile.
+	return []store.Op{store.Update(key, store.Condition{}, store.Changes{Index: AutoscaleIndex(tenant, c.ID, now)})}
 }
 
 // startDueAutoscale hands a cluster whose policy is due to Config.Autoscale,
