@@ -15,7 +15,7 @@ func TestDocsAutoscaleSteps(t *testing.T) {
 	s := newServer(t)
 	admin := s.tenant("acme")
 	steps, _ := docSteps(t, "../../docs/autoscale.md", "# Autoscaling")
-	require.Len(t, steps, 8)
+	require.Len(t, steps, 9)
 	autoscales := 0
 	for _, line := range steps {
 		t.Logf("$ %s", line)
@@ -49,6 +49,9 @@ func TestDocsAutoscaleSteps(t *testing.T) {
 				out = s.must(admin, argv...)
 			}
 			require.Contains(t, out, "queue_depth is 40, above the target 10; at most 2 nodes a step")
+		case strings.Contains(line, "--dry-run"):
+			out := s.must(admin, argv...)
+			require.Contains(t, out, "autoscale: its policy may size it between 1 and 4 nodes (the tenant's free quota allows 4 now)")
 		case strings.Contains(line, "clusters metrics"):
 			out := s.must(admin, argv...)
 			require.Contains(t, out, "metric     queue_depth = 40")
