@@ -41,6 +41,16 @@ clusterTemplates:
         min: 1
         max: 4
         target: {metric: queue_depth, value: 10, cooldown: 5m, hysteresis: 0.1, maxStep: 2}
+  - name: capped
+    description: A policy wider than what the solver may build (app on at most 2 nodes).
+    compatibility: {services: [app]}
+    defaults: {services: [app], provider: local, hardwareType: small, imageType: debian}
+    constraints: {size: {min: 1, max: 10}, services: {app: {quantities: {max: 2}}}}
+    administration:
+      autoscale:
+        min: 1
+        max: 4
+        target: {metric: queue_depth, value: 10}
 `
 
 // clock is a fake clock the engine and the cluster service share.
@@ -281,4 +291,40 @@ func TestAutoscaleKeepsWhatWasPushedDuringTheCreate(t *testing.T) {
 	require.Len(t, v.Decisions, 1, "%+v", v.Last)
 	require.Equal(t, 2, v.Decisions[0].To)
 	require.Equal(t, 20.0, v.Metrics["queue_depth"].Value)
+}
+
+// A decision the cluster service refuses (here the solver: app runs on at
+// most 2 nodes) is recorded once with why, with a "refused" event; the
+// same refusal on later passes is only the latest evaluation.
+func TestAutoscaleRecordsARefusalOnce(t *testing.T) {
+	t.Parallel()
+	s := newScaler(t, 10)
+	ctx := context.Background()
+	res, err := s.svc.Clusters.Create(ctx, s.who, cluster.CreateRequest{Name: "shop", Template: "capped", Size: 2}, false)
+	require.NoError(t, err)
+	id := res.Cluster.ID
+	s.work(id)
+	v := s.pass(id, 30, time.Second)
+	require.Len(t, v.Decisions, 1, "%+v", v.Last)
+	require.Empty(t, v.Decisions[0].Job)
+	require.NotEmpty(t, v.Decisions[0].Refused)
+	require.Equal(t, 4, v.Decisions[0].To)
+	v = s.pass(id, 30, 2*time.Minute)
+	require.Len(t, v.Decisions, 1, "the same refusal again is not a new decision")
+	require.Equal(t, v.Decisions[0].Refused, v.Last.Refused)
+	require.True(t, v.Last.At.After(v.Decisions[0].At))
+	evs, _, err := events.New(s.p.Store).List(ctx, "acme", id, "", 100, "")
+	require.NoError(t, err)
+	refusedEvents := 0
+	for _, e := range evs {
+		if e.Type == events.ClusterAutoscale {
+			require.Equal(t, "refused", e.Status)
+			refusedEvents++
+		}
+	}
+	require.Equal(t, 1, refusedEvents)
+	c, err := s.svc.Engine.Cluster(ctx, "acme", id)
+	require.NoError(t, err)
+	require.Equal(t, 2, c.NodeCount)
+	require.Empty(t, c.ActiveJobID)
 }

@@ -343,6 +343,16 @@ func (s *Service) AutoscaleDue(ctx context.Context, tenant, id string) (bool, er
 		// A user's job took the lock since the cluster was read: it wins.
 		return false, s.saveIgnoringRace(ctx, tenant, id, it, st, next)
 	}
+	if err != nil && len(st.Decisions) > 0 {
+		// The same refusal as last time (the solver's, a pool's) is the
+		// latest evaluation, not a new decision: no event or audit record
+		// a minute for as long as it lasts.
+		if prev := st.Decisions[len(st.Decisions)-1]; prev.Job == "" && prev.From == d.From && prev.To == d.To && prev.Refused == err.Error() {
+			d.Refused = prev.Refused
+			st.Last = &d
+			return false, s.saveIgnoringRace(ctx, tenant, id, it, st, next)
+		}
+	}
 	ev := events.Event{Type: events.ClusterAutoscale, At: now, Cluster: id, Operation: string(op), Status: "submitted",
 		Message: truncate(v.Reason, events.MaxMessage), Counts: map[string]int{"from": d.From, "to": d.To}}
 	if err != nil {
