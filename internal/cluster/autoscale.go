@@ -305,6 +305,13 @@ func (s *Service) AutoscaleDue(ctx context.Context, tenant, id string) (bool, er
 	now := s.now()
 	next := now.Add(engine.AutoscaleEvery)
 	policy, _ := policyOf(c, st)
+	if policy != nil && policy.Target != nil && !st.LastScaleAt.IsZero() {
+		// A cooldown shorter than the period ends at its own time, not at
+		// the next whole period.
+		if end := st.LastScaleAt.Add(policy.Target.Cooldown.Std()); end.After(now) && end.Before(next) {
+			next = end
+		}
+	}
 	if policy == nil {
 		return false, s.saveIgnoringRace(ctx, tenant, id, it, st, time.Time{})
 	}
