@@ -291,6 +291,16 @@ func TestAutoscaleKeepsWhatWasPushedDuringTheCreate(t *testing.T) {
 	require.Len(t, v.Decisions, 1, "%+v", v.Last)
 	require.Equal(t, 2, v.Decisions[0].To)
 	require.Equal(t, 20.0, v.Metrics["queue_depth"].Value)
+
+	// A cooldown shorter than the period: the hold inside it is evaluated
+	// again when it ends, not a whole period later.
+	_, err = s.svc.Clusters.SetAutoscale(ctx, s.who, id, domain.Autoscale{Min: 1, Max: 4,
+		Target: &domain.AutoscaleTarget{Metric: "queue_depth", Value: 10, Cooldown: domain.Duration(20 * time.Second)}})
+	require.NoError(t, err)
+	s.work(id)
+	v = s.pass(id, 40, time.Second)
+	require.Contains(t, v.Last.Reason, "cooling down until")
+	require.Equal(t, v.Decisions[0].At.Add(20*time.Second), v.NextEvaluation)
 }
 
 // A decision the cluster service refuses (here the solver: app runs on at
