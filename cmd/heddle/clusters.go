@@ -48,6 +48,8 @@ func newClustersCommand(a *app) *cobra.Command {
 		newClustersVerifyCommand(a),
 		newClustersDriftCommand(a),
 		newClustersRepairCommand(a),
+		newClustersAutoscaleCommand(a),
+		newClustersMetricsCommand(a),
 		newClustersEventsCommand(a),
 		newClustersHistoryCommand(a),
 		newClustersRollbackCommand(a),
@@ -185,6 +187,9 @@ func printPreview(w io.Writer, res *cluster.Result) {
 	}
 	if pv.Rollback != nil {
 		fmt.Fprintf(w, "rollback if it fails: %d work tasks\n", pv.Rollback.Summary.WorkTasks)
+	}
+	if a := res.Autoscale; a != nil {
+		fmt.Fprintf(w, "autoscale: its policy may size it between %d and %d nodes (the tenant's free quota allows %d now)\n", a.Min, a.Max, a.QuotaMax)
 	}
 	if r := res.Refusal; r != nil {
 		fmt.Fprintf(w, "refused if sent for real (%s): %s\n", r.Code, r.Message)

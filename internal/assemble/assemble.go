@@ -102,6 +102,9 @@ func Build(p Parts) (*Services, error) {
 	ecfg.Repair = func(ctx context.Context, tenant string, c domain.Cluster) error {
 		return clusters.RepairDue(ctx, tenant, c)
 	}
+	ecfg.Autoscale = func(ctx context.Context, tenant, cluster string) (bool, error) {
+		return clusters.AutoscaleDue(ctx, tenant, cluster)
+	}
 	var exec *lateExecutor
 	var executor engine.Executor
 	if p.Automators != nil {
@@ -111,7 +114,7 @@ func Build(p Parts) (*Services, error) {
 	eng := engine.New(p.Store, p.Queue, executor, ecfg)
 	var err error
 	clusters, err = cluster.New(cluster.Config{Store: p.Store, Catalog: cat, Access: acc, Engine: eng,
-		Keyring: p.Keyring, Providers: p.Providers, Logger: p.Logger, PlanLaterNodes: planLaterNodes})
+		Keyring: p.Keyring, Providers: p.Providers, Logger: p.Logger, PlanLaterNodes: planLaterNodes, Clock: ecfg.Clock})
 	if err != nil {
 		return nil, err
 	}

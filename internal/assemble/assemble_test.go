@@ -23,7 +23,7 @@ import (
 	"github.com/heddle-io/heddle/internal/store/boltstore"
 )
 
-func parts(t *testing.T) Parts {
+func parts(t testing.TB) Parts {
 	t.Helper()
 	db, err := boltstore.Open(filepath.Join(t.TempDir(), "heddle.db"), boltstore.Options{NoSync: true})
 	require.NoError(t, err)

@@ -238,6 +238,12 @@ func (m *merger) apply(l mergeLayer) {
 		policy := *v
 		r.Administration.Repair = &policy
 	}
+	// The autoscale policy as a whole: a range from one layer and
+	// schedules from another would make a policy nobody wrote.
+	if v := s.Administration.Autoscale; v != nil && m.set(l, "administration.autoscale", fmt.Sprintf("%+v", *v)) {
+		policy := *v
+		r.Administration.Autoscale = &policy
+	}
 }
 
 func unionGroups(dst, src [][]string) [][]string {

@@ -95,6 +95,18 @@ type Result struct {
 	Refusal *Refusal `json:"refusal,omitempty"`
 	// Rollback, for a rollback, is its plan (rollback.go).
 	Rollback *RollbackPlan `json:"rollback,omitempty"`
+	// Autoscale, on a dry run of a create whose template sets a policy,
+	// is the range of sizes the policy may take the cluster to.
+	Autoscale *SizeRange `json:"autoscale,omitempty"`
+}
+
+// SizeRange is the least and the most nodes a policy may give a cluster:
+// its range narrowed by the template's size constraint, and QuotaMax the
+// most the tenant's free quota allows now (the policy never passes it).
+type SizeRange struct {
+	Min      int `json:"min"`
+	Max      int `json:"max"`
+	QuotaMax int `json:"quotaMax"`
 }
 
 // Refusal is a refusal a dry run foresees: the error code and sentence the
@@ -229,7 +241,16 @@ func (s *Service) Create(ctx context.Context, p access.Principal, req CreateRequ
 		if poolRefusal != nil {
 			refusal = poolRefusal // the submission checks the pool first
 		}
-		return &Result{Cluster: c, Preview: pv.Bounded(PreviewItems), Layout: layout.Groups, DryRun: true, Refusal: refusal}, nil
+		res := &Result{Cluster: c, Preview: pv.Bounded(PreviewItems), Layout: layout.Groups, DryRun: true, Refusal: refusal}
+		if a := tmpl.Administration.Autoscale; a != nil {
+			t, err := s.cfg.Access.GetTenant(ctx, tenant)
+			if err != nil {
+				return nil, err
+			}
+			lo, hi := domain.Bounds(a, tmpl.Constraints.Size)
+			res.Autoscale = &SizeRange{Min: lo, Max: hi, QuotaMax: min(hi, max(0, t.MaxNodes-t.Usage.Nodes))}
+		}
+		return res, nil
 	}
 	if err := s.checkQuota(ctx, tenant, 1, len(layout.Nodes)); err != nil {
 		return nil, err

@@ -300,6 +300,9 @@ type Administration struct {
 	// Repair says what heddle does about the drift a check finds (see
 	// RepairPolicy); absent: report it only.
 	Repair *RepairPolicy `json:"repair,omitempty"`
+	// Autoscale, when set, has the janitor size the cluster (see
+	// Autoscale); a cluster may narrow it (PUT /v1/clusters/{id}/autoscale).
+	Autoscale *Autoscale `json:"autoscale,omitempty"`
 }
 
 // LeasePolicy: Initial is the lease a new cluster gets, Max the longest a

@@ -356,6 +356,14 @@ func (c checker) sections(s TemplateSections) {
 			c.add("administration.repair.backoff", CodeOutOfRange, "%s is negative; give the least time between two repairs of one node, such as 30m", r.Backoff)
 		}
 	}
+	if a := s.Administration.Autoscale; a != nil {
+		for _, p := range a.Problems("administration.autoscale") {
+			c.add(p.Field, p.Code, "%s", p.Message)
+		}
+		if lo, hi := Bounds(a, size); lo > hi {
+			c.add("administration.autoscale", CodeConflict, "the policy's range [%d, %d] and constraints.size leave no size", a.Min, a.Max)
+		}
+	}
 	c.links(s.Links)
 }
 

@@ -199,6 +199,11 @@ type Config struct {
 	// (a drift check found drift and the template asks for automatic
 	// repair) and that no job holds. ErrNothingToCheck drops it.
 	Repair func(ctx context.Context, tenant string, c domain.Cluster) error
+	// Autoscale is called by the janitor for each cluster whose autoscale
+	// policy is due (autoscale.go): it evaluates the policy, submits the
+	// expand or shrink it decides on, and arms the next evaluation; scaled
+	// says a job was submitted. Nil: policies wait.
+	Autoscale func(ctx context.Context, tenant, cluster string) (scaled bool, err error)
 	// TaskIndexMinTasks is the job size (work tasks) from which Submit
 	// writes the job's task index (taskindex.go); default
 	// defaultTaskIndexMin. Tests set it to 1 to give small jobs one.

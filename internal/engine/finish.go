@@ -185,6 +185,7 @@ func (e *Engine) finish(ctx context.Context, tenant, cluster, jobID string, from
 			ops = append(ops, clusterEvent(tenant, c, prev, jobID, now)...)
 			ops = append(ops, verifySchedule(tenant, c, job.Job, effect, final == domain.JobSucceeded, now)...)
 			ops = append(ops, driftSchedule(tenant, c, job.Job, final == domain.JobSucceeded, now)...)
+			ops = append(ops, autoscaleSchedule(tenant, c, job.Job, final == domain.JobSucceeded, now)...)
 			ops = append(ops, repairSchedule(tenant, c, drift, now)...)
 		}
 		ops = append(ops, summary)

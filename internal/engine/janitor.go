@@ -32,6 +32,9 @@ type JanitorReport struct {
 	// PreStartsResent counts the messages asking a job's pre-start hooks
 	// sent again.
 	PreStartsResent int
+	// AutoscaleEvaluations counts due policies evaluated, AutoscaleJobs
+	// the expand and shrink jobs they submitted.
+	AutoscaleEvaluations, AutoscaleJobs int
 }
 
 // Pass is the report as metrics name its figures.
@@ -39,7 +42,8 @@ func (r JanitorReport) Pass() metrics.JanitorPass {
 	return metrics.JanitorPass{"timed_out": r.TimedOut, "resent": r.Resent, "jobs_moved_on": r.JobsMovedOn, "undone": r.Undone,
 		"leases_expired": r.LeasesExpired, "index_cleared": r.IndexCleared, "stuck": r.Stuck,
 		"verifications": r.Verifications, "drift_checks": r.DriftChecks, "repairs": r.Repairs, "events_expired": r.EventsExpired,
-		"hook_deliveries": r.HookDeliveries, "hooks_resent": r.HooksResent, "prestarts_resent": r.PreStartsResent}
+		"hook_deliveries": r.HookDeliveries, "hooks_resent": r.HooksResent, "prestarts_resent": r.PreStartsResent,
+		"autoscale_evaluations": r.AutoscaleEvaluations, "autoscale_jobs": r.AutoscaleJobs}
 }
 
 // RunJanitor makes one pass over every tenant: it fails running attempts past
@@ -90,6 +94,11 @@ func (e *Engine) RunJanitor(ctx context.Context) (JanitorReport, error) {
 		}
 		if err := e.eachIndexed(ctx, repairPartition(shard), store.SortableTime(now), func(it store.Item) error {
 			return e.startDueRepair(ctx, it, &r)
+		}); err != nil {
+			errs = append(errs, err)
+		}
+		if err := e.eachIndexed(ctx, autoscalePartition(shard), store.SortableTime(now), func(it store.Item) error {
+			return e.startDueAutoscale(ctx, it, &r)
 		}); err != nil {
 			errs = append(errs, err)
 		}

@@ -33,10 +33,14 @@ const (
 	// RepairHalted: automatic repair found more drifted nodes than the
 	// template's maxUnhealthy and repaired nothing (Counts: drifted, max).
 	RepairHalted Type = "cluster.repair_halted"
+	// ClusterAutoscale: the cluster's autoscale policy decided to change
+	// its size (Operation expand or shrink, Job, Status "submitted" or
+	// "refused", Counts from and to, Message why).
+	ClusterAutoscale Type = "cluster.autoscale"
 )
 
 // Types lists every type, for validation of subscriptions and filters.
-var Types = []Type{ClusterStatus, JobStatus, ClusterVerified, ClusterDrift, RepairHalted}
+var Types = []Type{ClusterStatus, JobStatus, ClusterVerified, ClusterDrift, RepairHalted, ClusterAutoscale}
 
 // Event is one change of one cluster.
 type Event struct {

@@ -44,7 +44,7 @@ func NewPrometheus() *Prometheus {
 	p.jobTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "heddle_job_seconds",
 		Help: "How long jobs ran, from submission to their end, by operation.", Buckets: prometheus.ExponentialBuckets(1, 3, 9)}, []string{"operation"})
 	p.janitor = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "heddle_janitor_actions_total",
-		Help: "What janitor passes did, by what: timed_out, resent, jobs_moved_on, undone, leases_expired, index_cleared, stuck, verifications, events_expired, hook_deliveries, hooks_resent, prestarts_resent."}, []string{"what"})
+		Help: "What janitor passes did, by what: timed_out, resent, jobs_moved_on, undone, leases_expired, index_cleared, stuck, verifications, events_expired, hook_deliveries, hooks_resent, prestarts_resent, autoscale_evaluations, autoscale_jobs."}, []string{"what"})
 	p.janitorPass = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "heddle_janitor_pass_seconds",
 		Help: "How long one janitor pass took.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)})
 	p.storeCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "heddle_store_calls_total",

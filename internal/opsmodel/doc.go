@@ -52,9 +52,16 @@
 // by exactly its live nodes times the time between them, and every
 // accepted mutation has a "done" audit record of its route and cluster.
 //
-// At the end of each check, with faults and veto cleared, every live
-// cluster's way out, a plain delete, is accepted and succeeds, and the
-// counters come back to zero.
+// After every push of a metric (pushLoad, autoscale_test.go; the "sim"
+// template has an autoscale policy): no decision of any cluster's policy
+// is outside the policy's [min, max], each job a decision names is the
+// policy's expand or shrink, and no job of a policy overlaps another job
+// of its cluster (a user's, or the janitor's delete of an expired lease).
+//
+// At the end of each check, with faults and veto cleared and every policy
+// brought to rest (a value at its target), the policies are checked again,
+// then every live cluster's way out, a plain delete, is accepted and
+// succeeds, and the counters come back to zero.
 //
 // # Budget and replay
 //

@@ -338,6 +338,7 @@ func (w *world) actions() map[string]func(*rapid.T) {
 			time.Sleep(time.Duration(rapid.IntRange(1, 10).Draw(t, "tenths")) * 100 * time.Millisecond)
 		},
 		"drift": w.driftStep,
+		"pushLoad": w.pushLoad,
 		"settle": func(t *rapid.T) {
 			w.settle(t)
 			w.checkQuiet(t)
@@ -698,7 +699,7 @@ func (w *world) checkAudit(t *rapid.T) {
 func (w *world) wayOut(t *rapid.T) {
 	w.setFaults(t, "ok")
 	w.veto.Store(false)
-	w.settle(t)
+	w.quietPolicies(t)
 	w.checkQuiet(t)
 	asked := map[string]bool{} // a plain delete was asked, true: a forced one too
 	for round := 0; ; round++ {
