@@ -62,6 +62,7 @@ func main() {
 	flag.StringVar(&cfg.previousHeddle, "previous-heddle", "", "with --previous-bin-dir: the previous release's CLI, run as a second `heddle worker` until the shift reaches previous=0")
 	flag.BoolVar(&cfg.webhooksLoopback, "webhooks-allow-loopback", true, "webhooks may reach a receiver on this machine (http to a loopback address, the local server's rule): sets HEDDLE_WEBHOOKS_ALLOW_LOOPBACK, which template.yaml never sets")
 	flag.BoolVar(&cfg.webhooksPrivate, "webhooks-allow-private", false, "webhooks may reach private and link-local addresses: template.yaml's WebhooksAllowPrivate (HEDDLE_WEBHOOKS_ALLOW_PRIVATE)")
+	flag.StringVar(&cfg.faults, "faults", "", "inject faults between every process and DynamoDB Local and fauxqs, for tests: a spec such as seed=7,throttle=0.02,5xx-after-apply=0.01,redeliver=0.05 (package faults; GET and POST <lambda>/local-aws/faults)")
 	flag.Parse()
 	cfg.ddbEndpoint = os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")
 	cfg.sqsEndpoint = os.Getenv("HEDDLE_SQS_ENDPOINT")

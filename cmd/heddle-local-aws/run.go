@@ -56,6 +56,9 @@ type config struct {
 	// releases' versions (POST /local-aws/shift moves it) and the previous
 	// release's `heddle worker` runs beside the current one's.
 	previousBinDir, previousHeddle string
+	// faults is --faults (faults.go): a fault spec for the proxies in
+	// front of DynamoDB Local and fauxqs.
+	faults string
 }
 
 // ready is the line printed when everything is up.
@@ -118,6 +121,13 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		}
 		log.Info("created the table", "table", table)
 	}
+	// --faults: every process from here on reaches DynamoDB Local and
+	// fauxqs through the fault proxies.
+	nemesis, err := startFaults(cfg.faults, &cfg, log)
+	if err != nil {
+		return err
+	}
+	defer nemesis.stop()
 
 	// KMS.
 	key, err := secrets.LoadOrCreateKeyFile(filepath.Join(cfg.stateDir, "kms-"+cfg.stage+".key"))
@@ -244,6 +254,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 	})
 	// Chaos for tests: kill -9 one of a function's idle environments (no
 	// invocation can be handed to it meanwhile).
+	nemesis.register(mux)
 	mux.HandleFunc("POST /local-aws/kill-idle/{function}", func(w http.ResponseWriter, r *http.Request) {
 		p, ok := pools[r.PathValue("function")]
 		if !ok {

@@ -71,6 +71,7 @@ type Injector struct {
 	rnd      *rand.Rand
 	scripted map[string][]Kind // operation -> the faults its next requests get
 	counts   map[Kind]int64
+	requests map[string]int64 // by operation, faulted or not
 	events   []Event
 	paused   bool
 }
@@ -95,7 +96,7 @@ func New(cfg Config) (*Injector, error) {
 		cfg.MaxLatency = 500 * time.Millisecond
 	}
 	return &Injector{cfg: cfg, rnd: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		scripted: map[string][]Kind{}, counts: map[Kind]int64{}}, nil
+		scripted: map[string][]Kind{}, counts: map[Kind]int64{}, requests: map[string]int64{}}, nil
 }
 
 // Arm makes the next requests of operation get kinds, one each, in order,
@@ -124,6 +125,18 @@ func (in *Injector) Counts() map[Kind]int64 {
 	return out
 }
 
+// Requests returns how many requests of each operation went through,
+// faulted or not (a resend counts again).
+func (in *Injector) Requests() map[string]int64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := make(map[string]int64, len(in.requests))
+	for op, n := range in.requests {
+		out[op] = n
+	}
+	return out
+}
+
 // Events returns every injected fault, oldest first.
 func (in *Injector) Events() []Event {
 	in.mu.Lock()
@@ -136,6 +149,7 @@ func (in *Injector) Events() []Event {
 func (in *Injector) draw(operation string) (Kind, time.Duration) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	in.requests[operation]++
 	var k Kind
 	if q := in.scripted[operation]; len(q) > 0 {
 		k, in.scripted[operation] = q[0], q[1:]

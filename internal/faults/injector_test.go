@@ -159,6 +159,7 @@ func TestOperationsLimitRandomFaults(t *testing.T) {
 		resp.Body.Close()
 	}
 	require.Equal(t, map[faults.Kind]int64{faults.Throttle: 1}, in.Counts())
+	require.Equal(t, map[string]int64{"GetItem": 1, "PutItem": 1, "Query": 1}, in.Requests())
 	in.Pause()
 	resp, err := post(c, srv.URL, "PutItem")
 	require.NoError(t, err)
