@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -127,4 +129,35 @@ func (n *nemesis) register(mux *http.ServeMux) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+}
+
+// parseClockOffsets reads --clock-offsets: comma-separated name=duration
+// pairs, a name being api, worker, janitor or fargate.
+func parseClockOffsets(spec string) (map[string]time.Duration, error) {
+	out := map[string]time.Duration{}
+	for _, part := range strings.Split(spec, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(part, "=")
+		if !ok || !slices.Contains([]string{"api", "worker", "janitor", "fargate"}, name) {
+			return nil, fmt.Errorf("--clock-offsets: %q: want NAME=DURATION with NAME one of api, worker, janitor, fargate", part)
+		}
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			return nil, fmt.Errorf("--clock-offsets: %s=%s: a duration such as -1.5s", name, value)
+		}
+		out[name] = d
+	}
+	return out, nil
+}
+
+// withClockOffset adds the engine's clock offset to a process's
+// environment when it has one: assemble.ClockOffsetVar, named here without
+// importing the engine's assembly into this command.
+func withClockOffset(env []string, offset time.Duration) []string {
+	if offset == 0 {
+		return env
+	}
+	return append(slices.Clone(env), "HEDDLE_CLOCK_OFFSET="+offset.String())
 }

@@ -59,6 +59,9 @@ type config struct {
 	// faults is --faults (faults.go): a fault spec for the proxies in
 	// front of DynamoDB Local and fauxqs.
 	faults string
+	// clockOffsets is --clock-offsets (faults.go): how far each process's
+	// engine clock is from the machine's, by api, worker, janitor, fargate.
+	clockOffsets map[string]time.Duration
 }
 
 // ready is the line printed when everything is up.
@@ -197,7 +200,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		{"worker", workerFn, common},
 		{"janitor", lambdaemu.Function{Name: "heddle-" + cfg.stage + "-janitor", Timeout: cfg.janitorTimeout, MemoryMB: 256, Concurrency: cfg.janitorConcurrency}, common},
 	} {
-		f.fn.Env = f.env
+		f.fn.Env = withClockOffset(f.env, cfg.clockOffsets[f.short]) // faults.go
 		f.fn.Region, f.fn.AccountID = region, accountID
 		versions := []struct{ name, binDir string }{{f.short, cfg.binDir}}
 		if cfg.previousBinDir != "" {
@@ -230,7 +233,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		return err
 	}
 	defer esm.Close()
-	fargate := &fargateTask{name: "fargate-worker", path: cfg.heddle, env: common, workers: cfg.fargateWorkers, stateDir: cfg.stateDir, log: log}
+	fargate := &fargateTask{name: "fargate-worker", path: cfg.heddle, env: withClockOffset(common, cfg.clockOffsets["fargate"]), workers: cfg.fargateWorkers, stateDir: cfg.stateDir, log: log}
 	var previousFargate *fargateTask
 	if cfg.previousHeddle != "" {
 		previousFargate = &fargateTask{name: "previous-fargate-worker", path: cfg.previousHeddle, env: common, workers: cfg.fargateWorkers, stateDir: cfg.stateDir, log: log}
