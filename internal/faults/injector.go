@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -318,6 +320,8 @@ func awsError(r *http.Request, status int, code, message string) *http.Response 
 	h.Set("Content-Type", "application/x-amz-json-1.0")
 	h.Set("X-Amzn-Requestid", "faults-injected")
 	h.Set("X-Amzn-Query-Error", code+";Sender")
+	// DynamoDB signs every answer's body with it, and the SDK checks it.
+	h.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
 	return &http.Response{Status: fmt.Sprintf("%d %s", status, http.StatusText(status)), StatusCode: status,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, ContentLength: int64(len(body)),
 		Body: io.NopCloser(bytes.NewReader(body)), Request: r}
