@@ -15,7 +15,7 @@ OPSMODEL_STEPS ?= 100
 # GOLAMBDA builds a Lambda's bootstrap binary: linux/arm64, no RPC runtime.
 GOLAMBDA = CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w $(LDVERSION)"
 
-.PHONY: help build run demo demo-static test test-unit lint bench fuzz opsmodel-long lambda clean local-aws local-aws-build
+.PHONY: help build run demo demo-static test test-unit lint bench fuzz opsmodel-long lambda clean local-aws local-aws-build chaos
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ run: ## Run heddle locally on the embedded store (the quick start's first comman
 
 test: ## The whole test suite, with DynamoDB Local and OpenSSH servers started for it
 	./scripts/test-all.sh
+
+chaos: ## The long nemesis run on the local AWS topology (tens of minutes; outside CI): faults in DynamoDB, SQS and SSH, kill -9, checked invariants
+	./scripts/chaos.sh
 
 test-unit: ## Only the tests that need no emulator or sshd (fast)
 	$(GO) test -race -count=1 $(PKGS)

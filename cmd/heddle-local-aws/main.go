@@ -21,7 +21,9 @@
 //     Scheduler's event (--janitor-every);
 //   - KMS: a moto_server of its own (internal/motoserver), with the key
 //     and alias template.yaml declares, at AWS_ENDPOINT_URL_KMS;
-//   - `heddle worker` as the Fargate task runs it, restarted when it exits.
+//   - `heddle worker` as the Fargate task runs it, restarted when it exits;
+//   - with --faults, the fault layer of package faults between every process
+//     and DynamoDB Local and fauxqs (faults.go), for tests.
 //
 // DynamoDB Local and fauxqs are the ones scripts/dynamodb-local.sh and
 // scripts/fauxqs.sh start, named by HEDDLE_DYNAMODB_ENDPOINT and
@@ -63,7 +65,15 @@ func main() {
 	flag.StringVar(&cfg.previousHeddle, "previous-heddle", "", "with --previous-bin-dir: the previous release's CLI, run as a second `heddle worker` until the shift reaches previous=0")
 	flag.BoolVar(&cfg.webhooksLoopback, "webhooks-allow-loopback", true, "webhooks may reach a receiver on this machine (http to a loopback address, the local server's rule): sets HEDDLE_WEBHOOKS_ALLOW_LOOPBACK, which template.yaml never sets")
 	flag.BoolVar(&cfg.webhooksPrivate, "webhooks-allow-private", false, "webhooks may reach private and link-local addresses: template.yaml's WebhooksAllowPrivate (HEDDLE_WEBHOOKS_ALLOW_PRIVATE)")
+	flag.StringVar(&cfg.faults, "faults", "", "inject faults between every process and DynamoDB Local and fauxqs, for tests: a spec such as seed=7,throttle=0.02,5xx-after-apply=0.01,redeliver=0.05 (package faults; GET and POST <lambda>/local-aws/faults)")
+	clockOffsets := flag.String("clock-offsets", "", "skew each process's engine clock, for tests: api=1s,worker=-1s,janitor=2s,fargate=-2s (HEDDLE_CLOCK_OFFSET)")
 	flag.Parse()
+	offsets, err := parseClockOffsets(*clockOffsets)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "heddle-local-aws:", err)
+		os.Exit(2)
+	}
+	cfg.clockOffsets = offsets
 	cfg.ddbEndpoint = os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")
 	cfg.sqsEndpoint = os.Getenv("HEDDLE_SQS_ENDPOINT")
 	cfg.bootstrapKey = os.Getenv("HEDDLE_BOOTSTRAP_KEY")

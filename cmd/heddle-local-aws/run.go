@@ -56,6 +56,12 @@ type config struct {
 	// releases' versions (POST /local-aws/shift moves it) and the previous
 	// release's `heddle worker` runs beside the current one's.
 	previousBinDir, previousHeddle string
+	// faults is --faults (faults.go): a fault spec for the proxies in
+	// front of DynamoDB Local and fauxqs.
+	faults string
+	// clockOffsets is --clock-offsets (faults.go): how far each process's
+	// engine clock is from the machine's, by api, worker, janitor, fargate.
+	clockOffsets map[string]time.Duration
 }
 
 // ready is the line printed when everything is up.
@@ -119,6 +125,13 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		}
 		log.Info("created the table", "table", table)
 	}
+	// --faults: every process from here on reaches DynamoDB Local and
+	// fauxqs through the fault proxies.
+	nemesis, err := startFaults(cfg.faults, &cfg, log)
+	if err != nil {
+		return err
+	}
+	defer nemesis.stop()
 
 	// KMS: moto's (a third-party emulator, the one LocalStack grew from),
 	// with the key and alias template.yaml declares. The functions take
@@ -192,7 +205,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		{"worker", workerFn, common},
 		{"janitor", lambdaemu.Function{Name: "heddle-" + cfg.stage + "-janitor", Timeout: cfg.janitorTimeout, MemoryMB: 256, Concurrency: cfg.janitorConcurrency}, common},
 	} {
-		f.fn.Env = f.env
+		f.fn.Env = withClockOffset(f.env, cfg.clockOffsets[f.short]) // faults.go
 		f.fn.Region, f.fn.AccountID = region, accountID
 		versions := []struct{ name, binDir string }{{f.short, cfg.binDir}}
 		if cfg.previousBinDir != "" {
@@ -225,7 +238,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		return err
 	}
 	defer esm.Close()
-	fargate := &fargateTask{name: "fargate-worker", path: cfg.heddle, env: common, workers: cfg.fargateWorkers, stateDir: cfg.stateDir, log: log}
+	fargate := &fargateTask{name: "fargate-worker", path: cfg.heddle, env: withClockOffset(common, cfg.clockOffsets["fargate"]), workers: cfg.fargateWorkers, stateDir: cfg.stateDir, log: log}
 	var previousFargate *fargateTask
 	if cfg.previousHeddle != "" {
 		previousFargate = &fargateTask{name: "previous-fargate-worker", path: cfg.previousHeddle, env: common, workers: cfg.fargateWorkers, stateDir: cfg.stateDir, log: log}
@@ -249,6 +262,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 	})
 	// Chaos for tests: kill -9 one of a function's idle environments (no
 	// invocation can be handed to it meanwhile).
+	nemesis.register(mux)
 	mux.HandleFunc("POST /local-aws/kill-idle/{function}", func(w http.ResponseWriter, r *http.Request) {
 		p, ok := pools[r.PathValue("function")]
 		if !ok {

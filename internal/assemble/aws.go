@@ -242,6 +242,11 @@ func BuildAWS(a *AWS, cfg engine.Config, r Receives, runsTasks bool, log *slog.L
 		AllowPrivate: os.Getenv("HEDDLE_WEBHOOKS_ALLOW_PRIVATE") == "true",
 		Local:        os.Getenv("HEDDLE_WEBHOOKS_ALLOW_LOOPBACK") == "true",
 	}}
+	if cfg.Clock == nil {
+		if cfg.Clock, err = clockFromEnv(); err != nil { // clock.go
+			return nil, err
+		}
+	}
 	p := Parts{Store: a.Store, Queue: a.EngineQueue(r), Keyring: a.Keyring, Providers: registry, Engine: cfg, Webhooks: hooks, Logger: log}
 	if runsTasks {
 		// One pool for the process (a warm Lambda keeps it between

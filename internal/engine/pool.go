@@ -232,7 +232,11 @@ func (e *Engine) runLane(ctx context.Context, tenant string, ds []queue.Delivery
 			}
 			failed = err
 		case disp.Delay > 0:
-			if err := e.queue.Extend(ctx, tenant, d.Receipt, min(disp.Delay, queue.MaxVisibility)); err != nil {
+			if err := e.queue.Extend(ctx, tenant, d.Receipt, min(disp.Delay, queue.MaxVisibility)); errors.Is(err, queue.ErrReceiptInvalid) {
+				if rerr := e.replaceTaken(ctx, tenant, d); rerr != nil { // lostdelay.go
+					e.log.WarnContext(ctx, "replacing a message another delivery took failed; the janitor will resend", "task", d.TaskID, "error", rerr)
+				}
+			} else if err != nil {
 				e.log.WarnContext(ctx, "delaying a message failed", "task", d.TaskID, "error", err)
 			}
 			b.kept(i)

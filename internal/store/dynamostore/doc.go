@@ -41,8 +41,32 @@
 // may lag. Page cursors are the last item's key, bound to the query and
 // base64-encoded, the same format as boltstore's.
 //
-// UpdateItem is not idempotent: if the SDK retries an ADD after a network
-// error whose request had in fact applied, the counter moves twice. Callers
-// that need exactly-once counting pair the ADD with a status or version
+// Ambiguous writes. A write that times out, is answered 5xx or loses its
+// connection after it was sent may or may not have been applied. Writes are
+// therefore retried here, not by the SDK (up to ten attempts, throttling
+// included), so that the store knows when an earlier attempt was
+// ambiguous:
+//
+//   - TransactWriteItems carries a ClientRequestToken derived from the
+//     transaction's content and a nonce drawn once per Transact call; every
+//     resend of the same request carries the same token, and DynamoDB
+//     answers a resend of one that applied (within ten minutes) as the
+//     first, without applying it again. DynamoDB Local honours the token
+//     the same way (storetest's TransactAppliedThenRetried shows it). A
+//     definite cancellation moves to a new token, so the next attempt is
+//     not answered as the canceled one.
+//   - A single-item write whose retry fails its condition after an
+//     ambiguous attempt is read back (the ALL_OLD item DynamoDB returns)
+//     before it is reported: a put whose item is there as it wrote it, or
+//     an update that pinned the version and finds exactly one write since
+//     with its changes in place, applied. One that finds another write at
+//     the version it needed lost the race. Anything else (a delete, an
+//     update on a status alone, a version moved on since) cannot be told
+//     from the item and returns store.ErrUnknownOutcome, never
+//     store.ErrConditionFailed.
+//
+// UpdateItem with no condition is not idempotent: if an ADD whose request
+// had in fact applied is sent again, the counter moves twice. Callers that
+// need exactly-once counting pair the ADD with a status or version
 // condition, as the engine does.
 package dynamostore

@@ -122,23 +122,36 @@ func (s *Store) put(ctx context.Context, op store.Op) (store.Item, error) {
 	for {
 		it := putItem(op, prior)
 		e := newExpr()
-		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		in := &dynamodb.PutItemInput{
 			TableName:                           s.table,
 			Item:                                marshalItem(it),
 			ConditionExpression:                 optional(and(e.condition(op.Cond), e.putGuard(op.Cond, prior))),
 			ExpressionAttributeNames:            e.Names(),
 			ExpressionAttributeValues:           e.Values(),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}
+		amb, err := send(ctx, func(ctx context.Context) error {
+			_, err := s.client.PutItem(ctx, in, noSDKRetry)
+			return err
 		})
 		if err == nil {
 			return it, nil
 		}
 		cur, failed, cerr := conditionFailure(err)
-		if !failed {
+		switch {
+		case !failed && amb:
+			return store.Item{}, unknown("put", op.Key, err)
+		case !failed:
 			return store.Item{}, requestError("put", err)
-		}
-		if cerr != nil {
+		case cerr != nil:
 			return store.Item{}, cerr
+		case amb && sameItem(cur, &it):
+			// An attempt whose answer was lost wrote it: the put applied.
+			return it, nil
+		case amb && (cur == nil || cur.Version != prior+1):
+			// Our lost attempt may have applied and been written over or
+			// deleted since: nothing left says which.
+			return store.Item{}, unknown("put", op.Key, err)
 		}
 		if !op.Cond.Holds(cur) {
 			return store.Item{}, &store.ConditionError{Key: op.Key, Current: cur}
@@ -153,7 +166,7 @@ func (s *Store) put(ctx context.Context, op store.Op) (store.Item, error) {
 func (s *Store) update(ctx context.Context, op store.Op) (store.Item, error) {
 	e := newExpr()
 	updateExpr := e.update(op.Changes)
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	in := &dynamodb.UpdateItemInput{
 		TableName:                           s.table,
 		Key:                                 keyAttrs(op.Key),
 		UpdateExpression:                    aws.String(updateExpr),
@@ -162,9 +175,35 @@ func (s *Store) update(ctx context.Context, op store.Op) (store.Item, error) {
 		ExpressionAttributeValues:           e.Values(),
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	var out *dynamodb.UpdateItemOutput
+	ambiguous, err := send(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = s.client.UpdateItem(ctx, in, noSDKRetry)
+		return err
 	})
 	if err != nil {
-		return store.Item{}, writeError("update", op.Key, err)
+		if !ambiguous {
+			return store.Item{}, writeError("update", op.Key, err)
+		}
+		// An attempt may have applied. Only an update that pinned the
+		// version before it can tell its own result from another's; and
+		// an unconditional one is applied again by the retry (see the
+		// package's doc on ADD).
+		cur, failed, cerr := conditionFailure(err)
+		if cerr != nil {
+			return store.Item{}, cerr
+		}
+		if pinned, known := knownPrior(op.Cond); failed && known {
+			if updateApplied(cur, pinned, op.Changes) {
+				return *cur, nil
+			}
+			if cur != nil && cur.Version == pinned+1 {
+				// Another write took the version ours needed: ours did not apply.
+				return store.Item{}, &store.ConditionError{Key: op.Key, Current: cur}
+			}
+		}
+		return store.Item{}, unknown("update", op.Key, err)
 	}
 	it, err := unmarshalItem(out.Attributes)
 	if err != nil {
@@ -178,14 +217,23 @@ func (s *Store) update(ctx context.Context, op store.Op) (store.Item, error) {
 
 func (s *Store) delete(ctx context.Context, op store.Op) error {
 	e := newExpr()
-	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	in := &dynamodb.DeleteItemInput{
 		TableName:                           s.table,
 		Key:                                 keyAttrs(op.Key),
 		ConditionExpression:                 optional(e.condition(op.Cond)),
 		ExpressionAttributeNames:            e.Names(),
 		ExpressionAttributeValues:           e.Values(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	ambiguous, err := send(ctx, func(ctx context.Context) error {
+		_, err := s.client.DeleteItem(ctx, in, noSDKRetry)
+		return err
 	})
+	if err != nil && ambiguous {
+		// A conditional delete whose lost attempt applied finds the item
+		// gone, as it would had another deleted it: no field says which.
+		return unknown("delete", op.Key, err)
+	}
 	if err != nil {
 		return writeError("delete", op.Key, err)
 	}
@@ -229,19 +277,30 @@ func (s *Store) Transact(ctx context.Context, ops []store.Op) error {
 		priors[i] = prior
 	}
 	conflicts := 0
-	for {
+	nonce := newNonce()
+	for round := 0; ; round++ {
 		items, opOf := s.transactItems(ops, priors)
 		if len(items) == 0 {
 			return nil // only checks that always hold
 		}
-		_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		in := &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: aws.String(transactToken(nonce, round, items))}
+		ambiguous, err := send(ctx, func(ctx context.Context) error {
+			_, err := s.client.TransactWriteItems(ctx, in, noSDKRetry)
+			return err
+		})
 		if err == nil {
 			return nil
 		}
 		var canceled *types.TransactionCanceledException
 		if !errors.As(err, &canceled) {
+			if ambiguous {
+				return fmt.Errorf("dynamostore: transact: %w: %w", store.ErrUnknownOutcome, err)
+			}
 			return requestError("transact", err)
 		}
+		// A cancellation is an answer: whatever was resent with the token
+		// was answered as the first (DynamoDB, and DynamoDB Local too,
+		// honour ClientRequestToken), so this attempt did not apply.
 		var reasons []error
 		retry, conflict := false, false
 		for j, r := range canceled.CancellationReasons {

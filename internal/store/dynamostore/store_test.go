@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heddle-io/heddle/internal/faults"
 	"github.com/heddle-io/heddle/internal/store"
 	"github.com/heddle-io/heddle/internal/store/dynamostore"
 	"github.com/heddle-io/heddle/internal/store/dynamotest"
@@ -26,9 +27,25 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	dynamotest.Endpoint(t) // skip or fail once, before the subtests
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, _, _ := setup(t)
-		return s
+		return faultyStore(t)
 	})
+}
+
+// faulty is the store under a fault layer that only the ambiguity cases
+// arm (storetest.Faulty); the other cases see no fault.
+type faulty struct {
+	*dynamostore.Store
+	in *faults.Injector
+}
+
+func (f faulty) Faults() *faults.Injector { return f.in }
+
+func faultyStore(t *testing.T) faulty {
+	_, table := dynamotest.Table(t, "heddle-test")
+	in, err := faults.New(faults.Config{})
+	require.NoError(t, err)
+	c := dynamostore.NewEmulatorClient(dynamotest.Endpoint(t), func(o *dynamodb.Options) { o.HTTPClient = in.Client(o.HTTPClient) })
+	return faulty{dynamostore.New(c, table), in}
 }
 
 func BenchmarkVersionedUpdates(b *testing.B) {

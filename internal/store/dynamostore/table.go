@@ -71,8 +71,9 @@ const TTLAttribute = counterPrefix + store.CounterExpires
 // emulator need not compute DynamoDB's CRC32 response header as the service
 // does, and the check guards against network corruption the loopback does
 // not have), and a pool of idle connections large enough for concurrent
-// writers. Never use it against AWS.
-func NewEmulatorClient(endpoint string) *dynamodb.Client {
+// writers. optFns change the options after that (a test's fault layer
+// wraps HTTPClient). Never use it against AWS.
+func NewEmulatorClient(endpoint string, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{
 		Region:                          "us-east-1",
 		BaseEndpoint:                    aws.String(endpoint),
@@ -85,5 +86,5 @@ func NewEmulatorClient(endpoint string) *dynamodb.Client {
 		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 			tr.MaxIdleConnsPerHost = 64
 		}),
-	}, func(o *dynamodb.Options) { o.HTTPClient = sdkbody.Guard(o.HTTPClient) }) // package sdkbody
+	}, append([]func(*dynamodb.Options){func(o *dynamodb.Options) { o.HTTPClient = sdkbody.Guard(o.HTTPClient) }}, optFns...)...) // package sdkbody
 }

@@ -48,6 +48,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"TransactInvalid", testTransactInvalid},
 		{"TransactMaxItems", testTransactMaxItems},
 		{"TransactMaxBytes", testTransactMaxBytes},
+		{"TransactAppliedThenRetried", testTransactAppliedThenRetried},
+		{"WriteAppliedThenRetried", testWriteAppliedThenRetried},
 		{"ConcurrentVersionedUpdates", testConcurrentVersionedUpdates},
 		{"ConcurrentCounterAdds", testConcurrentCounterAdds},
 		{"ConcurrentPuts", testConcurrentPuts},
