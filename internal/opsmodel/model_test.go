@@ -337,7 +337,7 @@ func (w *world) actions() map[string]func(*rapid.T) {
 		"wait": func(t *rapid.T) {
 			time.Sleep(time.Duration(rapid.IntRange(1, 10).Draw(t, "tenths")) * 100 * time.Millisecond)
 		},
-		"drift": w.driftStep,
+		"drift":    w.driftStep,
 		"pushLoad": w.pushLoad,
 		"settle": func(t *rapid.T) {
 			w.settle(t)
