@@ -72,7 +72,7 @@ func newWorld(t *rapid.T, root string) *world {
 	superKey := access.NewKeySecret()
 	w.cfg = localserver.Config{
 		DataDir: filepath.Join(dir, "data"), Listen: "127.0.0.1:0", BootstrapKey: superKey, Version: "opsmodel",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), JanitorPeriod: 100 * time.Millisecond,
+		Logger: serverLog(t), JanitorPeriod: 100 * time.Millisecond,
 		Webhooks: webhooks.Config{Policy: webhooks.Policy{Timeout: 2 * time.Second}},
 	}
 	w.start(t)
@@ -138,6 +138,23 @@ func (w *world) close() {
 	w.hook.Close()
 	demotest.KillProcessesUnder(w.dir)
 	_ = os.RemoveAll(w.dir)
+}
+
+// serverLog writes the server's errors into the check's log: rapid prints
+// it with the failing (shrunk) sequence, so the server's own account of
+// what went wrong stands beside the steps. Below ERROR it is noise: every
+// fault the model injects logs warnings.
+func serverLog(t *rapid.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
+}
+
+// logWriter is one slog line per Write (slog's handlers write each record
+// with one call).
+type logWriter struct{ t *rapid.T }
+
+func (l logWriter) Write(p []byte) (int, error) {
+	l.t.Logf("server: %s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 // catalog is testdata/catalog.yaml with this check's faults file.
