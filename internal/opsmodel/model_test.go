@@ -336,7 +336,7 @@ func (w *world) actions() map[string]func(*rapid.T) {
 		"wait": func(t *rapid.T) {
 			time.Sleep(time.Duration(rapid.IntRange(1, 10).Draw(t, "tenths")) * 100 * time.Millisecond)
 		},
-		"importOrphaned": w.importOrphaned,
+		"importOrphaned":  w.importOrphaned,
 		"backupWhileBusy": w.backupWhileBusy,
 		"settle": func(t *rapid.T) {
 			w.settle(t)
