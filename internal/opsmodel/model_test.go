@@ -338,6 +338,7 @@ func (w *world) actions() map[string]func(*rapid.T) {
 		},
 		"importOrphaned":  w.importOrphaned,
 		"backupWhileBusy": w.backupWhileBusy,
+		"applyRace":       w.applyRace,
 		"settle": func(t *rapid.T) {
 			w.settle(t)
 			w.checkQuiet(t)
