@@ -339,6 +339,7 @@ func (w *world) actions() map[string]func(*rapid.T) {
 		"importOrphaned":  w.importOrphaned,
 		"backupWhileBusy": w.backupWhileBusy,
 		"applyRace":       w.applyRace,
+		"staticPool":      w.staticStep,
 		"settle": func(t *rapid.T) {
 			w.settle(t)
 			w.checkQuiet(t)
@@ -572,7 +573,7 @@ func (w *world) quiet(t *rapid.T) bool {
 	if (u.Nodes != nodes || counted != nodes) && !w.busy(t) {
 		t.Fatalf("the node counter says %d, the clusters' node counts add to %d, and %d nodes live: %s", u.Nodes, counted, nodes, describe(cs))
 	}
-	if w.busy(t) {
+	if w.busy(t) || w.checkPool(t, cs) {
 		return true
 	}
 	if msg := w.checkUsage(t, liveNodes); msg != "" {

@@ -45,6 +45,7 @@ type world struct {
 	veto   atomic.Bool // the pre-start hook refuses every job while set
 	vetoes atomic.Int64
 	m      *model
+	pool   *staticPool // nil: no OpenSSH hosts, no static part (static_test.go)
 }
 
 // ctx bounds one API call: a hung server is a failure, not a hung test.
