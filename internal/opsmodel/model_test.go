@@ -340,6 +340,7 @@ func (w *world) actions() map[string]func(*rapid.T) {
 		"backupWhileBusy": w.backupWhileBusy,
 		"applyRace":       w.applyRace,
 		"staticPool":      w.staticStep,
+		"failedAddExpand": w.expandAfterFailedAdd,
 		"settle": func(t *rapid.T) {
 			w.settle(t)
 			w.checkQuiet(t)
