@@ -341,6 +341,8 @@ func (w *world) actions() map[string]func(*rapid.T) {
 		"applyRace":       w.applyRace,
 		"staticPool":      w.staticStep,
 		"failedAddExpand": w.expandAfterFailedAdd,
+		"killImport":      w.killDuringImport,
+		"killBackup":      w.killDuringBackup,
 		"settle": func(t *rapid.T) {
 			w.settle(t)
 			w.checkQuiet(t)

@@ -55,6 +55,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if raw := os.Getenv(childEnv); raw != "" {
+		runChild(raw) // a check's server in the kill variant (kill_test.go)
+	}
 	flag.Parse()
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })

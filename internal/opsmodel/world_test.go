@@ -38,7 +38,7 @@ type world struct {
 	dir    string // the check's own directory (under the test's TempDir)
 	faults string // the file the catalog's scripts read (see testdata/catalog.yaml)
 	cfg    localserver.Config
-	srv    *localserver.Server
+	srv    server // in process, or a child process in the kill variant (kill_test.go)
 	super  *client.Client
 	admin  *client.Client
 	hook   *httptest.Server
@@ -105,21 +105,26 @@ func newWorld(t *rapid.T, root string) *world {
 }
 
 func (w *world) start(t *rapid.T) {
-	srv, err := localserver.Start(context.Background(), w.cfg)
-	if err != nil {
-		t.Fatalf("starting the server on %s: %v", w.cfg.DataDir, err)
+	if killMode() {
+		w.srv = w.startChild(t)
+	} else {
+		srv, err := localserver.Start(context.Background(), w.cfg)
+		if err != nil {
+			t.Fatalf("starting the server on %s: %v", w.cfg.DataDir, err)
+		}
+		w.srv = srv
 	}
-	w.srv = srv
 	for _, c := range []*client.Client{w.super, w.admin} {
 		if c != nil {
-			c.Endpoint = srv.URL()
+			c.Endpoint = w.srv.URL()
 		}
 	}
 }
 
 // restart stops the server as an operator would (in-flight requests end,
-// workers stop, tasks cut short are retried after the start) and starts
-// it again on the same data directory: a new port, the same store.
+// workers stop, tasks cut short are retried after the start), or with
+// SIGKILL in the kill variant, and starts it again on the same data
+// directory: a new port, the same store.
 func (w *world) restart(t *rapid.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
