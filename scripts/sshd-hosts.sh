@@ -51,7 +51,11 @@ ensure_user() {
 	local home
 	home="$(getent passwd "$user" | cut -d: -f6)"
 	install -d -m 700 -o "$user" -g "$(id -gn "$user")" "$home/.ssh"
-	install -m 600 -o "$user" -g "$(id -gn "$user")" "$client_key.pub" "$home/.ssh/authorized_keys"
+	# Append this checkout's client key rather than replace the file: another
+	# checkout's servers (a second test run, a benchmark) share the user, and
+	# replacing its key made their logins fail mid-run. The lock keeps two
+	# starts from interleaving their edits.
+	authorized_keys "$home" add
 	if [[ -d /etc/sudoers.d ]]; then
 		# One rule file per user: with another HEDDLE_SSHD_USER a shared file
 		# would be overwritten and the first user would lose sudo. sudo skips
@@ -64,6 +68,30 @@ ensure_user() {
 		local shared=/etc/sudoers.d/heddle-sshd-hosts
 		if [[ -f "$shared" ]] && grep -q "^$user ALL=" "$shared"; then rm -f "$shared"; fi
 	fi
+}
+
+# authorized_keys HOME add|remove: adds this checkout's client key to the
+# test user's authorized_keys, or removes it, under a lock, keeping every
+# other line.
+authorized_keys() {
+	local home="$1" what="$2" file="$1/.ssh/authorized_keys" line
+	local lock="$1/.ssh/.heddle.lock" # the static provider's lock too
+	line="$(cut -d' ' -f1-2 "$client_key.pub")"
+	# The user opens the lock for its own edits: it must own the file.
+	[[ -f "$lock" ]] || install -m 600 -o "$user" -g "$(id -gn "$user")" /dev/null "$lock"
+	(
+		flock 9
+		touch "$file"
+		if [[ "$what" == add ]]; then
+			grep -qxF -- "$line" <(cut -d' ' -f1-2 "$file") || cat "$client_key.pub" >>"$file"
+		else
+			grep -vF -- "$line" "$file" >"$file.tmp" || true
+			cat "$file.tmp" >"$file"
+			rm -f "$file.tmp"
+		fi
+		chown "$user:$(id -gn "$user")" "$file"
+		chmod 600 "$file"
+	) 9>>"$lock"
 }
 
 # loopback_aliases reports whether 127.0.0.2 can be bound (Linux routes all
@@ -183,6 +211,10 @@ cmd_stop() {
 		rm -f "$dir/pid"
 	done
 	rm -f "$run_dir/count"
+	local home
+	if [[ -f "$client_key.pub" ]] && home="$(getent passwd "$user" | cut -d: -f6)" && [[ -d "$home/.ssh" ]]; then
+		authorized_keys "$home" remove
+	fi
 }
 
 cmd_env() {

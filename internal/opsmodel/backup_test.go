@@ -27,6 +27,11 @@ import (
 // not, and its records agree with each other as they do after every
 // transaction (consistentCopy). The server's temporary copy of the store
 // is gone once the backup is (the data directory holds no .backup-*).
+//
+// A backup reserves nothing of the tenant's (no quota, lock, name or
+// host): it is one read transaction. Its temporary copy in the data
+// directory is removed by the backup itself when it ends, and by the next
+// start or backup when the process died mid-way (killBackup).
 func (w *world) backupWhileBusy(t *rapid.T) {
 	out, err := os.MkdirTemp(w.dir, "backup-") // empty, as Save wants it
 	if err != nil {
