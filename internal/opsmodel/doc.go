@@ -32,8 +32,8 @@
 // a service, sync to the latest template version, lease extension, abort,
 // pause, resume and retry of a cluster's latest job, the faults mode, the
 // hook's veto, a restart of the server on its data directory, a wait, and
-// settle (wait for every job to end, resuming the paused ones). Each in a
-// file of its own:
+// settle (wait for every job to end, resuming the paused ones). The later
+// steps, each in a file of its own:
 //
 //   - staticPool (static_test.go): a create on the static pool (refused
 //     pool_exhausted, naming the pool, when its free hosts are too few), and
