@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -159,8 +160,35 @@ func serverLog(t *rapid.T) *slog.Logger {
 type logWriter struct{ t *rapid.T }
 
 func (l logWriter) Write(p []byte) (int, error) {
-	l.t.Logf("server: %s", strings.TrimRight(string(p), "\n"))
+	line := strings.TrimRight(string(p), "\n")
+	l.t.Logf("server: %s", line)
+	serverErrors.add(line)
 	return len(p), nil
+}
+
+// serverErrors keeps the server's last ERROR lines, for the message of a
+// check that fails on a 5xx: rapid prints the log of the replay only, and
+// a failure that does not replay (timing) would lose the server's account.
+var serverErrors recentLines
+
+type recentLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *recentLines) add(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, line)
+	if len(r.lines) > 10 {
+		r.lines = r.lines[len(r.lines)-10:]
+	}
+}
+
+func (r *recentLines) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.lines, "\n  ")
 }
 
 // catalog is testdata/catalog.yaml with this check's faults file.
@@ -187,7 +215,7 @@ func refused(t *rapid.T, what string, err error) *client.Error {
 		t.Fatalf("%s: not an API answer: %v", what, err)
 	}
 	if ce.Status < 400 || ce.Status >= 500 {
-		t.Fatalf("%s: answered %d %s: %v", what, ce.Status, ce.Code, ce)
+		t.Fatalf("%s: answered %d %s: %v\nthe server's last errors:\n  %s", what, ce.Status, ce.Code, ce, &serverErrors)
 	}
 	if ce.Code == "" || ce.Message == "" {
 		t.Fatalf("%s: a refusal without a code or a sentence: %+v", what, ce.ErrorDetail)
