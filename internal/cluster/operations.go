@@ -303,11 +303,18 @@ func (s *Service) Shrink(ctx context.Context, p access.Principal, id string, req
 		return nil, err
 	}
 	k := len(layout.RemovedNodes)
+	// A shrink, like an expand, repairs nothing on the nodes that stay: a
+	// cluster an earlier failure left INCONSISTENT stays so, with that
+	// failure's reason.
+	after, reason := domain.ClusterActive, ""
+	if l.c.Status == domain.ClusterInconsistent {
+		after, reason = domain.ClusterInconsistent, l.c.StatusMessage
+	}
 	return s.run(ctx, p, l, operation{
 		req:      planner.Request{Operation: domain.OpShrink, New: layout.Nodes, Force: req.Force, Restart: req.Restart},
 		layout:   layout.Groups,
 		retiring: layout.RemovedNodes,
-		onSuccess: engine.Effect{ReleaseNodes: k, NodeCountDelta: -k,
+		onSuccess: engine.Effect{ClusterStatus: after, Message: reason, ReleaseNodes: k, NodeCountDelta: -k,
 			NodeStatus: domain.NodeDeleted, Nodes: layout.RemovedNodes},
 	}, dryRun)
 }

@@ -110,3 +110,43 @@ func TestASuccessfulExpandKeepsAnInconsistentCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestASuccessfulShrinkKeepsAnInconsistentCluster: as an expand, a shrink
+// that succeeds on a cluster a failed add-services left INCONSISTENT
+// repairs nothing on the nodes that stay, so the cluster stays
+// INCONSISTENT with the add's reason, and a plain delete ends it. Before
+// the fix the shrink made it ACTIVE over nodes listing a service they
+// never ran (the operations model, a 100 x 100 run: "ACTIVE cluster ...:
+// node ... carries no run state for extra" after add-services ABORTED and
+// a shrink).
+func TestASuccessfulShrinkKeepsAnInconsistentCluster(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.tenant(10)
+	faults := filepath.Join(t.TempDir(), "faults")
+	require.NoError(t, os.WriteFile(faults, []byte("ok"), 0o600))
+	doc, err := os.ReadFile("../opsmodel/testdata/catalog.yaml")
+	require.NoError(t, err)
+	doc = []byte(strings.ReplaceAll(string(doc), "@FAULTS@", faults))
+	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/catalog", doc, nil))
+
+	var c result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "x", "template": "ops", "size": 3}, &c))
+	id := c.Cluster.ID
+	b.settleTo(b.admin, id, "ACTIVE")
+
+	require.NoError(t, os.WriteFile(faults, []byte("fail"), 0o600))
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/add-services", map[string]any{"services": []string{"extra"}}, nil))
+	failed := b.settleTo(b.admin, id, "INCONSISTENT")
+
+	require.NoError(t, os.WriteFile(faults, []byte("ok"), 0o600))
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/shrink", map[string]any{"count": 1, "force": true}, nil))
+	v := b.settleTo(b.admin, id, "INCONSISTENT")
+	require.Equal(t, "SUCCEEDED", v.Progress.Status)
+	require.Equal(t, failed.StatusMessage, v.StatusMessage, "the reason is still the failed add's")
+	require.Equal(t, 2, liveNodes(v))
+
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "DELETE", "/v1/clusters/"+id, nil, nil))
+	b.settleTo(b.admin, id, "TERMINATED")
+	require.Equal(t, [2]int{0, 0}, b.usage("acme"))
+}
