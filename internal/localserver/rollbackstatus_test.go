@@ -150,3 +150,43 @@ func TestASuccessfulShrinkKeepsAnInconsistentCluster(t *testing.T) {
 	b.settleTo(b.admin, id, "TERMINATED")
 	require.Equal(t, [2]int{0, 0}, b.usage("acme"))
 }
+
+// TestASuccessfulSyncKeepsAnInconsistentCluster: a sync reconfigures the
+// services the nodes run and installs none, so on a cluster a failed
+// add-services left INCONSISTENT it repairs nothing: the cluster stays
+// INCONSISTENT with the add's reason, and a plain delete ends it. Before
+// the fix the sync made it ACTIVE over nodes listing a service they never
+// ran (the operations model, a 100 x 100 run, seed 12014313697742399061).
+func TestASuccessfulSyncKeepsAnInconsistentCluster(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.tenant(10)
+	faults := filepath.Join(t.TempDir(), "faults")
+	require.NoError(t, os.WriteFile(faults, []byte("ok"), 0o600))
+	raw, err := os.ReadFile("../opsmodel/testdata/catalog.yaml")
+	require.NoError(t, err)
+	doc := strings.ReplaceAll(string(raw), "@FAULTS@", faults)
+	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/catalog", []byte(doc), nil))
+
+	var c result
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "x", "template": "ops", "size": 3}, &c))
+	id := c.Cluster.ID
+	b.settleTo(b.admin, id, "ACTIVE")
+
+	require.NoError(t, os.WriteFile(faults, []byte("fail"), 0o600))
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/add-services", map[string]any{"services": []string{"extra"}}, nil))
+	failed := b.settleTo(b.admin, id, "INCONSISTENT")
+
+	require.NoError(t, os.WriteFile(faults, []byte("ok"), 0o600))
+	next := strings.Replace(doc, "description: Local nodes running base (and extra when added).", "description: Local nodes, a later version.", 1)
+	require.NotEqual(t, doc, next)
+	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/catalog", []byte(next), nil))
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters/"+id+"/sync", map[string]any{}, nil))
+	v := b.settleTo(b.admin, id, "INCONSISTENT")
+	require.Equal(t, "SUCCEEDED", v.Progress.Status)
+	require.Equal(t, failed.StatusMessage, v.StatusMessage, "the reason is still the failed add's")
+
+	require.Equal(t, http.StatusAccepted, b.call(b.admin, "DELETE", "/v1/clusters/"+id, nil, nil))
+	b.settleTo(b.admin, id, "TERMINATED")
+	require.Equal(t, [2]int{0, 0}, b.usage("acme"))
+}
