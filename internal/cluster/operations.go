@@ -101,7 +101,7 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 	if op.req.Old == nil {
 		op.req.Old = l.nodes
 	}
-	c, before := l.c, l.c
+	c := l.c
 	if op.edit != nil {
 		op.edit(&c)
 	}
@@ -161,7 +161,7 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 		if fresh.ActiveJobID != "" {
 			return nil, fmt.Errorf("%w: job %s is working on cluster %s; wait for it, or abort it", engine.ErrClusterBusy, fresh.ActiveJobID, fresh.ID)
 		}
-		c, before = fresh, fresh
+		c = fresh
 		if op.edit != nil {
 			op.edit(&c)
 		}
@@ -169,7 +169,7 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 	var job domain.Job
 	for attempt := 0; ; attempt++ {
 		job, err = s.submitHolding(ctx, engine.Submission{
-			Tenant: p.Tenant, Cluster: c, Before: &before, ClusterStatus: op.status, NewNodes: op.newNodes, RetiringNodes: op.retiring, UpdatedNodes: op.updated, Checks: op.checks,
+			Tenant: p.Tenant, Cluster: c, ClusterStatus: op.status, NewNodes: op.newNodes, RetiringNodes: op.retiring, UpdatedNodes: op.updated, Checks: op.checks,
 			Operation: op.req.Operation, RequestedBy: p.User, Plan: plan, TakeNodes: op.takeNodes,
 			OnSuccess: op.onSuccess,
 			OnFailure: engine.Effect{ClusterStatus: domain.ClusterInconsistent,
@@ -197,7 +197,7 @@ func (s *Service) run(ctx context.Context, p access.Principal, l *live, op opera
 		if fresh.ActiveJobID != "" {
 			return nil, fmt.Errorf("%w: job %s is working on cluster %s; wait for it, or abort it", engine.ErrClusterBusy, fresh.ActiveJobID, fresh.ID)
 		}
-		c, before = fresh, fresh
+		c = fresh
 		if op.edit != nil {
 			op.edit(&c)
 		}

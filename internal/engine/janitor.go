@@ -451,9 +451,6 @@ func (e *Engine) failPending(ctx context.Context, tenant, cluster string, lj loa
 		c.ActiveJobID = ""
 		c.Status, c.StatusMessage = job.PrevStatus, job.StatusMessage
 		c.NodeCount -= job.AddedNodeCount
-		if job.PrevSpec != nil {
-			c.Services, c.Config = job.PrevSpec.Services, job.PrevSpec.Config
-		}
 		if job.Created {
 			c.Status, c.NodeCount = domain.ClusterTerminated, 0
 			release, err := e.releaseName(ctx, tenant, c)

@@ -51,14 +51,6 @@ type jobRecord struct {
 	TakenClusters  int                  `json:"takenClusters,omitempty"`
 	TakenNodes     int                  `json:"takenNodes,omitempty"`
 	AddedNodeCount int                  `json:"addedNodeCount,omitempty"`
-	// PrevSpec and NextSpec are the part of the cluster record the
-	// submission changed (the services of add- and remove-services, a
-	// reconfigure's config), as it was and as the job made it: withdrawing
-	// the job puts PrevSpec back with the nodes (failPending), or the record
-	// would list a service no node carries, which a later remove-services
-	// could not plan; its retry (resubmit) makes NextSpec again.
-	PrevSpec *clusterSpec `json:"prevSpec,omitempty"`
-	NextSpec *clusterSpec `json:"nextSpec,omitempty"`
 	// Holds are the items (unscoped keys) of the reservations the job took
 	// with its first transaction (Submission.Hold): the job's end deletes
 	// them in the transaction that ends it, whichever way it ends. Code
@@ -360,11 +352,4 @@ func taskChanges(key store.Key, t domain.Task) store.Changes {
 		ch.ClearIndex = true
 	}
 	return ch
-}
-
-// clusterSpec is the part of a cluster record an operation's submission
-// may change (see jobRecord.PrevSpec).
-type clusterSpec struct {
-	Services []string        `json:"services"`
-	Config   json.RawMessage `json:"config,omitempty"`
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -44,11 +43,7 @@ type Submission struct {
 	// (Create set); otherwise it is the cluster as read, and its Version is
 	// the condition that no other job took it meanwhile.
 	Cluster domain.Cluster
-	// Before, when set, is the cluster record as it was read, before the
-	// operation's changes to it (Cluster): a withdrawn job (a veto, the
-	// janitor's undo) puts back the services and config it changed.
-	Before *domain.Cluster
-	Create bool
+	Create  bool
 	// ClusterStatus is the cluster's status while the job runs (PENDING for a
 	// create, DELETING for a delete, unchanged when empty).
 	ClusterStatus domain.ClusterStatus
@@ -123,10 +118,6 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (domain.Job, error)
 		OnSuccess: sub.OnSuccess, OnFailure: sub.OnFailure, OnRollback: sub.OnRollback,
 		Created: sub.Create, PrevStatus: sub.Cluster.Status, TakenClusters: sub.TakeClusters, TakenNodes: sub.TakeNodes,
 		AddedNodeCount: len(sub.NewNodes), Holds: sub.Hold.Items,
-	}
-	if b := sub.Before; b != nil && !sub.Create && (!slices.Equal(b.Services, sub.Cluster.Services) || !bytes.Equal(b.Config, sub.Cluster.Config)) {
-		job.PrevSpec = &clusterSpec{Services: b.Services, Config: b.Config}
-		job.NextSpec = &clusterSpec{Services: sub.Cluster.Services, Config: sub.Cluster.Config}
 	}
 	if sub.Replan != nil {
 		job.AddedNodeCount, job.TaskTotal = sub.PlannedNodes, sub.PlannedTasks

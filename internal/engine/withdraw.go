@@ -116,9 +116,6 @@ func (e *Engine) resubmit(ctx context.Context, tenant, cluster, jobID string, ho
 		c.ActiveJobID, c.LatestJobID = jobID, jobID
 		c.Status, c.StatusMessage = job.RunningStatus, ""
 		c.NodeCount += job.AddedNodeCount
-		if job.NextSpec != nil {
-			c.Services, c.Config = job.NextSpec.Services, job.NextSpec.Config
-		}
 		ci := clusterItem(tenant, c)
 		ops = append(ops, store.Update(cit.Key, store.Condition{Version: cit.Version},
 			store.Changes{Data: ci.Data, Status: &ci.Status, Index: ci.Index, ClearIndex: ci.Index == nil}))
