@@ -12,10 +12,11 @@ LDVERSION = $(if $(VERSION),-X github.com/heddle-io/heddle/internal/buildinfo.ve
 # The long run of the operations model (make opsmodel-long).
 OPSMODEL_CHECKS ?= 100
 OPSMODEL_STEPS ?= 100
+OPSMODEL_KILL_CHECKS ?= 20
 # GOLAMBDA builds a Lambda's bootstrap binary: linux/arm64, no RPC runtime.
 GOLAMBDA = CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w $(LDVERSION)"
 
-.PHONY: help build run demo demo-static test test-unit lint bench fuzz opsmodel-long lambda clean local-aws local-aws-build chaos
+.PHONY: help build run demo demo-static test test-unit lint bench fuzz opsmodel-long opsmodel-kill lambda clean local-aws local-aws-build chaos
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -54,6 +55,9 @@ fuzz: ## Run every fuzz target for FUZZTIME each (outside CI)
 
 opsmodel-long: ## The model-based operations test on a long budget, OPSMODEL_CHECKS sequences of about OPSMODEL_STEPS steps (outside CI)
 	HEDDLE_OPSMODEL_CHECKS=$(OPSMODEL_CHECKS) HEDDLE_OPSMODEL_STEPS=$(OPSMODEL_STEPS) $(GO) test -count=1 -timeout 0 -v -run TestOperationsModel ./internal/opsmodel/
+
+opsmodel-kill: ## The operations model with each check's server a child process that server restarts kill -9 (outside CI), OPSMODEL_KILL_CHECKS sequences of about OPSMODEL_STEPS steps
+	HEDDLE_OPSMODEL_KILL=1 HEDDLE_OPSMODEL_CHECKS=$(OPSMODEL_KILL_CHECKS) HEDDLE_OPSMODEL_STEPS=$(OPSMODEL_STEPS) $(GO) test -count=1 -timeout 0 -v -run TestOperationsModel ./internal/opsmodel/
 
 lambda: ## Build the Lambda bootstrap binaries and zips (linux/arm64) into dist/
 	@mkdir -p dist

@@ -38,6 +38,10 @@ const StagingLease = 10 * time.Second
 
 const stagingRenewEvery = StagingLease / 5
 
+// abandonTimeout bounds the give-back of an abandoned import (abandon),
+// which outlives the request that was cut short.
+const abandonTimeout = 30 * time.Second
+
 // processOwner names this process in the import records it writes, so that
 // a sole writer (WithSoleWriter) knows a record of another process as dead.
 var processOwner = newImportID()
@@ -184,7 +188,13 @@ func (c *Catalog) importStaged(ctx context.Context, s store.Store, revCond store
 	}
 	if err != nil {
 		// Whether the flip happened is unknown: the next reader settles
-		// it either way, and the janitor collects it if it did not.
+		// it either way, and the janitor collects it if it did not. A
+		// request cut short gives its numbers back now (abandon aborts
+		// only a record still staging: a flip that committed is left to
+		// roll forward).
+		if ctx.Err() != nil {
+			c.abandon(ctx, s, id, manifest)
+		}
 		return fmt.Errorf("catalog: publishing import %s: %w", id, err)
 	}
 	if c.hooks != nil && c.hooks.afterFlip != nil {
@@ -364,7 +374,16 @@ func (c *Catalog) reclaimStaged(ctx context.Context, s store.Store, err error) e
 // abandon gives up import id before its flip: its record is aborted and what
 // it staged deleted. It is best effort: what it cannot delete, the janitor
 // collects.
+//
+// It runs on a context of its own: an import is most often abandoned
+// because its request was cut short (ctx cancelled), and the writes that
+// give its version numbers back must still happen then. Left undone, the
+// record stays staging with this process as owner and a fresh lease, so
+// every import of the tenant gives way to it (ErrBusy) until the lease
+// runs out.
 func (c *Catalog) abandon(ctx context.Context, s store.Store, id string, manifest []manifestEntry) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
+	defer cancel()
 	if abortImport(ctx, s, id) != nil {
 		return
 	}

@@ -534,3 +534,40 @@ func TestAStagingImportKeepsItsLease(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, <-renewed)
 }
+
+// TestAnImportCutShortMidStagingLeavesNothingInTheWay: a request cut short
+// while its import stages (the client went away: its context is
+// cancelled) gives back what it staged itself, although its context is
+// done, so the next import of the tenant, in the same process and within
+// the cut one's lease, succeeds at once. Found by the operations model
+// (internal/opsmodel, importOrphaned): the cut import's abandon ran on the
+// cancelled context, wrote nothing, and left a record that counted as live
+// (this process's, its lease fresh), so every import for the next
+// StagingLease answered ErrBusy.
+func TestAnImportCutShortMidStagingLeavesNothingInTheWay(t *testing.T) {
+	t.Parallel()
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t)
+			cat := New(s, nil, WithSoleWriter())
+			_, err := cat.Import(context.Background(), "acme", largeDoc(t, 100, "A"))
+			require.NoError(t, err)
+
+			ctx, cancel := context.WithCancel(context.Background())
+			cat.hooks = &importHooks{afterStage: func() error { cancel(); return ctx.Err() }}
+			b := largeDoc(t, 100, "B")
+			_, err = cat.Import(ctx, "acme", b)
+			require.ErrorIs(t, err, context.Canceled)
+			staged, records := stagedLeft(t, s, b)
+			require.Zero(t, staged, "the cut import deleted what it staged")
+			require.Zero(t, records, "and its record")
+
+			cat.hooks = nil
+			doc := largeDoc(t, 100, "C")
+			res, err := cat.Import(context.Background(), "acme", doc)
+			require.NoError(t, err, "the next import goes through at once")
+			require.Len(t, res.Updated, len(mustEntities(doc)))
+		})
+	}
+}

@@ -274,20 +274,23 @@ func (s *Service) Expand(ctx context.Context, p access.Principal, id string, req
 		return nil, err
 	}
 	added, _ := changedNodes(l.nodes, layout) // an expand leaves existing nodes as they are
-	// A rollback deletes the new nodes and repairs nothing else: a cluster
-	// an earlier failure left INCONSISTENT stays so, or it would read
-	// ACTIVE with nodes listing services they never ran.
-	rolledBack := domain.ClusterActive
+	// An expand builds its new nodes and repairs nothing else, whether it
+	// succeeds or is rolled back: a cluster an earlier failure left
+	// INCONSISTENT (an add-services whose installs did not all run) stays
+	// so, with that failure's reason, or it would read ACTIVE with nodes
+	// listing services they never ran. Retrying the failed job, or a
+	// delete, repairs it.
+	after, reason := domain.ClusterActive, ""
 	if l.c.Status == domain.ClusterInconsistent {
-		rolledBack = domain.ClusterInconsistent
+		after, reason = domain.ClusterInconsistent, l.c.StatusMessage
 	}
 	return s.run(ctx, p, l, operation{
 		req:       planner.Request{Operation: domain.OpExpand, New: layout.Nodes, Restart: req.Restart},
 		newNodes:  added,
 		takeNodes: len(added),
 		layout:    layout.Groups,
-		onSuccess: engine.Effect{NodeStatus: domain.NodeActive, Nodes: layout.NewNodes},
-		onRollback: engine.Effect{ClusterStatus: rolledBack, Message: "expand failed; the new nodes were deleted",
+		onSuccess: engine.Effect{ClusterStatus: after, Message: reason, NodeStatus: domain.NodeActive, Nodes: layout.NewNodes},
+		onRollback: engine.Effect{ClusterStatus: after, Message: "expand failed; the new nodes were deleted",
 			ReleaseNodes: len(added), NodeCountDelta: -len(added), NodeStatus: domain.NodeDeleted, Nodes: layout.NewNodes},
 		sizeField: "count",
 	}, dryRun)
@@ -317,11 +320,18 @@ func (s *Service) Shrink(ctx context.Context, p access.Principal, id string, req
 		return nil, err
 	}
 	k := len(layout.RemovedNodes)
+	// A shrink, like an expand, repairs nothing on the nodes that stay: a
+	// cluster an earlier failure left INCONSISTENT stays so, with that
+	// failure's reason.
+	after, reason := domain.ClusterActive, ""
+	if l.c.Status == domain.ClusterInconsistent {
+		after, reason = domain.ClusterInconsistent, l.c.StatusMessage
+	}
 	return s.run(ctx, p, l, operation{
 		req:      planner.Request{Operation: domain.OpShrink, New: layout.Nodes, Force: req.Force, Restart: req.Restart},
 		layout:   layout.Groups,
 		retiring: layout.RemovedNodes,
-		onSuccess: engine.Effect{ReleaseNodes: k, NodeCountDelta: -k,
+		onSuccess: engine.Effect{ClusterStatus: after, Message: reason, ReleaseNodes: k, NodeCountDelta: -k,
 			NodeStatus: domain.NodeDeleted, Nodes: layout.RemovedNodes},
 	}, dryRun)
 }

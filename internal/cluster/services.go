@@ -140,8 +140,17 @@ func (s *Service) SyncTemplate(ctx context.Context, p access.Principal, id strin
 		return nil, err
 	}
 	services := next.plannerServices(servicesOn(l.nodes))
+	// A sync reconfigures the services the nodes run and installs none: on
+	// a cluster an earlier failure left INCONSISTENT (an add-services whose
+	// installs did not all run) it repairs nothing, so the cluster stays
+	// INCONSISTENT with that failure's reason, as after an expand or shrink.
+	var onSuccess engine.Effect
+	if l.c.Status == domain.ClusterInconsistent {
+		onSuccess = engine.Effect{ClusterStatus: domain.ClusterInconsistent, Message: l.c.StatusMessage}
+	}
 	return s.run(ctx, p, l, operation{
-		req: planner.Request{Operation: domain.OpSyncTemplate, New: l.nodes, Services: services, Restart: req.Restart},
+		onSuccess: onSuccess,
+		req:       planner.Request{Operation: domain.OpSyncTemplate, New: l.nodes, Services: services, Restart: req.Restart},
 		edit: func(c *domain.Cluster) {
 			c.Resolved, c.Template = withDriftDefault(tmpl, l.sp.Provider.ProviderType), domain.TemplateRef{Name: tmpl.Name, Version: tmpl.Version}
 		},

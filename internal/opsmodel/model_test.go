@@ -337,8 +337,15 @@ func (w *world) actions() map[string]func(*rapid.T) {
 		"wait": func(t *rapid.T) {
 			time.Sleep(time.Duration(rapid.IntRange(1, 10).Draw(t, "tenths")) * 100 * time.Millisecond)
 		},
-		"drift":    w.driftStep,
-		"pushLoad": w.pushLoad,
+		"drift":           w.driftStep,
+		"pushLoad":        w.pushLoad,
+		"importOrphaned":  w.importOrphaned,
+		"backupWhileBusy": w.backupWhileBusy,
+		"applyRace":       w.applyRace,
+		"staticPool":      w.staticStep,
+		"failedAddExpand": w.expandAfterFailedAdd,
+		"killImport":      w.killDuringImport,
+		"killBackup":      w.killDuringBackup,
 		"settle": func(t *rapid.T) {
 			w.settle(t)
 			w.checkQuiet(t)
@@ -572,7 +579,7 @@ func (w *world) quiet(t *rapid.T) bool {
 	if (u.Nodes != nodes || counted != nodes) && !w.busy(t) {
 		t.Fatalf("the node counter says %d, the clusters' node counts add to %d, and %d nodes live: %s", u.Nodes, counted, nodes, describe(cs))
 	}
-	if w.busy(t) {
+	if w.busy(t) || w.checkPool(t, cs) {
 		return true
 	}
 	if msg := w.checkUsage(t, liveNodes); msg != "" {

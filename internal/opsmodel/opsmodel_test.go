@@ -55,6 +55,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if raw := os.Getenv(childEnv); raw != "" {
+		runChild(raw) // a check's server in the kill variant (kill_test.go)
+	}
 	flag.Parse()
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -84,6 +87,7 @@ func TestMain(m *testing.M) {
 func TestOperationsModel(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
+	pool := newStaticPool(t)
 	var steps, sequences, vetoes atomic.Int64
 	// Said on failure too, when a long run's count matters most (rapid's
 	// reruns while it shrinks are counted as well).
@@ -93,6 +97,7 @@ func TestOperationsModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		w := newWorld(rt, root)
 		defer w.close()
+		w.usePool(rt, pool)
 		actions := w.actions()
 		// A skipped step panics out of act, and is not counted; nor are the
 		// steps of a sequence that failed.

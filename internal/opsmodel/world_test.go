@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,13 +39,14 @@ type world struct {
 	dir    string // the check's own directory (under the test's TempDir)
 	faults string // the file the catalog's scripts read (see testdata/catalog.yaml)
 	cfg    localserver.Config
-	srv    *localserver.Server
+	srv    server // in process, or a child process in the kill variant (kill_test.go)
 	super  *client.Client
 	admin  *client.Client
 	hook   *httptest.Server
 	veto   atomic.Bool // the pre-start hook refuses every job while set
 	vetoes atomic.Int64
 	m      *model
+	pool   *staticPool // nil: no OpenSSH hosts, no static part (static_test.go)
 }
 
 // ctx bounds one API call: a hung server is a failure, not a hung test.
@@ -72,7 +74,7 @@ func newWorld(t *rapid.T, root string) *world {
 	superKey := access.NewKeySecret()
 	w.cfg = localserver.Config{
 		DataDir: filepath.Join(dir, "data"), Listen: "127.0.0.1:0", BootstrapKey: superKey, Version: "opsmodel",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), JanitorPeriod: 100 * time.Millisecond,
+		Logger: serverLog(t), JanitorPeriod: 100 * time.Millisecond,
 		Webhooks: webhooks.Config{Policy: webhooks.Policy{Timeout: 2 * time.Second}},
 	}
 	w.start(t)
@@ -104,21 +106,26 @@ func newWorld(t *rapid.T, root string) *world {
 }
 
 func (w *world) start(t *rapid.T) {
-	srv, err := localserver.Start(context.Background(), w.cfg)
-	if err != nil {
-		t.Fatalf("starting the server on %s: %v", w.cfg.DataDir, err)
+	if killMode() {
+		w.srv = w.startChild(t)
+	} else {
+		srv, err := localserver.Start(context.Background(), w.cfg)
+		if err != nil {
+			t.Fatalf("starting the server on %s: %v", w.cfg.DataDir, err)
+		}
+		w.srv = srv
 	}
-	w.srv = srv
 	for _, c := range []*client.Client{w.super, w.admin} {
 		if c != nil {
-			c.Endpoint = srv.URL()
+			c.Endpoint = w.srv.URL()
 		}
 	}
 }
 
 // restart stops the server as an operator would (in-flight requests end,
-// workers stop, tasks cut short are retried after the start) and starts
-// it again on the same data directory: a new port, the same store.
+// workers stop, tasks cut short are retried after the start), or with
+// SIGKILL in the kill variant, and starts it again on the same data
+// directory: a new port, the same store.
 func (w *world) restart(t *rapid.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -138,6 +145,50 @@ func (w *world) close() {
 	w.hook.Close()
 	demotest.KillProcessesUnder(w.dir)
 	_ = os.RemoveAll(w.dir)
+}
+
+// serverLog writes the server's errors into the check's log: rapid prints
+// it with the failing (shrunk) sequence, so the server's own account of
+// what went wrong stands beside the steps. Below ERROR it is noise: every
+// fault the model injects logs warnings.
+func serverLog(t *rapid.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelError}))
+}
+
+// logWriter is one slog line per Write (slog's handlers write each record
+// with one call).
+type logWriter struct{ t *rapid.T }
+
+func (l logWriter) Write(p []byte) (int, error) {
+	line := strings.TrimRight(string(p), "\n")
+	l.t.Logf("server: %s", line)
+	serverErrors.add(line)
+	return len(p), nil
+}
+
+// serverErrors keeps the server's last ERROR lines, for the message of a
+// check that fails on a 5xx: rapid prints the log of the replay only, and
+// a failure that does not replay (timing) would lose the server's account.
+var serverErrors recentLines
+
+type recentLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *recentLines) add(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, line)
+	if len(r.lines) > 10 {
+		r.lines = r.lines[len(r.lines)-10:]
+	}
+}
+
+func (r *recentLines) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.lines, "\n  ")
 }
 
 // catalog is testdata/catalog.yaml with this check's faults file.
@@ -164,7 +215,7 @@ func refused(t *rapid.T, what string, err error) *client.Error {
 		t.Fatalf("%s: not an API answer: %v", what, err)
 	}
 	if ce.Status < 400 || ce.Status >= 500 {
-		t.Fatalf("%s: answered %d %s: %v", what, ce.Status, ce.Code, ce)
+		t.Fatalf("%s: answered %d %s: %v\nthe server's last errors:\n  %s", what, ce.Status, ce.Code, ce, &serverErrors)
 	}
 	if ce.Code == "" || ce.Message == "" {
 		t.Fatalf("%s: a refusal without a code or a sentence: %+v", what, ce.ErrorDetail)
