@@ -16,6 +16,22 @@ import (
 )
 
 // docSteps returns the command lines of the ```sh block that follows marker
+// docArgv turns a documented `bin/heddle ...` line into the CLI's
+// arguments as a shell splits them, with the repository's paths made
+// relative to this package's directory, where the tests run.
+func docArgv(t *testing.T, line string) []string {
+	t.Helper()
+	args, ok := strings.CutPrefix(line, "bin/heddle ")
+	require.True(t, ok, line)
+	argv := shellWords(args)
+	for i, a := range argv {
+		if strings.HasPrefix(a, "docs/") {
+			argv[i] = "../../" + a
+		}
+	}
+	return argv
+}
+
 // in a document, each with its comment (what the document says of it).
 func docSteps(t *testing.T, doc, marker string) (lines, comments []string) {
 	t.Helper()

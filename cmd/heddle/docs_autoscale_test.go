@@ -19,14 +19,7 @@ func TestDocsAutoscaleSteps(t *testing.T) {
 	autoscales := 0
 	for _, line := range steps {
 		t.Logf("$ %s", line)
-		args, ok := strings.CutPrefix(line, "bin/heddle ")
-		require.True(t, ok, line)
-		argv := shellWords(args)
-		for i, a := range argv {
-			if strings.HasPrefix(a, "docs/") {
-				argv[i] = "../../" + a
-			}
-		}
+		argv := docArgv(t, line)
 		switch {
 		case strings.Contains(line, "clusters autoscale shop --set"):
 			out := s.must(admin, argv...)

@@ -46,14 +46,7 @@ func TestDocsDriftSteps(t *testing.T) {
 	for _, line := range steps {
 		line = strings.ReplaceAll(line, "CLUSTER_ID", clusterID)
 		t.Logf("$ %s", line)
-		args, ok := strings.CutPrefix(line, "bin/heddle ")
-		require.True(t, ok, line)
-		argv := shellWords(args)
-		for i, a := range argv {
-			if strings.HasPrefix(a, "docs/") {
-				argv[i] = "../../" + a
-			}
-		}
+		argv := docArgv(t, line)
 		if strings.Contains(line, "clusters drift") {
 			r := s.cli(admin, argv...)
 			drifts++

@@ -40,14 +40,7 @@ func TestDocsRepairSteps(t *testing.T) {
 	for _, line := range steps {
 		line = strings.ReplaceAll(strings.ReplaceAll(line, "CLUSTER_ID", clusterID), "NODE", lost)
 		t.Logf("$ %s", line)
-		args, ok := strings.CutPrefix(line, "bin/heddle ")
-		require.True(t, ok, line)
-		argv := shellWords(args)
-		for i, a := range argv {
-			if strings.HasPrefix(a, "docs/") {
-				argv[i] = "../../" + a
-			}
-		}
+		argv := docArgv(t, line)
 		switch {
 		case strings.Contains(line, "clusters drift"):
 			drifts++

@@ -26,14 +26,7 @@ func TestDocsRevisionsSteps(t *testing.T) {
 	rollbacks := 0
 	for _, line := range steps {
 		t.Logf("$ %s", line)
-		args, ok := strings.CutPrefix(line, "bin/heddle ")
-		require.True(t, ok, line)
-		argv := shellWords(args)
-		for i, a := range argv {
-			if strings.HasPrefix(a, "docs/") {
-				argv[i] = "../../" + a
-			}
-		}
+		argv := docArgv(t, line)
 		out := s.must(admin, argv...)
 		switch {
 		case line == "bin/heddle clusters history shop":
