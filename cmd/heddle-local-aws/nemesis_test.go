@@ -328,7 +328,7 @@ func (d *deployment) registerProxiedHosts(tenant string, n, i int) []*faults.TCP
 	require.GreaterOrEqual(d.t, len(hosts.Hosts), n*(i+1), "HEDDLE_SSH_HOSTS has too few hosts for the nemesis run")
 	client := kms.New(kms.Options{Region: region, BaseEndpoint: aws.String(d.ready.KMS),
 		Credentials: credentials.NewStaticCredentialsProvider("heddle", "heddle", "")})
-	keyring := secrets.NewKeyring(secrets.NewKMSKey(client, fmt.Sprintf("arn:aws:kms:%s:%s:key/heddle-%s", region, accountID, strings.TrimPrefix(d.ready.Table, "heddle-"))))
+	keyring := secrets.NewKeyring(secrets.NewKMSKey(client, d.ready.KMSKey))
 	pool := static.NewPool(dynamostore.New(dynamostore.NewEmulatorClient(os.Getenv("HEDDLE_DYNAMODB_ENDPOINT")), d.ready.Table), keyring)
 	var proxies []*faults.TCPProxy
 	for j, h := range hosts.Hosts[len(hosts.Hosts)-n*(i+1) : len(hosts.Hosts)-n*i] {
