@@ -37,6 +37,15 @@ func liveNodes(v clusterView) int {
 // pre-start hook refuses every job while refuse is set.
 func setupWithVetoHook(t *testing.T, tenant string, maxNodes int) (b *bundle, refuse *atomic.Bool) {
 	t.Helper()
+	b = setupWithWebhooks(t, webhooks.Config{})
+	b.admin = demotest.Tenant(t, b.srv.URL(), b.super, tenant, maxNodes)
+	return b, b.vetoHook()
+}
+
+// vetoHook registers, for the bundle's admin, a pre-start hook that
+// refuses every job while refuse is set.
+func (b *bundle) vetoHook() (refuse *atomic.Bool) {
+	b.t.Helper()
 	refuse = &atomic.Bool{}
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if refuse.Load() {
@@ -45,11 +54,9 @@ func setupWithVetoHook(t *testing.T, tenant string, maxNodes int) (b *bundle, re
 		}
 		w.WriteHeader(http.StatusOK)
 	}))
-	t.Cleanup(hook.Close)
-	b = setupWithWebhooks(t, webhooks.Config{})
-	b.admin = demotest.Tenant(t, b.srv.URL(), b.super, tenant, maxNodes)
-	require.Equal(t, http.StatusCreated, b.call(b.admin, "POST", "/v1/webhooks", map[string]any{"url": hook.URL, "preStart": true}, nil))
-	return b, refuse
+	b.t.Cleanup(hook.Close)
+	require.Equal(b.t, http.StatusCreated, b.call(b.admin, "POST", "/v1/webhooks", map[string]any{"url": hook.URL, "preStart": true}, nil))
+	return refuse
 }
 
 // TestAVetoedExpandRetriedCannotBypassTheQuota is issue 28 as it was found,

@@ -12,6 +12,21 @@ import (
 	"github.com/heddle-io/heddle/internal/domain"
 )
 
+// opsCatalog imports the operations model's catalog (template "ops", whose
+// services' actions read a faults file) and returns that file, set to
+// "ok" (a test writes "fail" or "hang" to it to make the actions do so),
+// and the catalog document as imported.
+func (b *bundle) opsCatalog() (faults, doc string) {
+	b.t.Helper()
+	faults = filepath.Join(b.t.TempDir(), "faults")
+	require.NoError(b.t, os.WriteFile(faults, []byte("ok"), 0o600))
+	raw, err := os.ReadFile("../opsmodel/testdata/catalog.yaml")
+	require.NoError(b.t, err)
+	doc = strings.ReplaceAll(string(raw), "@FAULTS@", faults)
+	require.Equal(b.t, http.StatusOK, b.call(b.admin, "POST", "/v1/catalog", []byte(doc), nil))
+	return faults, doc
+}
+
 // TestARolledBackExpandKeepsAnInconsistentCluster: an add-services that
 // fails leaves the cluster INCONSISTENT, the new service in the nodes'
 // layouts and never installed; an expand of it that fails and is rolled
@@ -24,12 +39,7 @@ func TestARolledBackExpandKeepsAnInconsistentCluster(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.tenant(10)
-	faults := filepath.Join(t.TempDir(), "faults")
-	require.NoError(t, os.WriteFile(faults, []byte("ok"), 0o600))
-	doc, err := os.ReadFile("../opsmodel/testdata/catalog.yaml")
-	require.NoError(t, err)
-	doc = []byte(strings.ReplaceAll(string(doc), "@FAULTS@", faults))
-	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/catalog", doc, nil))
+	faults, _ := b.opsCatalog()
 
 	var c result
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "x", "template": "ops", "size": 1}, &c))
@@ -77,12 +87,7 @@ func TestASuccessfulExpandKeepsAnInconsistentCluster(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.tenant(10)
-	faults := filepath.Join(t.TempDir(), "faults")
-	require.NoError(t, os.WriteFile(faults, []byte("ok"), 0o600))
-	doc, err := os.ReadFile("../opsmodel/testdata/catalog.yaml")
-	require.NoError(t, err)
-	doc = []byte(strings.ReplaceAll(string(doc), "@FAULTS@", faults))
-	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/catalog", doc, nil))
+	faults, _ := b.opsCatalog()
 
 	var c result
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "x", "template": "ops", "size": 3}, &c))
@@ -135,12 +140,7 @@ func TestASuccessfulShrinkKeepsAnInconsistentCluster(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.tenant(10)
-	faults := filepath.Join(t.TempDir(), "faults")
-	require.NoError(t, os.WriteFile(faults, []byte("ok"), 0o600))
-	doc, err := os.ReadFile("../opsmodel/testdata/catalog.yaml")
-	require.NoError(t, err)
-	doc = []byte(strings.ReplaceAll(string(doc), "@FAULTS@", faults))
-	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/catalog", doc, nil))
+	faults, _ := b.opsCatalog()
 
 	var c result
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "x", "template": "ops", "size": 3}, &c))
@@ -173,12 +173,7 @@ func TestASuccessfulSyncKeepsAnInconsistentCluster(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.tenant(10)
-	faults := filepath.Join(t.TempDir(), "faults")
-	require.NoError(t, os.WriteFile(faults, []byte("ok"), 0o600))
-	raw, err := os.ReadFile("../opsmodel/testdata/catalog.yaml")
-	require.NoError(t, err)
-	doc := strings.ReplaceAll(string(raw), "@FAULTS@", faults)
-	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/catalog", []byte(doc), nil))
+	faults, doc := b.opsCatalog()
 
 	var c result
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "x", "template": "ops", "size": 3}, &c))

@@ -2,11 +2,6 @@ package localserver
 
 import (
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,22 +20,8 @@ func TestAVetoedAddServicesPutsTheClusterServicesBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.tenant(10)
-	var veto atomic.Bool
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if veto.Load() {
-			http.Error(w, "vetoed by the test", http.StatusForbidden)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(hook.Close)
-	faults := filepath.Join(t.TempDir(), "faults")
-	require.NoError(t, os.WriteFile(faults, []byte("ok"), 0o600))
-	doc, err := os.ReadFile("../opsmodel/testdata/catalog.yaml")
-	require.NoError(t, err)
-	doc = []byte(strings.ReplaceAll(string(doc), "@FAULTS@", faults))
-	require.Equal(t, http.StatusOK, b.call(b.admin, "POST", "/v1/catalog", doc, nil))
-	require.Equal(t, http.StatusCreated, b.call(b.admin, "POST", "/v1/webhooks", map[string]any{"url": hook.URL, "preStart": true}, nil))
+	b.opsCatalog()
+	veto := b.vetoHook()
 
 	var c result
 	require.Equal(t, http.StatusAccepted, b.call(b.admin, "POST", "/v1/clusters", map[string]any{"name": "x", "template": "ops", "size": 2}, &c))
