@@ -119,7 +119,7 @@ func (j *jobRecord) withdrawn() bool {
 // all end and it would hold the cluster and the quota until the janitor
 // failed it.
 func (j *jobRecord) stepTwoWritten() bool {
-	return j.StagedChunks > 0 || j.AwaitingPreStart || !j.StartedAt.IsZero()
+	return j.StagedChunks > 0 || j.AwaitingPreStart
 }
 
 // submittedAt is when the job's current submission began.
